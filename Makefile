@@ -1,0 +1,35 @@
+# Two commands: `make demo` runs the main job, `make test` runs the whole suite.
+# Both create/refresh .venv (only when pyproject.toml changed), make sure the Docker
+# engine answers and the base images exist, then run. Set-up is a no-op when in place.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+EXTRAS ?= notebooks,train,dev
+STAMP := $(VENV)/.tbrl-installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(open('pyproject.toml','rb').read()+b'$(EXTRAS)').hexdigest()[:12])")
+PYTEST_ARGS ?=
+
+.PHONY: venv setup demo test clean-venv
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# CPU torch first (a plain `torch` requirement would pull a multi-GB CUDA build).
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "torch==2.13.0"
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@rm -f $(VENV)/.tbrl-installed-*
+	@touch $@
+
+venv: $(STAMP)
+
+setup: venv
+	$(VENV)/bin/tbrl setup
+
+demo: setup
+	$(VENV)/bin/tbrl demo
+
+test: setup
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,7 @@
+"""`tbrl evaluate` commands (filled in by the evaluate package)."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)

@@ -1,0 +1,1 @@
+"""tbrl_lib.judge_eval"""

@@ -1,0 +1,7 @@
+"""`tbrl rewards` commands (filled in by the rewards package)."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)

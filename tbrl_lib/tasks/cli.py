@@ -1,0 +1,7 @@
+"""`tbrl tasks` commands (filled in by the tasks package)."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)

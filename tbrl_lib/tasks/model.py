@@ -1,0 +1,203 @@
+"""The `Task`: one terminal task, whatever format it came from.
+
+Every reader in `tbrl_lib.tasks` produces a `Task`; every writer consumes one. A round
+trip through a format loses nothing that format can hold. The model validates itself:
+a task that exists is a task that can be built and scored (Dockerfile has a FROM, weights
+name real tests, instruction is not empty). Weights are per test function; they need not
+sum to 1 (`normalized_weights` does that), but they must be non-negative with a positive
+sum.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TASK_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"
+
+
+class Difficulty(str, Enum):
+    easy = "easy"
+    medium = "medium"
+    hard = "hard"
+    extremely_hard = "extremely_hard"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Environment(_Strict):
+    """How to get the container: a Dockerfile (+ build-context files) or a ready image."""
+
+    dockerfile: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+    """Build-context files, relative path -> text content (upstream `additional_files`)."""
+    image: str | None = None
+    """A prebuilt image to use instead of building (e.g. a Harbor `docker_image`)."""
+
+    @model_validator(mode="after")
+    def _needs_a_source(self) -> Environment:
+        if not self.dockerfile and not self.image:
+            raise ValueError("environment needs a dockerfile or an image")
+        if self.dockerfile is not None and not _has_from(self.dockerfile):
+            raise ValueError("environment.dockerfile has no FROM instruction")
+        for path in self.files:
+            _check_relative_path(path, "environment.files")
+        return self
+
+
+class Tests(_Strict):
+    """What the verifier runs after the episode. The agent never sees these."""
+
+    pytest: str | None = None
+    """Source of tests/test_outputs.py (pytest functions `def test_*`)."""
+    script: str | None = None
+    """A shell test script (TB1 run-tests.sh or Harbor tests/test.sh)."""
+    files: dict[str, str] = Field(default_factory=dict)
+    """Extra files copied next to the tests (fixtures, expected outputs)."""
+    weights: dict[str, float] = Field(default_factory=dict)
+    """Test function name -> weight. Empty means every test weighs the same."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Tests:
+        if not self.pytest and not self.script:
+            raise ValueError("tests need pytest source or a test script")
+        for path in self.files:
+            _check_relative_path(path, "tests.files")
+        if self.weights:
+            bad = {k: v for k, v in self.weights.items() if not v >= 0}
+            if bad:
+                raise ValueError(f"tests.weights must be non-negative, got {bad}")
+            if sum(self.weights.values()) <= 0:
+                raise ValueError("tests.weights must sum to a positive number")
+            if self.pytest:
+                names = set(test_function_names(self.pytest))
+                unknown = sorted(set(self.weights) - names)
+                if unknown:
+                    raise ValueError(
+                        f"tests.weights name tests that do not exist: {unknown}; "
+                        f"tests defined: {sorted(names)}"
+                    )
+        return self
+
+    def test_names(self) -> list[str]:
+        return test_function_names(self.pytest) if self.pytest else sorted(self.weights)
+
+    def normalized_weights(self) -> dict[str, float]:
+        """Weights summing to 1 over every test; equal weights when none are given."""
+        if self.weights:
+            total = sum(self.weights.values())
+            return {name: w / total for name, w in self.weights.items()}
+        names = self.test_names()
+        return {name: 1.0 / len(names) for name in names} if names else {}
+
+
+class Limits(_Strict):
+    """Time and resource limits. Timeouts in seconds; None means the tbrl default."""
+
+    agent_timeout_sec: float = Field(default=900.0, gt=0)
+    test_timeout_sec: float = Field(default=180.0, gt=0)
+    build_timeout_sec: float = Field(default=600.0, gt=0)
+    cpus: float = Field(default=1.0, gt=0)
+    memory_mb: int = Field(default=2048, gt=0)
+    storage_mb: int | None = Field(default=None, gt=0)
+    pids: int = Field(default=512, gt=0)
+    allow_internet: bool = False
+
+
+class Provenance(_Strict):
+    """Where the task came from, so errors and reports can point back to it."""
+
+    source_format: str = "python"
+    location: str = ""
+    """File path, directory, or `file.csv:row 12`."""
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class Task(_Strict):
+    id: str = Field(pattern=TASK_ID_PATTERN)
+    instruction: str
+    difficulty: Difficulty = Difficulty.medium
+    category: str = "general"
+    tags: list[str] = Field(default_factory=list)
+    title: str | None = None
+    use_case_category: str | None = None
+    environment: Environment
+    tests: Tests
+    solution: str | None = None
+    """Reference solution as a bash script (TB1 solution.sh / Harbor solution/solve.sh)."""
+    limits: Limits = Field(default_factory=Limits)
+    provenance: Provenance = Field(default_factory=Provenance)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Anything a format carries that has no field here (kept for lossless round trips)."""
+
+    @field_validator("instruction")
+    @classmethod
+    def _instruction_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("instruction is empty")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_clean(cls, value: list[str]) -> list[str]:
+        for tag in value:
+            if not tag or tag != tag.strip() or "|" in tag:
+                raise ValueError(f"tag {tag!r} is empty, padded or contains '|'")
+        return value
+
+    def content_hash(self) -> str:
+        """Stable hash of everything that defines the task (not where it came from)."""
+        payload = self.model_dump(mode="json", exclude={"provenance"})
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+    def same_task(self, other: Task) -> bool:
+        """Equality that ignores provenance (used by round-trip tests)."""
+        return self.content_hash() == other.content_hash()
+
+
+def test_function_names(source: str) -> list[str]:
+    """Names of top-level `test_*` functions (and `Test*` class methods as `Class::test`).
+
+    Falls back to a regex when the source does not parse, so a syntax error in a test
+    file is reported by the verifier (which runs it) rather than hidden here.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return re.findall(r"^(?:async\s+)?def\s+(test_\w*)\s*\(", source, flags=re.M)
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            names.append(node.name)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
+                    names.append(f"{node.name}::{item.name}")
+    return names
+
+
+def _has_from(dockerfile: str) -> bool:
+    for line in dockerfile.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.upper().startswith("ARG "):
+            continue
+        return stripped.upper().startswith("FROM ")
+    return False
+
+
+def _check_relative_path(path: str, where: str) -> None:
+    parts = path.replace("\\", "/").split("/")
+    if not path or path.startswith("/") or ".." in parts:
+        raise ValueError(f"{where}: path {path!r} must be relative and stay inside the task")
