@@ -1,0 +1,168 @@
+"""`tbrl doctor`: one table of what this machine can do, and how to fix what it can't.
+
+Each check returns a `Check` row: the component, ok or not, what was found, and — when
+not ok — what that disables and the command that fixes it. Checks never raise; a check
+that cannot run is itself a failed row. Importing torch is avoided unless the `train`
+extra is present, so the doctor stays quick on a bare install.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+EXTRAS = {
+    "notebooks": ["jupyterlab", "papermill", "ipywidgets", "nbconvert", "matplotlib"],
+    "train": ["torch", "transformers", "trl", "peft", "accelerate", "datasets"],
+    "gpu": ["vllm", "unsloth"],
+    "dev": ["pytest", "hypothesis"],
+}
+EXTRA_DISABLES = {
+    "notebooks": "notebooks and rendered reports",
+    "train": "training, the local HF policy and the tiny smoke model",
+    "gpu": "fast generation with vLLM and unsloth kernels (GPU machines only)",
+    "dev": "the test suite",
+}
+JUDGE_KEYS = {
+    "ANTHROPIC_API_KEY": "Anthropic judges and the LLM synthesis pipeline",
+    "OPENAI_API_KEY": "OpenAI-compatible judges/policies that need a key",
+    "OPENROUTER_API_KEY": "OpenRouter judges/policies",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    component: str
+    ok: bool
+    found: str
+    fix: str = ""
+    """When not ok: what it disables, then how to fix it."""
+    required: bool = False
+    """A failed required check makes `tbrl doctor` exit non-zero."""
+
+
+def mask(secret: str) -> str:
+    return f"{secret[:4]}…{secret[-2:]} ({len(secret)} chars)" if len(secret) > 8 else "set (short)"
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_python() -> Check:
+    ok = sys.version_info >= (3, 11)
+    return Check("python", ok, f"{platform.python_version()} at {sys.executable}",
+                 "" if ok else "tbrl needs Python >= 3.11", required=True)
+
+
+def check_extras() -> list[Check]:
+    rows = []
+    for extra, dists in EXTRAS.items():
+        found = {d: _version(d) for d in dists}
+        missing = [d for d, v in found.items() if v is None]
+        shown = ", ".join(f"{d} {v}" for d, v in found.items() if v)
+        fix = ""
+        if missing:
+            how = ("install on a GPU machine: pip install -e '.[gpu]'" if extra == "gpu"
+                   else f"pip install -e '.[{extra}]'")
+            fix = f"disables {EXTRA_DISABLES[extra]}; missing {', '.join(missing)}; {how}"
+        rows.append(Check(f"extra [{extra}]", not missing, shown or "none installed", fix))
+    return rows
+
+
+def check_docker() -> list[Check]:
+    from tbrl_lib.sandbox import base_images, engine
+
+    info = engine.ping()
+    if info is None:
+        fix = "disables sandboxes, validation, evaluation and training; " + engine._how_to_fix()
+        return [Check("docker engine", False, "no engine answers", fix, required=True)]
+    rows = [Check("docker engine", True, f"{info.version} at {info.endpoint}")]
+    try:
+        client = engine.client(timeout=10)
+        for row in base_images.status(client):
+            rows.append(Check(
+                f"image {row.name}", row.present, row.detail,
+                "" if row.present else "disables tasks built on it; run: tbrl images bootstrap",
+                required=row.name == base_images.BASE_IMAGE,
+            ))
+    except Exception as err:  # noqa: BLE001 - a doctor reports, it does not crash
+        rows.append(Check("base images", False, f"could not list: {err}",
+                          "run: tbrl images status", required=True))
+    return rows
+
+
+def check_gpu() -> list[Check]:
+    smi = shutil.which("nvidia-smi")
+    gpus = ""
+    if smi:
+        proc = subprocess.run([smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20)
+        gpus = "; ".join(proc.stdout.split("\n")).strip("; ") if proc.returncode == 0 else ""
+    cuda = "torch not installed"
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        cuda = (f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
+                f"{torch.cuda.device_count()} device(s)" if torch.cuda.is_available()
+                else f"torch {torch.__version__} (CPU build or no CUDA device)")
+    ok = bool(gpus) and "device(s)" in cuda
+    fix = "" if ok else ("disables GPU presets (CPU presets such as cpu-smoke still run); "
+                         "on a GPU machine install the NVIDIA driver and a CUDA torch")
+    return [Check("gpu / cuda", ok, f"{gpus or 'no nvidia-smi'}; {cuda}", fix)]
+
+
+def check_gpu_libs() -> list[Check]:
+    rows = []
+    for mod in ("vllm", "unsloth"):
+        present = importlib.util.find_spec(mod) is not None
+        rows.append(Check(f"{mod} importable", present,
+                          _version(mod) or "not installed",
+                          "" if present else f"disables {mod} (optional, GPU only): "
+                          "pip install -e '.[gpu]' on a GPU machine"))
+    return rows
+
+
+def check_judges() -> list[Check]:
+    rows = []
+    for key, use in JUDGE_KEYS.items():
+        value = os.environ.get(key, "")
+        rows.append(Check(f"key {key}", bool(value), mask(value) if value else "not set",
+                          "" if value else f"disables {use}; the offline rule-based judge "
+                          f"still works; export {key}=..."))
+    claude = shutil.which("claude")
+    rows.append(Check("claude CLI", claude is not None, claude or "not on PATH",
+                      "" if claude else "disables the Claude Code judge backend; "
+                      "npm install -g @anthropic-ai/claude-code"))
+    return rows
+
+
+def run_checks() -> list[Check]:
+    return [check_python(), *check_extras(), *check_docker(), *check_gpu(),
+            *check_gpu_libs(), *check_judges()]
+
+
+def print_report() -> int:
+    """Print the table; return 1 when a required check failed, else 0."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    checks = run_checks()
+    table = Table(title="tbrl doctor", show_lines=False)
+    for col in ("component", "status", "found", "if missing: disables / fix"):
+        table.add_column(col, overflow="fold")
+    for c in checks:
+        status = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]missing[/]")
+        table.add_row(escape(c.component), status, escape(c.found), escape(c.fix))
+    Console(width=max(120, shutil.get_terminal_size().columns)).print(table)
+    return 1 if any(c.required and not c.ok for c in checks) else 0
