@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q "torch==2.13.0"
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	-@git rev-parse --git-dir >/dev/null 2>&1 && $(VENV)/bin/nbstripout --install --attributes .gitattributes
 	@rm -f $(VENV)/.tbrl-installed-*
 	@touch $@
 

@@ -49,5 +49,32 @@ def setup(
         typer.echo(f"base images: {'built ' + ', '.join(built) if built else 'present'}")
 
 
+DEMO_NOTEBOOK = "05_eval"
+"""The biggest end-to-end path that exists today; becomes 04_train once training lands."""
+
+
+@app.command()
+def demo(
+    notebook: str = typer.Option(DEMO_NOTEBOOK, help="Notebook to run (name without .ipynb)."),
+    param: list[str] = typer.Option([], "--param", "-p", help="Notebook parameter KEY=VALUE."),
+    out: str = typer.Option("", help="Run folder (default: outputs/<notebook>-<time>)."),
+) -> None:
+    """Run the main job headless on the embedded defaults; results land under outputs/."""
+    import yaml
+
+    from tbrl_lib.notebook_tools.execute import execute_notebook, read_summary
+
+    params = {}
+    for item in param:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
+        params[key] = yaml.safe_load(value)
+    run = execute_notebook(notebook, params, out or None)
+    typer.echo(f"run folder: {run}")
+    for key, value in read_summary(run).items():
+        typer.echo(f"  {key}: {value}")
+
+
 if __name__ == "__main__":
     app()
