@@ -1,0 +1,252 @@
+"""What an evaluation run leaves behind: `results.json` (config, trials, summary).
+
+One `TrialResult` per (task, attempt). `RunResults` holds the run's config and its
+trials, writes `results.json` atomically after every trial (temp file + `os.replace`,
+so a kill at any instant leaves either the old or the new file, never half of one), and
+on reopening refuses a run whose config differs in what changes the numbers (policy,
+task source, timeout scale). Finished trials are kept; trials that ended in an infra
+error are redone on resume, since they say nothing about the agent.
+
+The summary counts a trial's outcome per task and averages over tasks:
+`accuracy` = mean per-task resolve rate (infra errors count as unresolved, as in
+Terminal-Bench; their number is reported beside it), its interval (Wilson when every
+task has one attempt, percentile bootstrap over tasks otherwise, both reported),
+unbiased pass@k for every k up to the fewest attempts any task has, breakdowns by
+difficulty and category, failure-mode counts and token/turn statistics. Timings live
+outside `summary`, so a resumed run's summary equals an uninterrupted one's.
+
+Left out: plots and tables (see `tbrl_lib.evaluate.report`).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tbrl_lib.evaluate import stats
+
+RESULTS_FILE = "results.json"
+
+
+class FailureMode(str, Enum):
+    """Why a trial ended the way it did; `resolved` is the one success."""
+
+    resolved = "resolved"
+    unresolved = "unresolved"
+    """The agent finished and the tests did not all pass."""
+    agent_timeout = "agent_timeout"
+    test_timeout = "test_timeout"
+    parse_error = "parse_error"
+    no_action = "no_action"
+    context_overflow = "context_overflow"
+    infra_error = "infra_error"
+    """Docker, the image build or the verifier failed: not the agent's fault."""
+
+
+class TrialResult(BaseModel):
+    """One attempt at one task: outcome, cost and where its trajectory lies."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str
+    attempt: int = Field(ge=0)
+    resolved: bool
+    score: float = Field(ge=0.0, le=1.0)
+    """Weighted test score (1.0 = every test passed)."""
+    failure_mode: FailureMode
+    difficulty: str = "unknown"
+    category: str = "unknown"
+    task_hash: str = ""
+    """`Task.content_hash()`; a resumed run refuses a task that changed since."""
+    termination: str | None = None
+    """The agent's own termination reason, verbatim."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    turns: int = 0
+    agent_seconds: float = 0.0
+    test_seconds: float = 0.0
+    total_seconds: float = 0.0
+    infra_retries: int = 0
+    error: str | None = None
+    trajectory: str | None = None
+    """Path of the saved trajectory, relative to the run folder."""
+    finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.task_id, self.attempt)
+
+
+class RunConfig(BaseModel):
+    """How the run was made. `IDENTITY` fields must match for a run to be resumed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: str
+    tasks_source: str
+    attempts: int = Field(ge=1)
+    timeout_scale: float = Field(default=1.0, gt=0)
+    limit: int | None = Field(default=None, ge=1)
+    concurrency: int = Field(default=1, ge=1)
+
+    IDENTITY: ClassVar[tuple[str, ...]] = ("policy", "tasks_source", "timeout_scale")
+
+    @property
+    def timeouts_note(self) -> str:
+        if self.timeout_scale == 1.0:
+            return "each task's own agent and test timeouts (Terminal-Bench rules)"
+        return (
+            f"task timeouts scaled x{self.timeout_scale:g}: NOT comparable with "
+            "Terminal-Bench scores, which forbid changing them"
+        )
+
+
+class ConfigMismatch(ValueError):
+    """A resumed run was asked for with a config that would change its numbers."""
+
+
+class RunResults(BaseModel):
+    """A run's config, its finished trials, and the summary computed from them."""
+
+    config: RunConfig
+    trials: list[TrialResult] = Field(default_factory=list)
+    wall_seconds: float = 0.0
+    """Time spent running, summed over every session of a resumed run."""
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def open(cls, out_dir: str | Path, config: RunConfig) -> RunResults:
+        """Load `out_dir/results.json` if present (checking the config), else start fresh."""
+        path = Path(out_dir) / RESULTS_FILE
+        if not path.exists():
+            return cls(config=config)
+        try:
+            previous = cls.model_validate_json(path.read_text())
+        except ValueError as exc:
+            raise ValueError(
+                f"{path} exists but is not a tbrl results file ({exc}); "
+                "pick another --out directory or remove it"
+            ) from exc
+        diffs = [
+            f"{name}: run has {getattr(previous.config, name)!r}, now {getattr(config, name)!r}"
+            for name in RunConfig.IDENTITY
+            if getattr(previous.config, name) != getattr(config, name)
+        ]
+        if diffs:
+            raise ConfigMismatch(
+                f"cannot resume {path}: its config differs ({'; '.join(diffs)}). "
+                "Rerun with the original settings to resume, or use a new --out directory."
+            )
+        previous.trials = [t for t in previous.trials if t.failure_mode != FailureMode.infra_error]
+        previous.config = config
+        return previous
+
+    def done(self) -> dict[tuple[str, int], TrialResult]:
+        return {t.key: t for t in self.trials}
+
+    def add(self, trial: TrialResult) -> None:
+        self.trials = [t for t in self.trials if t.key != trial.key] + [trial]
+        self.trials.sort(key=lambda t: t.key)
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Recompute the summary and replace results.json atomically."""
+        self.summary = summarize(self.trials, self.config) if self.trials else {}
+        path = Path(out_dir) / RESULTS_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(self.model_dump_json(indent=1))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, run: str | Path) -> RunResults:
+        """Read a run from its folder or its results.json."""
+        path = Path(run)
+        if path.is_dir():
+            path = path / RESULTS_FILE
+        if not path.exists():
+            raise FileNotFoundError(f"no results at {path}: pass a run folder made by `tbrl eval run`")
+        return cls.model_validate_json(path.read_text())
+
+    def task_rates(self) -> dict[str, float]:
+        return task_rates(self.trials)
+
+
+def task_rates(trials: list[TrialResult]) -> dict[str, float]:
+    """Task id -> fraction of its trials resolved."""
+    outcomes: dict[str, list[bool]] = defaultdict(list)
+    for t in trials:
+        outcomes[t.task_id].append(t.resolved)
+    return {task: sum(v) / len(v) for task, v in sorted(outcomes.items())}
+
+
+def _describe(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    return {
+        "mean": statistics.fmean(values),
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+def summarize(trials: list[TrialResult], config: RunConfig) -> dict[str, Any]:
+    """Headline numbers of a set of trials (see the module docstring for definitions)."""
+    if not trials:
+        raise ValueError("cannot summarize a run with no trials")
+    rates = task_rates(trials)
+    per_task = Counter(t.task_id for t in trials)
+    solved = Counter(t.task_id for t in trials if t.resolved)
+    n_tasks = len(rates)
+    accuracy = sum(rates.values()) / n_tasks
+    one_attempt = set(per_task.values()) == {1}
+    wilson = stats.wilson_interval(sum(rates.values()), n_tasks)
+    bootstrap = stats.bootstrap_mean_interval(list(rates.values()))
+    min_attempts = min(per_task.values())
+    counts = [(per_task[task], solved[task]) for task in rates]
+    first = {t.task_id: t for t in trials}
+    modes = Counter(t.failure_mode.value for t in trials)
+    return {
+        "n_tasks": n_tasks,
+        "n_trials": len(trials),
+        "attempts_per_task": {"min": min_attempts, "max": max(per_task.values())},
+        "accuracy": accuracy,
+        "accuracy_ci": list(wilson if one_attempt else bootstrap),
+        "ci_method": "wilson" if one_attempt else "bootstrap over tasks",
+        "accuracy_ci_wilson": list(wilson),
+        "accuracy_ci_bootstrap": list(bootstrap),
+        "resolved_trials": sum(t.resolved for t in trials),
+        "mean_score": statistics.fmean(t.score for t in trials),
+        "pass_at_k": {
+            str(k): stats.mean_pass_at_k(counts, k) for k in range(1, min_attempts + 1)
+        },
+        "by_difficulty": stats.breakdown(rates, {k: v.difficulty for k, v in first.items()}),
+        "by_category": stats.breakdown(rates, {k: v.category for k, v in first.items()}),
+        "failure_modes": {m.value: modes.get(m.value, 0) for m in FailureMode},
+        "infra_errors": modes.get(FailureMode.infra_error.value, 0),
+        "tokens_in": _describe([t.tokens_in for t in trials]),
+        "tokens_out": _describe([t.tokens_out for t in trials]),
+        "turns": _describe([t.turns for t in trials]),
+        "per_task": rates,
+        "policy": config.policy,
+        "tasks_source": config.tasks_source,
+        "timeout_scale": config.timeout_scale,
+        "timeouts": config.timeouts_note,
+    }
+

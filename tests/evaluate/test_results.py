@@ -1,0 +1,122 @@
+"""results.json: summary numbers, atomic saves, resume rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tbrl_lib.evaluate.results import (
+    ConfigMismatch,
+    FailureMode,
+    RunConfig,
+    RunResults,
+    TrialResult,
+    summarize,
+)
+
+
+def trial(task, attempt, resolved, mode=None, **kw):
+    mode = mode or (FailureMode.resolved if resolved else FailureMode.unresolved)
+    return TrialResult(
+        task_id=task, attempt=attempt, resolved=resolved, score=1.0 if resolved else 0.0,
+        failure_mode=mode, **kw,
+    )
+
+
+CONFIG = RunConfig(policy="oracle", tasks_source="data/tasks", attempts=2)
+
+
+def test_summary_of_two_attempts():
+    # a: 2/2, b: 1/2, c: 0/2 -> rates 1, .5, 0 -> accuracy 0.5
+    # pass@1 = mean(1, .5, 0) = 0.5; pass@2 = mean(1, 1 - C(1,2)/C(2,2) = 1, 0) = 2/3
+    trials = [
+        trial("a", 0, True, difficulty="easy", category="files", tokens_in=10, turns=2),
+        trial("a", 1, True, difficulty="easy", category="files", tokens_in=20, turns=4),
+        trial("b", 0, True, difficulty="hard", category="files"),
+        trial("b", 1, False, FailureMode.agent_timeout, difficulty="hard", category="files"),
+        trial("c", 0, False, FailureMode.no_action, difficulty="hard", category="net"),
+        trial("c", 1, False, FailureMode.infra_error, difficulty="hard", category="net"),
+    ]
+    s = summarize(trials, CONFIG)
+    assert s["n_tasks"] == 3 and s["n_trials"] == 6
+    assert s["accuracy"] == pytest.approx(0.5)
+    assert s["pass_at_k"] == {"1": pytest.approx(0.5), "2": pytest.approx(2 / 3)}
+    assert s["ci_method"] == "bootstrap over tasks"
+    assert s["accuracy_ci"] == s["accuracy_ci_bootstrap"]
+    assert s["by_difficulty"]["easy"]["accuracy"] == 1.0
+    assert s["by_difficulty"]["hard"]["accuracy"] == pytest.approx(0.25)
+    assert s["by_category"]["net"]["accuracy"] == 0.0
+    assert s["failure_modes"]["resolved"] == 3
+    assert s["failure_modes"]["agent_timeout"] == 1
+    assert s["failure_modes"]["no_action"] == 1
+    assert s["infra_errors"] == 1
+    assert s["failure_modes"]["parse_error"] == 0
+    assert s["tokens_in"]["max"] == 20
+    assert s["per_task"] == {"a": 1.0, "b": 0.5, "c": 0.0}
+    assert "Terminal-Bench rules" in s["timeouts"]
+
+
+def test_summary_with_one_attempt_uses_wilson():
+    # 1 of 2 tasks: Wilson(1, 2)
+    s = summarize([trial("a", 0, True), trial("b", 0, False)], CONFIG)
+    assert s["ci_method"] == "wilson"
+    assert s["accuracy_ci"] == s["accuracy_ci_wilson"]
+    assert list(s["pass_at_k"]) == ["1"]
+
+
+def test_scaled_timeouts_are_flagged():
+    s = summarize([trial("a", 0, True)], CONFIG.model_copy(update={"timeout_scale": 2.0}))
+    assert "NOT comparable" in s["timeouts"] and s["timeout_scale"] == 2.0
+
+
+def test_save_is_atomic_and_reloads(tmp_path):
+    run = RunResults.open(tmp_path, CONFIG)
+    run.add(trial("b", 0, False))
+    run.add(trial("a", 0, True))
+    run.save(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temp file left
+    loaded = RunResults.load(tmp_path)
+    assert [t.key for t in loaded.trials] == [("a", 0), ("b", 0)]
+    assert loaded.summary["accuracy"] == 0.5
+    assert json.loads((tmp_path / "results.json").read_text())["config"]["policy"] == "oracle"
+
+
+def test_add_replaces_same_key():
+    run = RunResults(config=CONFIG)
+    run.add(trial("a", 0, False, FailureMode.infra_error))
+    run.add(trial("a", 0, True))
+    assert len(run.trials) == 1 and run.trials[0].resolved
+
+
+def test_resume_keeps_finished_trials_and_drops_infra_errors(tmp_path):
+    run = RunResults.open(tmp_path, CONFIG)
+    run.add(trial("a", 0, True))
+    run.add(trial("b", 0, False, FailureMode.infra_error))
+    run.save(tmp_path)
+    resumed = RunResults.open(tmp_path, CONFIG.model_copy(update={"attempts": 3, "concurrency": 4}))
+    assert set(resumed.done()) == {("a", 0)}
+    assert resumed.config.attempts == 3
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("policy", "noop"), ("tasks_source", "other.csv"), ("timeout_scale", 0.5)],
+)
+def test_resume_with_a_different_config_is_refused(tmp_path, field, value):
+    run = RunResults.open(tmp_path, CONFIG)
+    run.add(trial("a", 0, True))
+    run.save(tmp_path)
+    with pytest.raises(ConfigMismatch, match=f"{field}: run has .*new --out directory"):
+        RunResults.open(tmp_path, CONFIG.model_copy(update={field: value}))
+
+
+def test_open_rejects_a_foreign_file(tmp_path):
+    (tmp_path / "results.json").write_text('{"hello": 1}')
+    with pytest.raises(ValueError, match="not a tbrl results file"):
+        RunResults.open(tmp_path, CONFIG)
+
+
+def test_load_names_the_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="tbrl eval run"):
+        RunResults.load(tmp_path)
