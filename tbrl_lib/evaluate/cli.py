@@ -1,7 +1,123 @@
-"""`tbrl evaluate` commands (filled in by the evaluate package)."""
+"""`tbrl eval` commands: run a benchmark, show a run, compare two runs.
+
+    tbrl eval run --tasks data/tasks --policy oracle --attempts 1 --concurrency 4 --out outputs/eval-oracle
+    tbrl eval --tasks data/tasks --policy oracle ...     (same as `tbrl eval run ...`)
+    tbrl eval show outputs/eval-oracle
+    tbrl eval compare outputs/eval-a outputs/eval-b
+
+Running the same `run` command again on the same --out resumes the run.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=False, invoke_without_command=True)
+
+TasksOpt = Annotated[
+    Optional[Path],
+    typer.Option("--tasks", help="Task source: Harbor/TB1 task dir or a dir of them, upstream CSV, Parquet."),
+]
+PolicyOpt = Annotated[
+    str, typer.Option("--policy", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL.")
+]
+AttemptsOpt = Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task (pass@k up to this k).")]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, help="Trials running at once.")]
+OutOpt = Annotated[
+    Optional[Path], typer.Option("--out", help="Run folder (results.json); rerun with it to resume.")
+]
+ScaleOpt = Annotated[
+    float,
+    typer.Option("--timeout-scale", min=0.01, help="Multiply every task's agent and test timeout (report says so)."),
+]
+LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=1, help="Only the first N tasks.")]
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    tasks: TasksOpt = None,
+    policy: PolicyOpt = "oracle",
+    attempts: AttemptsOpt = 1,
+    concurrency: ConcurrencyOpt = 1,
+    out: OutOpt = None,
+    timeout_scale: ScaleOpt = 1.0,
+    limit: LimitOpt = None,
+) -> None:
+    """Benchmark a policy on tasks: accuracy with 95% CIs, pass@k, failure modes.
+
+    `tbrl eval --tasks ...` is short for `tbrl eval run --tasks ...`.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if tasks is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
+    run(tasks, policy, attempts, concurrency, out, timeout_scale, limit)
+
+
+@app.command()
+def run(
+    tasks: TasksOpt = None,
+    policy: PolicyOpt = "oracle",
+    attempts: AttemptsOpt = 1,
+    concurrency: ConcurrencyOpt = 1,
+    out: OutOpt = None,
+    timeout_scale: ScaleOpt = 1.0,
+    limit: LimitOpt = None,
+) -> None:
+    """Run every task K times in fresh sandboxes; write results.json (resumable)."""
+    from rich.console import Console
+
+    from tbrl_lib.evaluate.harness import run_eval
+    from tbrl_lib.evaluate.report import summary_table
+    from tbrl_lib.evaluate.results import ConfigMismatch
+    from tbrl_lib.notebook_tools import run_dir
+    from tbrl_lib.tasks import load_tasks
+
+    if tasks is None:
+        raise typer.BadParameter("give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks")
+    loaded = load_tasks(tasks)
+    run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
+    try:
+        results = run_eval(
+            loaded.tasks, policy, attempts, concurrency, run_folder,
+            timeout_scale=timeout_scale, tasks_source=str(tasks), limit=limit,
+        )
+    except ConfigMismatch as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    Console().print(summary_table(results))
+    typer.echo(f"results: {run_folder / 'results.json'}")
+
+
+@app.command()
+def show(run_folder: Annotated[Path, typer.Argument(help="A run folder or its results.json.")]) -> None:
+    """Print the summary of a finished (or interrupted) run."""
+    from rich.console import Console
+
+    from tbrl_lib.evaluate.report import summary_table
+    from tbrl_lib.evaluate.results import RunResults
+
+    Console().print(summary_table(RunResults.load(run_folder)))
+
+
+@app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="Run folder A (e.g. the new checkpoint).")],
+    run_b: Annotated[Path, typer.Argument(help="Run folder B (e.g. the baseline).")],
+) -> None:
+    """Paired per-task comparison of two runs: A - B with its 95% interval."""
+    from rich.console import Console
+
+    from tbrl_lib.evaluate.report import compare_runs, comparison_table
+
+    try:
+        cmp = compare_runs(run_a, run_b)
+    except (FileNotFoundError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    Console().print(comparison_table(cmp, run_a.name, run_b.name))

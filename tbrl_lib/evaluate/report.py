@@ -1,0 +1,154 @@
+"""Tables and plots of evaluation runs, for the CLI (rich) and notebook 05 (pandas, matplotlib).
+
+Everything reads a `RunResults` (or its folder); nothing here computes a statistic of
+its own (`stats` and `results.summarize` do), so the terminal, the notebook and
+results.json always agree.
+
+Left out: interactive widgets and the per-trajectory viewer (`tbrl_lib.metrics`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+from tbrl_lib.evaluate import stats
+from tbrl_lib.evaluate.results import FailureMode, RunResults
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _ci(low: float, high: float) -> str:
+    return f"[{_pct(low)}, {_pct(high)}]"
+
+
+def summary_table(results: RunResults, title: str | None = None) -> Table:
+    """The headline numbers of one run."""
+    s = results.summary
+    table = Table(title=title or f"{results.config.policy} on {results.config.tasks_source}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("tasks x attempts", f"{s['n_tasks']} tasks, {s['n_trials']} trials")
+    table.add_row("accuracy", f"{_pct(s['accuracy'])} {_ci(*s['accuracy_ci'])} ({s['ci_method']})")
+    for k, value in s["pass_at_k"].items():
+        table.add_row(f"pass@{k}", _pct(value))
+    table.add_row("mean test score", f"{s['mean_score']:.3f}")
+    for mode, count in s["failure_modes"].items():
+        if count:
+            table.add_row(f"failure mode: {mode}", str(count))
+    for name in ("by_difficulty", "by_category"):
+        for group, row in s[name].items():
+            table.add_row(f"{name[3:]}: {group}", f"{_pct(row['accuracy'])} of {row['n_tasks']}")
+    if s["turns"]:
+        table.add_row("turns (mean / max)", f"{s['turns']['mean']:.1f} / {s['turns']['max']:.0f}")
+    table.add_row("tokens in / out (mean)", f"{s['tokens_in']['mean']:.0f} / {s['tokens_out']['mean']:.0f}")
+    table.add_row("timeouts", s["timeouts"])
+    table.add_row("wall time", f"{results.wall_seconds:.1f} s")
+    return table
+
+
+def compare_runs(run_a: str | Path | RunResults, run_b: str | Path | RunResults) -> stats.Comparison:
+    """Paired per-task comparison of two runs (A minus B)."""
+    a = run_a if isinstance(run_a, RunResults) else RunResults.load(run_a)
+    b = run_b if isinstance(run_b, RunResults) else RunResults.load(run_b)
+    return stats.paired_comparison(a.task_rates(), b.task_rates())
+
+
+def comparison_table(cmp: stats.Comparison, name_a: str = "A", name_b: str = "B") -> Table:
+    table = Table(title=f"{name_a} vs {name_b} (paired over {cmp.n_tasks} shared tasks)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row(f"accuracy {name_a}", _pct(cmp.accuracy_a))
+    table.add_row(f"accuracy {name_b}", _pct(cmp.accuracy_b))
+    table.add_row(
+        f"difference ({name_a} - {name_b})",
+        f"{100 * cmp.difference:+.1f} pts, {int(cmp.confidence * 100)}% CI "
+        f"[{100 * cmp.ci_low:+.1f}, {100 * cmp.ci_high:+.1f}]",
+    )
+    table.add_row(f"tasks {name_a} better / {name_b} better / tied", f"{cmp.a_better} / {cmp.b_better} / {cmp.ties}")
+    table.add_row("sign test p (two-sided)", f"{cmp.sign_test_p:.3g}")
+    if cmp.only_in_a or cmp.only_in_b:
+        table.add_row("not compared", f"{len(cmp.only_in_a)} only in {name_a}, {len(cmp.only_in_b)} only in {name_b}")
+    return table
+
+
+def trials_frame(results: RunResults) -> pd.DataFrame:
+    """One row per trial (the notebook's raw table)."""
+    import pandas as pd
+
+    return pd.DataFrame([t.model_dump(mode="json") for t in results.trials])
+
+
+def breakdown_frame(results: RunResults, by: str = "category") -> pd.DataFrame:
+    import pandas as pd
+
+    rows = results.summary[f"by_{by}"]
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(by).reset_index()
+
+
+def plot_breakdown(results: RunResults, by: str = "category") -> Figure:
+    """Accuracy per group, with the number of tasks on each bar."""
+    import matplotlib.pyplot as plt
+
+    frame = breakdown_frame(results, by)
+    fig, ax = plt.subplots(figsize=(max(4, 0.7 * len(frame) + 2), 3))
+    bars = ax.bar(frame[by], frame["accuracy"] * 100)
+    ax.bar_label(bars, labels=[f"n={n}" for n in frame["n_tasks"]], fontsize=8)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 110)
+    ax.set_title(f"accuracy by {by}")
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    return fig
+
+
+def plot_failure_modes(results: RunResults) -> Figure:
+    import matplotlib.pyplot as plt
+
+    modes = results.summary["failure_modes"]
+    names = [m.value for m in FailureMode]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.barh(names, [modes.get(n, 0) for n in names])
+    ax.set_xlabel("trials")
+    ax.set_title("how trials ended")
+    fig.tight_layout()
+    return fig
+
+
+def plot_distributions(results: RunResults) -> Figure:
+    """Histograms of turns and output tokens per trial, resolved vs not."""
+    import matplotlib.pyplot as plt
+
+    frame = trials_frame(results)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3))
+    for ax, column in zip(axes, ("turns", "tokens_in", "tokens_out")):
+        for resolved, group in frame.groupby("resolved"):
+            ax.hist(group[column], bins=15, alpha=0.6, label="resolved" if resolved else "not resolved")
+        ax.set_title(column)
+    axes[0].legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_comparison(run_a: RunResults, run_b: RunResults, name_a: str = "A", name_b: str = "B") -> Figure:
+    """Per-task success rate of A against B (points off the diagonal are the differences)."""
+    import matplotlib.pyplot as plt
+
+    a, b = run_a.task_rates(), run_b.task_rates()
+    shared = sorted(set(a) & set(b))
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.scatter([b[t] for t in shared], [a[t] for t in shared], alpha=0.6)
+    ax.plot([0, 1], [0, 1], color="grey", linewidth=1)
+    ax.set_xlabel(f"{name_b}: per-task success")
+    ax.set_ylabel(f"{name_a}: per-task success")
+    ax.set_title("paired per-task comparison")
+    fig.tight_layout()
+    return fig
