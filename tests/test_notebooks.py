@@ -17,7 +17,7 @@ SMOKE_PARAMETERS: dict[str, dict] = {
     "02_tool_design": {},
     "03_judge_comparison": {"attempts": 1},
     "04_train": {"preset": "cpu-smoke"},
-    "05_eval": {"limit": 2},
+    "05_eval": {"policy": "oracle", "limit": 2, "concurrency": 2},
 }
 
 

@@ -70,6 +70,8 @@ def run(
     limit: LimitOpt = None,
 ) -> None:
     """Run every task K times in fresh sandboxes; write results.json (resumable)."""
+    if tasks is None:
+        raise typer.BadParameter("give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks")
     from rich.console import Console
 
     from tbrl_lib.evaluate.harness import run_eval
@@ -78,8 +80,6 @@ def run(
     from tbrl_lib.notebook_tools import run_dir
     from tbrl_lib.tasks import load_tasks
 
-    if tasks is None:
-        raise typer.BadParameter("give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks")
     loaded = load_tasks(tasks)
     run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
     try:

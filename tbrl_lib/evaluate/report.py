@@ -9,6 +9,7 @@ Left out: interactive widgets and the per-trajectory viewer (`tbrl_lib.metrics`)
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -139,13 +140,18 @@ def plot_distributions(results: RunResults) -> Figure:
 
 
 def plot_comparison(run_a: RunResults, run_b: RunResults, name_a: str = "A", name_b: str = "B") -> Figure:
-    """Per-task success rate of A against B (points off the diagonal are the differences)."""
+    """Per-task success rate of A against B; marker size and label = number of tasks there.
+    Points above the diagonal are tasks where A does better."""
     import matplotlib.pyplot as plt
 
     a, b = run_a.task_rates(), run_b.task_rates()
     shared = sorted(set(a) & set(b))
     fig, ax = plt.subplots(figsize=(4, 4))
-    ax.scatter([b[t] for t in shared], [a[t] for t in shared], alpha=0.6)
+    points = Counter((b[t], a[t]) for t in shared)  # many tasks share a point at K=1
+    xs, ys = zip(*points)
+    ax.scatter(xs, ys, s=[40 * n for n in points.values()], alpha=0.6)
+    for (x, y), n in points.items():
+        ax.annotate(str(n), (x, y), ha="center", va="center", fontsize=8)
     ax.plot([0, 1], [0, 1], color="grey", linewidth=1)
     ax.set_xlabel(f"{name_b}: per-task success")
     ax.set_ylabel(f"{name_a}: per-task success")

@@ -1,0 +1,58 @@
+"""`tbrl eval show|compare` on saved runs, and the errors a user meets."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from tbrl_lib.cli import app
+from tbrl_lib.evaluate.results import FailureMode, RunConfig, RunResults, TrialResult
+
+runner = CliRunner()
+
+
+def save_run(path, outcomes: dict[str, bool], policy="oracle"):
+    run = RunResults(config=RunConfig(policy=policy, tasks_source="data/tasks", attempts=1))
+    for task, ok in outcomes.items():
+        run.add(TrialResult(
+            task_id=task, attempt=0, resolved=ok, score=float(ok),
+            failure_mode=FailureMode.resolved if ok else FailureMode.no_action,
+        ))
+    run.save(path)
+    return path
+
+
+def test_show_prints_accuracy_and_interval(tmp_path):
+    run = save_run(tmp_path / "a", {"t1": True, "t2": False})
+    result = runner.invoke(app, ["eval", "show", str(run)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "50.0%" in result.output and "wilson" in result.output
+    assert "no_action" in result.output
+
+
+def test_compare_reports_paired_difference(tmp_path):
+    a = save_run(tmp_path / "new", {"t1": True, "t2": True, "t3": False})
+    b = save_run(tmp_path / "old", {"t1": False, "t2": True, "t3": False}, policy="noop")
+    result = runner.invoke(app, ["eval", "compare", str(a), str(b)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    # differences [1, 0, 0] -> +33.3 points; 1 task better, 0 worse, 2 tied
+    assert "+33.3 pts" in result.output
+    assert "1 / 0 / 2" in result.output
+
+
+def test_compare_names_a_missing_run(tmp_path):
+    a = save_run(tmp_path / "a", {"t1": True})
+    result = runner.invoke(app, ["eval", "compare", str(a), str(tmp_path / "nope")])
+    assert result.exit_code == 2
+    assert "no results at" in result.output
+
+
+def test_run_without_tasks_says_what_to_pass():
+    result = runner.invoke(app, ["eval", "run", "--policy", "noop"])
+    assert result.exit_code != 0
+    assert "--tasks" in result.output
+
+
+def test_bare_eval_prints_help():
+    result = runner.invoke(app, ["eval"])
+    assert result.exit_code == 0
+    assert "compare" in result.output and "--tasks" in result.output
