@@ -1,0 +1,228 @@
+"""`load_tasks` / `write_tasks` / `convert`: any supported format in, any format out.
+
+Format detection (`detect_format`): a `.csv` file is the upstream CSV schema, a `.parquet`
+file is tbrl's training Parquet, a directory with `task.toml` is one Harbor task, one with
+`task.yaml` one TB1 task, any other directory is a collection whose subdirectories are task
+dirs (hidden entries are ignored; a subdirectory that is no task dir is reported).
+
+Modes: `strict` raises the first `TaskFormatError` (in source order); `lenient` skips the
+bad item and records why in the `LoadReport`/`WriteReport`. Duplicate ids are errors (the
+later one is the one skipped). Directory reads and writes run on a thread pool with a tqdm
+bar; the CSV and Parquet row conversions are cheap and run in order.
+"""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Literal, Sequence, TypeVar
+
+from tqdm.auto import tqdm
+
+from tbrl_lib.tasks import csv_format, harbor_format, parquet_format, tb1_format
+from tbrl_lib.tasks.errors import LoadReport, LoadResult, TaskFormatError
+from tbrl_lib.tasks.model import Task
+
+Mode = Literal["strict", "lenient"]
+FORMATS = ("tb1", "harbor", "csv", "parquet")
+DIR_READERS = {"harbor": harbor_format.read_harbor_dir, "tb1": tb1_format.read_tb1_dir}
+DIR_WRITERS = {"harbor": harbor_format.write_harbor_dir, "tb1": tb1_format.write_tb1_dir}
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class WriteReport:
+    """What a write did: tasks written, tasks skipped (lenient) and fields the format dropped."""
+
+    target: str = ""
+    written: int = 0
+    skipped: list[TaskFormatError] = field(default_factory=list)
+    dropped: dict[str, list[str]] = field(default_factory=dict)
+    """task id -> Task fields the format cannot hold (only the CSV schema drops any)."""
+
+
+def detect_format(path: Path) -> str:
+    """`csv`, `parquet`, `harbor`, `tb1`, or `collection` (a directory of task dirs)."""
+    path = Path(path)
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            return "csv"
+        if suffix in (".parquet", ".pq"):
+            return "parquet"
+        raise TaskFormatError(str(path), "file", f"unknown task file type {suffix!r}",
+                              "give a .csv (upstream schema) or .parquet file, or a task directory")
+    if path.is_dir():
+        if harbor_format.is_harbor_dir(path):
+            return "harbor"
+        if tb1_format.is_tb1_dir(path):
+            return "tb1"
+        return "collection"
+    raise TaskFormatError(str(path), "path", "does not exist", "check the path")
+
+
+def load_tasks(path: Path | str, mode: Mode = "strict", *, workers: int = 4,
+               progress: bool = True) -> LoadResult:
+    """Read every task at `path` (see the module docstring). Returns `LoadResult(tasks, report)`."""
+    path = Path(path)
+    _check_mode(mode)
+    fmt = detect_format(path)
+    report = LoadReport(source=str(path))
+    if fmt == "csv":
+        items: Iterable[Task | TaskFormatError] = _bar(csv_format.read_csv(path), progress, "read csv")
+    elif fmt == "parquet":
+        items = _bar(parquet_format.read_parquet(path), progress, "read parquet")
+    elif fmt in DIR_READERS:
+        items = [_read_dir(path)]
+    else:
+        items = parallel_map(_read_dir, _task_dirs(path), workers, progress, "read task dirs")
+    tasks: list[Task] = []
+    seen: dict[str, str] = {}
+    for item in items:
+        if isinstance(item, Task) and item.id in seen:
+            item = TaskFormatError(item.provenance.location, "id", f"duplicate task id {item.id!r} "
+                                   f"(first at {seen[item.id]})", "give every task a unique id")
+        if isinstance(item, TaskFormatError):
+            if mode == "strict":
+                raise item
+            report.skipped.append(item)
+            continue
+        seen[item.id] = item.provenance.location
+        tasks.append(item)
+    report.loaded = len(tasks)
+    return LoadResult(tasks, report)
+
+
+def write_tasks(tasks: Sequence[Task], fmt: str, out: Path | str, *, mode: Mode = "strict",
+                workers: int = 4, progress: bool = True,
+                prompt_fn: parquet_format.PromptFn | None = None) -> WriteReport:
+    """Write `tasks` as `fmt` at `out`: a directory of task dirs (tb1, harbor) or one file
+    (csv, parquet). An existing task dir of the same id is replaced; anything else in the
+    way is an error. `prompt_fn` (parquet only) defaults to the agent's `initial_messages`."""
+    out = Path(out)
+    _check_mode(mode)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    report = WriteReport(target=str(out))
+    tasks = _unique(tasks, mode, report)
+    if fmt in DIR_WRITERS:
+        out.mkdir(parents=True, exist_ok=True)
+        writer = DIR_WRITERS[fmt]
+        results = parallel_map(lambda t: _write_dir(writer, t, out), tasks, workers, progress, f"write {fmt}")
+        _collect(results, mode, report)
+        return report
+    if fmt == "csv":
+        rows = _collect((_catch(csv_format.task_to_row, t) for t in tasks), mode, report)
+        csv_format.write_csv(rows, out)
+        for task in tasks:
+            lost = changed_fields(task, csv_format.csv_projection(task)) if task.tests.pytest else []
+            if lost:
+                report.dropped[task.id] = lost
+    else:
+        fn = prompt_fn or parquet_format.default_prompt_fn()
+        records = _collect((_catch(parquet_format.task_to_record, t, fn) for t in _bar(tasks, progress, "prompts")),
+                           mode, report)
+        parquet_format.write_parquet(records, out)
+    return report
+
+
+def convert(src: Path | str, fmt: str, out: Path | str, *, mode: Mode = "strict",
+            workers: int = 4, progress: bool = True) -> tuple[LoadReport, WriteReport]:
+    """Load `src` (any format) and write it as `fmt` at `out`."""
+    tasks, load_report = load_tasks(src, mode, workers=workers, progress=progress)
+    return load_report, write_tasks(tasks, fmt, out, mode=mode, workers=workers, progress=progress)
+
+
+def parallel_map(fn: Callable[[T], R], items: Sequence[T], workers: int, progress: bool,
+                 desc: str) -> Iterator[R]:
+    """`fn` over `items` on a thread pool, results in input order, with a tqdm bar.
+    Stopping early (strict mode raising) cancels what has not started."""
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        yield from tqdm(pool.map(fn, items), total=len(items), desc=desc, disable=not progress, leave=False)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def changed_fields(a: Task, b: Task) -> list[str]:
+    """Dotted paths (two levels deep) where `a` and `b` differ, provenance aside."""
+    da, db = a.model_dump(mode="json"), b.model_dump(mode="json")
+    paths = []
+    for key in da:
+        if key == "provenance" or da[key] == db[key]:
+            continue
+        if isinstance(da[key], dict) and isinstance(db[key], dict) and key != "metadata":
+            paths += [f"{key}.{sub}" for sub in da[key] if da[key][sub] != db[key].get(sub)]
+        else:
+            paths.append(key)
+    return paths
+
+
+def _read_dir(path: Path) -> Task | TaskFormatError:
+    fmt = "harbor" if harbor_format.is_harbor_dir(path) else "tb1" if tb1_format.is_tb1_dir(path) else None
+    if fmt is None:
+        return TaskFormatError(str(path), "task.toml", "not a task directory (no task.toml or task.yaml)",
+                               "add task.toml (Harbor) or task.yaml (TB1), or move the directory out")
+    return _catch(DIR_READERS[fmt], path)
+
+
+def _task_dirs(path: Path) -> list[Path]:
+    return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _write_dir(writer: Callable[[Task, Path], Path], task: Task, out: Path) -> Path | TaskFormatError:
+    target = out / task.id
+    if target.exists():
+        if not (harbor_format.is_harbor_dir(target) or tb1_format.is_tb1_dir(target)):
+            return TaskFormatError(str(target), "directory", "exists and is not a task directory",
+                                   "choose an empty output directory or remove it")
+        shutil.rmtree(target)
+    return _catch(writer, task, out)
+
+
+def _catch(fn: Callable[..., R], *args: object) -> R | TaskFormatError:
+    try:
+        return fn(*args)
+    except TaskFormatError as err:
+        return err
+
+
+def _collect(results: Iterable[R | TaskFormatError], mode: Mode, report: WriteReport) -> list[R]:
+    kept = []
+    for result in results:
+        if isinstance(result, TaskFormatError):
+            if mode == "strict":
+                raise result
+            report.skipped.append(result)
+        else:
+            kept.append(result)
+    report.written = len(kept)
+    return kept
+
+
+def _unique(tasks: Sequence[Task], mode: Mode, report: WriteReport) -> list[Task]:
+    seen: set[str] = set()
+    unique = []
+    for task in tasks:
+        if task.id in seen:
+            err = TaskFormatError(task.provenance.location or task.id, "id", f"duplicate task id {task.id!r}",
+                                  "give every task a unique id")
+            if mode == "strict":
+                raise err
+            report.skipped.append(err)
+            continue
+        seen.add(task.id)
+        unique.append(task)
+    return unique
+
+
+def _bar(items: Iterable[T], progress: bool, desc: str) -> Iterable[T]:
+    return tqdm(items, desc=desc, disable=not progress, leave=False)
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in ("strict", "lenient"):
+        raise ValueError(f"mode must be 'strict' or 'lenient', got {mode!r}")

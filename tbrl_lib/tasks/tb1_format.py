@@ -1,0 +1,232 @@
+"""Terminal-Bench 1 task directories: read and write.
+
+Layout (the directory name is the task id):
+
+    task.yaml            instruction, difficulty, category, tags, max_agent_timeout_sec,
+                         max_test_timeout_sec; other keys (author_email, parser_name, ...) are
+                         kept in `Task.metadata`; a `tbrl:` mapping holds what TB1 has no key
+                         for (title, use_case_category, image, other limits, created/updated)
+    Dockerfile           the environment; every other top-level file is build context
+    docker-compose.yaml  generated when standard; a custom one is kept as a context file
+    run-tests.sh         the test script (a generated standard one reads back as "no script")
+    tests/...            build-context files under tests/ (TB1's build context is the whole
+                         directory) are listed in `tbrl.context_files_in_tests`; note that a
+                         Dockerfile `COPY tests/` then also copies test_outputs.py into the image
+    tests/test_outputs.py  pytest tests; other files in tests/ are test fixtures
+    solution.sh          reference solution
+    test_weights.json    {"test_name": weight} (this project's lineage)
+
+Everything the `Task` holds fits, so a round trip is lossless. Left out: TB1's
+`solution.yaml` (command-list solutions) is reported as unsupported, not guessed at; old
+`descriptions:` lists are read (the `base` entry is the instruction) but written as
+`instruction:`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
+from tbrl_lib.tasks.files import (
+    collect_files, dump_yaml, parse_json_object, parse_weights, parse_yaml_mapping, read_text,
+    write_files, write_text,
+)
+from tbrl_lib.tasks.model import Limits, Task
+from tbrl_lib.tasks.standard_files import TB1_RUN_TESTS, tb1_compose
+
+# TB1's own defaults when task.yaml leaves the timeouts out
+TB1_AGENT_TIMEOUT = 360.0
+TB1_TEST_TIMEOUT = 60.0
+RESERVED_KEYS = {"instruction", "difficulty", "category", "tags", "max_agent_timeout_sec",
+                 "max_test_timeout_sec", "tbrl"}
+OWN_FILES = {"task.yaml", "Dockerfile", "docker-compose.yaml", "run-tests.sh", "solution.sh",
+             "test_weights.json", "tests"}
+LIMIT_KEYS = ("build_timeout_sec", "cpus", "memory_mb", "storage_mb", "pids", "allow_internet")
+FIELD_NAMES = {
+    "id": "directory name", "instruction": "task.yaml (instruction)", "difficulty": "task.yaml (difficulty)",
+    "category": "task.yaml (category)", "tags": "task.yaml (tags)", "title": "task.yaml (tbrl.title)",
+    "environment.dockerfile": "Dockerfile", "environment": "Dockerfile",
+    "environment.files": "build-context files", "tests.pytest": "tests/test_outputs.py",
+    "tests.weights": "test_weights.json", "tests.files": "tests/", "tests": "tests/test_outputs.py",
+    "limits": "task.yaml (limits)", "metadata": "task.yaml",
+}
+
+
+def is_tb1_dir(path: Path) -> bool:
+    return (path / "task.yaml").is_file()
+
+
+def read_tb1_dir(root: Path) -> Task:
+    """Read one TB1 task directory; any problem is a `TaskFormatError` naming the file."""
+    loc = str(root)
+    config = parse_yaml_mapping(read_text(root / "task.yaml", loc, "task.yaml"), loc, "task.yaml")
+    extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS}
+    instruction = config.get("instruction")
+    if instruction is None:
+        instruction = _instruction_from_descriptions(extra, loc)
+    tbrl = config.get("tbrl") or {}
+    if not isinstance(tbrl, dict):
+        raise TaskFormatError(loc, "task.yaml (tbrl)", "is not a mapping", "write `tbrl:` as key: value lines")
+    if (root / "solution.yaml").exists():
+        raise TaskFormatError(loc, "solution.yaml", "command-list solutions are not supported",
+                              "write the solution as a bash script, solution.sh")
+    dockerfile_path = root / "Dockerfile"
+    dockerfile = read_text(dockerfile_path, loc, "Dockerfile") if dockerfile_path.exists() else None
+    image = tbrl.get("image")
+    env_files = collect_files(root, loc, ".", exclude=OWN_FILES | {"solution.yaml"})
+    compose_path = root / "docker-compose.yaml"
+    if compose_path.exists():
+        compose = read_text(compose_path, loc, "docker-compose.yaml")
+        if dockerfile is None and image is None:
+            image = _compose_image(compose, loc)
+        if compose != tb1_compose(None if dockerfile else image):
+            env_files["docker-compose.yaml"] = compose
+    if dockerfile is None and image is None:
+        raise TaskFormatError(loc, "Dockerfile", "file is missing (and no image is named)",
+                              f"create {dockerfile_path}")
+    tests_dir = root / "tests"
+    pytest_path = tests_dir / "test_outputs.py"
+    script_path = root / "run-tests.sh"
+    script = read_text(script_path, loc, "run-tests.sh") if script_path.exists() else None
+    pytest = read_text(pytest_path, loc, "tests/test_outputs.py") if pytest_path.exists() else None
+    if script == TB1_RUN_TESTS and pytest is not None:
+        script = None
+    weights: dict[str, float] = {}
+    if (root / "test_weights.json").exists():
+        raw = read_text(root / "test_weights.json", loc, "test_weights.json")
+        weights = parse_weights(parse_json_object(raw, loc, "test_weights.json",
+                                                  'write {"test_name": weight, ...}'), loc, "test_weights.json")
+    test_files = collect_files(tests_dir, loc, "tests", exclude={"test_outputs.py"})
+    for rel in tbrl.get("context_files_in_tests") or []:
+        if rel.removeprefix("tests/") not in test_files:
+            raise TaskFormatError(loc, "task.yaml (tbrl.context_files_in_tests)", f"lists {rel}, which is missing",
+                                  f"create {root / rel} or remove it from the list")
+        env_files[rel] = test_files.pop(rel.removeprefix("tests/"))
+    solution_path = root / "solution.sh"
+    limits = {key: tbrl[key] for key in LIMIT_KEYS if key in tbrl}
+    data: dict[str, Any] = {
+        "id": root.name, "instruction": instruction,
+        "difficulty": config.get("difficulty", "medium"), "category": config.get("category", "general"),
+        "tags": config.get("tags") or [], "title": tbrl.get("title"),
+        "use_case_category": tbrl.get("use_case_category"),
+        "environment": {"dockerfile": dockerfile, "files": env_files, "image": image},
+        "tests": {"pytest": pytest, "script": script, "weights": weights, "files": test_files},
+        "solution": read_text(solution_path, loc, "solution.sh") if solution_path.exists() else None,
+        "limits": {
+            "agent_timeout_sec": config.get("max_agent_timeout_sec", TB1_AGENT_TIMEOUT),
+            "test_timeout_sec": config.get("max_test_timeout_sec", TB1_TEST_TIMEOUT), **limits,
+        },
+        "provenance": {"source_format": "tb1", "location": loc,
+                       "created_at": tbrl.get("created_at"), "updated_at": tbrl.get("updated_at")},
+        "metadata": extra,
+    }
+    if not pytest and not script:
+        raise TaskFormatError(loc, "tests/test_outputs.py", "file is missing (and there is no run-tests.sh)",
+                              f"create {pytest_path} with pytest test functions")
+    try:
+        return Task.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, loc, FIELD_NAMES) from None
+
+
+def write_tb1_dir(task: Task, out_dir: Path) -> Path:
+    """Write `task` as `out_dir/<task.id>/`; returns that directory."""
+    root = out_dir / task.id
+    _check_writable(task)
+    config: dict[str, Any] = {
+        "instruction": task.instruction, "difficulty": task.difficulty.value,
+        "category": task.category, "tags": list(task.tags),
+        "max_agent_timeout_sec": task.limits.agent_timeout_sec,
+        "max_test_timeout_sec": task.limits.test_timeout_sec,
+        **task.metadata,
+    }
+    tbrl = _tbrl_block(task)
+    if tbrl:
+        config["tbrl"] = tbrl
+    write_text(root / "task.yaml", dump_yaml(config))
+    env = task.environment
+    if env.dockerfile is not None:
+        write_text(root / "Dockerfile", env.dockerfile)
+    write_files(root, env.files)
+    if "docker-compose.yaml" not in env.files:
+        write_text(root / "docker-compose.yaml", tb1_compose(None if env.dockerfile else env.image))
+    tests = task.tests
+    write_text(root / "run-tests.sh", tests.script if tests.script is not None else TB1_RUN_TESTS)
+    if tests.pytest is not None:
+        write_text(root / "tests" / "test_outputs.py", tests.pytest)
+    write_files(root / "tests", tests.files)
+    if tests.weights:
+        write_text(root / "test_weights.json", json.dumps(tests.weights, indent=2, ensure_ascii=False) + "\n")
+    if task.solution is not None:
+        write_text(root / "solution.sh", task.solution)
+    return root
+
+
+def _tbrl_block(task: Task) -> dict[str, Any]:
+    block: dict[str, Any] = {}
+    for key in ("title", "use_case_category"):
+        if getattr(task, key) is not None:
+            block[key] = getattr(task, key)
+    if task.environment.image is not None:
+        block["image"] = task.environment.image
+    defaults = Limits()
+    for key in LIMIT_KEYS:
+        value = getattr(task.limits, key)
+        if value != getattr(defaults, key):
+            block[key] = value
+    for key in ("created_at", "updated_at"):
+        if getattr(task.provenance, key):
+            block[key] = getattr(task.provenance, key)
+    in_tests = sorted(rel for rel in task.environment.files if rel.split("/")[0] == "tests")
+    if in_tests:
+        block["context_files_in_tests"] = in_tests
+    return block
+
+
+def _check_writable(task: Task) -> None:
+    clash = sorted(set(task.metadata) & RESERVED_KEYS)
+    if clash:
+        raise TaskFormatError(task.id, "metadata", f"keys {clash} collide with task.yaml's own keys",
+                              "rename these metadata keys")
+    for rel in task.environment.files:
+        top = rel.split("/")[0]
+        in_tests = rel.removeprefix("tests/") if top == "tests" else None
+        if (top in OWN_FILES - {"docker-compose.yaml", "tests"} or rel == "solution.yaml"
+                or in_tests == "test_outputs.py" or in_tests in task.tests.files):
+            raise TaskFormatError(task.id, f"environment.files ({rel})", "collides with a TB1 task file",
+                                  "rename the build-context file, or write the task in Harbor layout")
+    if "test_outputs.py" in task.tests.files:
+        raise TaskFormatError(task.id, "tests.files (test_outputs.py)", "collides with the pytest file",
+                              "rename the fixture file")
+    if task.tests.script is None and not task.tests.pytest:  # pragma: no cover - the model forbids it
+        raise TaskFormatError(task.id, "tests", "no tests", "add pytest tests or a script")
+
+
+def _instruction_from_descriptions(extra: dict[str, Any], loc: str) -> str:
+    descriptions = extra.get("descriptions")
+    if not isinstance(descriptions, list):
+        raise TaskFormatError(loc, "task.yaml (instruction)", "key is missing",
+                              "add `instruction: |` followed by the task text")
+    rest = [d for d in descriptions if not (isinstance(d, dict) and d.get("key") == "base")]
+    base = [d for d in descriptions if isinstance(d, dict) and d.get("key") == "base"]
+    if not base or not isinstance(base[0].get("description"), str):
+        raise TaskFormatError(loc, "task.yaml (descriptions)", "has no `key: base` entry with a description",
+                              "add `instruction: |` followed by the task text")
+    if rest:
+        extra["descriptions"] = rest
+    else:
+        del extra["descriptions"]
+    return base[0]["description"]
+
+
+def _compose_image(compose: str, loc: str) -> str | None:
+    config = parse_yaml_mapping(compose, loc, "docker-compose.yaml")
+    client = (config.get("services") or {}).get("client") or {}
+    image = client.get("image") if isinstance(client, dict) else None
+    if isinstance(image, str) and not image.startswith("${") and "build" not in client:
+        return image
+    return None
