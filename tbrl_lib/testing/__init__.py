@@ -1,0 +1,1 @@
+"""Test helpers that speak real protocols (no mocks): the loopback LLM server."""
