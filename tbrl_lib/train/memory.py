@@ -1,0 +1,152 @@
+"""Memory planner: will a preset fit on its GPUs? A per-GPU estimate, printed as a table.
+
+The rules (all per GPU, `S` = training processes when weights are sharded by ZeRO-3 or
+FSDP2, else 1; `C` = max_context_tokens x per_device_batch_size; `b` = bytes of the
+training dtype):
+
+- weights: all parameters x b / S
+- gradients: trainable parameters x b / S
+- optimizer (AdamW): trainable x 12 B / S (fp32 master + two fp32 moments) with ZeRO-3/FSDP2
+  mixed precision and for LoRA adapters (PEFT keeps them in fp32); trainable x 2b for plain
+  full bf16/fp16 training (moments in the parameter dtype); trainable x 8 B in fp32.
+- activations: with gradient checkpointing, the layer inputs (layers x C x hidden x b) plus
+  one layer's working set; without, every layer's working set. A layer's working set is
+  C x b x (8 hidden + 3 intermediate) (flash attention: no C^2 term).
+- logits: 2 x C x vocab x b (the logits and their gradient: the 32k-context trap).
+- vLLM (colocate): vllm_gpu_memory_utilization x GPU memory, reserved up front.
+
+It is an estimate to catch presets that cannot fit, not a promise that one does: CUDA
+context, allocator fragmentation and NCCL buffers (a few GB) are not counted. What is left
+out: CPU/NVMe offload, sequence parallelism, quantised (QLoRA) weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+import json
+
+from tbrl_lib.train.presets import TrainConfig
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The numbers of a decoder-only transformer that decide its memory."""
+
+    hidden: int
+    layers: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied_embeddings: bool
+
+    def parameters(self) -> int:
+        """Parameter count of a Qwen3 decoder (q/k norms, no biases)."""
+        h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        attention = h * q + 2 * h * kv + q * h + 2 * self.head_dim
+        mlp = 3 * h * self.intermediate
+        layer = attention + mlp + 2 * h
+        embeddings = self.vocab * h * (1 if self.tied_embeddings else 2)
+        return embeddings + self.layers * layer + h
+
+    def lora_parameters(self, rank: int) -> int:
+        """LoRA parameters on q, k, v, o, gate, up, down of every layer: rank x (in + out) each."""
+        h, q, kv, i = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim, self.intermediate
+        per_layer = (h + q) + 2 * (h + kv) + (q + h) + 3 * (h + i)
+        return rank * per_layer * self.layers
+
+
+KNOWN_SHAPES: dict[str, ModelShape] = {
+    "Qwen/Qwen3-0.6B": ModelShape(1024, 28, 3072, 16, 8, 128, 151_936, True),
+    "Qwen/Qwen3-1.7B": ModelShape(2048, 28, 6144, 16, 8, 128, 151_936, True),
+    "Qwen/Qwen3-4B": ModelShape(2560, 36, 9728, 32, 8, 128, 151_936, True),
+    "Qwen/Qwen3-8B": ModelShape(4096, 36, 12288, 32, 8, 128, 151_936, False),
+    "Qwen/Qwen3-14B": ModelShape(5120, 40, 17408, 40, 8, 128, 151_936, False),
+    "Qwen/Qwen3-32B": ModelShape(5120, 64, 25600, 64, 8, 128, 151_936, False),
+}
+
+
+def shape_from_hf_config(config: dict) -> ModelShape:
+    """A `ModelShape` from a transformers `config.json` dict."""
+    heads = config["num_attention_heads"]
+    return ModelShape(
+        hidden=config["hidden_size"], layers=config["num_hidden_layers"],
+        intermediate=config["intermediate_size"], heads=heads,
+        kv_heads=config.get("num_key_value_heads", heads),
+        head_dim=config.get("head_dim") or config["hidden_size"] // heads,
+        vocab=config["vocab_size"], tied_embeddings=bool(config.get("tie_word_embeddings", False)),
+    )
+
+
+def model_shape(model: str) -> ModelShape:
+    """Shape of a known model id, or read from `<model>/config.json` for a local path."""
+    if model in KNOWN_SHAPES:
+        return KNOWN_SHAPES[model]
+    config = Path(model) / "config.json"
+    if config.is_file():
+        return shape_from_hf_config(json.loads(config.read_text()))
+    raise ValueError(f"memory planner does not know model {model!r}; use one of {sorted(KNOWN_SHAPES)} "
+                     "or a local model folder with a config.json")
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    preset: str
+    rows: list[tuple[str, float, str]]
+    """(component, GiB per GPU, how it was counted)."""
+    capacity_gib: float
+
+    @property
+    def total_gib(self) -> float:
+        return sum(gib for _, gib, _ in self.rows)
+
+    @property
+    def fits(self) -> bool:
+        return self.capacity_gib <= 0 or self.total_gib <= self.capacity_gib
+
+    def table(self) -> str:
+        lines = [f"memory plan for {self.preset} (GiB per GPU, estimate)",
+                 f"{'component':<12} {'GiB':>9}  basis"]
+        lines += [f"{name:<12} {gib:>9.2f}  {basis}" for name, gib, basis in self.rows]
+        cap = f"{self.capacity_gib:.0f}" if self.capacity_gib > 0 else "n/a (CPU)"
+        verdict = "fits" if self.fits else "DOES NOT FIT: shard (zero3/fsdp2), use LoRA, or shorten context"
+        lines.append(f"{'total':<12} {self.total_gib:>9.2f}  capacity {cap}: {verdict}")
+        return "\n".join(lines)
+
+
+def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryPlan:
+    """Per-GPU memory estimate of `config` (see the module docstring for the rules)."""
+    shape = shape or model_shape(config.model)
+    b = 4 if config.dtype == "fp32" else 2
+    shards = config.num_processes if config.distributed in ("zero3", "fsdp2") else 1
+    params = shape.parameters()
+    trainable = shape.lora_parameters(config.lora_rank) if config.use_lora else params
+    if config.dtype == "fp32":
+        opt_bytes, opt_basis = 8, "2 fp32 moments"
+    elif shards > 1 or config.use_lora:
+        opt_bytes, opt_basis = 12, "fp32 master + 2 fp32 moments"
+    else:
+        opt_bytes, opt_basis = 2 * b, "2 moments in param dtype"
+    tokens = config.max_context_tokens * config.per_device_batch_size
+    layer_set = tokens * b * (8 * shape.hidden + 3 * shape.intermediate)
+    if config.gradient_checkpointing:
+        activations = shape.layers * tokens * shape.hidden * b + layer_set
+        act_basis = f"checkpointed, {tokens:,} tokens"
+    else:
+        activations = shape.layers * layer_set
+        act_basis = f"all layers kept, {tokens:,} tokens"
+    rows = [
+        ("weights", params * b / shards / GIB, f"{params / 1e9:.2f}B params / {shards} shard(s)"),
+        ("gradients", trainable * b / shards / GIB, f"{trainable / 1e6:,.1f}M trainable"),
+        ("optimizer", trainable * opt_bytes / shards / GIB, opt_basis),
+        ("activations", activations / GIB, act_basis),
+        ("logits", 2 * tokens * shape.vocab * b / GIB, f"logits + grad, vocab {shape.vocab:,}"),
+    ]
+    if config.generation_backend == "vllm-colocate":
+        rows.append(("vllm", config.vllm_gpu_memory_utilization * config.gpu_memory_gb,
+                     f"colocate, {config.vllm_gpu_memory_utilization:.0%} of GPU"))
+    return MemoryPlan(config.name, rows, config.gpu_memory_gb)

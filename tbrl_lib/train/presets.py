@@ -1,0 +1,227 @@
+"""`TrainConfig`: every knob of a GRPO run, and the hardware presets that fill it.
+
+A preset is a small YAML file next to this module (`presets/<name>.yaml`); `load_preset`
+reads it, applies overrides, and validates the result. Validation errors name the field
+and say how to fix it. The defaults are the Terminal-Bench-RL numbers: 16 rollouts per
+task, temperature 1.2, learning rate 1e-6, gradient clipping at 0.1, 32k context, bf16.
+
+What is left out: SFT warm start settings and reward/judge mixing (the reward is the
+verifier's weighted test score; see `tbrl_lib.train.rollout`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import yaml
+
+TINY_MODEL = "tiny"
+"""`model` value that builds the tiny Qwen3-architecture model locally (no hub needed)."""
+GENERATION_BACKENDS = ("hf", "vllm-colocate", "vllm-server")
+DISTRIBUTED = ("none", "ddp", "zero3", "fsdp2")
+DTYPES = ("bf16", "fp16", "fp32")
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo")
+
+
+@dataclass
+class TrainConfig:
+    """One GRPO run: model, data, rollouts, optimisation, hardware, sandboxes."""
+
+    name: str = "custom"
+    """Preset name (recorded with the run)."""
+
+    # --- model and data
+    model: str = "Qwen/Qwen3-8B"
+    """HF model id or local path; `tiny` builds a tiny Qwen3-architecture model locally."""
+    tasks: str = "data/tasks"
+    """Task source: a Harbor/TB1 dir (or a dir of them), upstream CSV, or a tasks parquet."""
+    task_ids: list[str] = field(default_factory=list)
+    """Train only on these task ids (empty: all tasks in `tasks`)."""
+    max_tasks: int | None = None
+    """Use only the first N tasks (after `task_ids`); None: all."""
+
+    # --- rollouts
+    num_generations: int = 16
+    """Rollouts per task per step (the GRPO group size)."""
+    temperature: float = 1.2
+    """Sampling temperature of every assistant turn."""
+    top_p: float = 1.0
+    """Nucleus sampling cut-off."""
+    max_context_tokens: int = 32_768
+    """Prompt + completion tokens of a whole episode (the episode stops at this budget)."""
+    max_new_tokens_per_turn: int = 4096
+    """Tokens one assistant reply may generate."""
+    max_turns: int = 30
+    """Assistant replies per episode."""
+    episode_time_limit_s: float | None = None
+    """Wall clock per episode; None: the task's agent timeout."""
+
+    # --- optimisation
+    learning_rate: float = 1e-6
+    """AdamW learning rate."""
+    max_grad_norm: float = 0.1
+    """Gradient clipping threshold (global norm)."""
+    max_steps: int = 200
+    """Optimizer steps."""
+    per_device_batch_size: int = 1
+    """Sequences per forward/backward on one GPU."""
+    gradient_accumulation_steps: int = 16
+    """Micro-batches per optimizer step (also the rollouts generated per step per process)."""
+    loss_type: str = "dapo"
+    """TRL loss: token-level normalised `dapo` suits long multi-turn episodes."""
+    beta: float = 0.0
+    """KL coefficient against the reference model (0: no reference model is loaded)."""
+    dtype: str = "bf16"
+    """Training precision: bf16 (GPU), fp32 (CPU smoke runs), fp16."""
+    gradient_checkpointing: bool = True
+    """Recompute activations in backward (needed for 32k context)."""
+    use_lora: bool = False
+    """Train a LoRA adapter instead of all weights."""
+    lora_rank: int = 64
+    """LoRA rank (when `use_lora`)."""
+    lora_alpha: int = 128
+    """LoRA alpha (when `use_lora`)."""
+    seed: int = 0
+    """Seed for sampling order and initialisation."""
+    save_steps: int = 50
+    """Checkpoint every N steps (0: only at the end)."""
+
+    # --- curriculum and filtering
+    curriculum: bool = True
+    """Order tasks easy -> hard by measured solve rate (unmeasured tasks first, by difficulty)."""
+    filter_after_groups: int = 2
+    """Skip a task once it was always (or never) solved in this many groups in a row; 0: never skip."""
+
+    # --- hardware
+    num_nodes: int = 1
+    """Training nodes (vLLM server nodes are counted separately)."""
+    gpus_per_node: int = 1
+    """Training processes per node (0 on CPU)."""
+    gpu_memory_gb: float = 80.0
+    """Memory of one GPU, for the memory planner."""
+    distributed: str = "none"
+    """none, ddp, zero3 (DeepSpeed ZeRO-3) or fsdp2."""
+    generation_backend: str = "vllm-colocate"
+    """hf (transformers generate, CPU/debug), vllm-colocate, vllm-server."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """Share of each GPU vLLM may take in colocate mode."""
+    vllm_tensor_parallel_size: int = 1
+    """Tensor parallel size of vLLM."""
+    vllm_server_nodes: int = 0
+    """Nodes running `trl vllm-serve` (vllm-server backend); not counted in `num_nodes`."""
+    vllm_server_url: str | None = None
+    """Base URL of the vLLM server (vllm-server backend), e.g. http://node4:8000."""
+
+    # --- sandboxes
+    sandbox_concurrency: int = 32
+    """Episodes running at once on this process (each holds one container)."""
+    docker_hosts: list[str] = field(default_factory=list)
+    """Docker engines for sandboxes (unix://, tcp://, ssh://); empty: the local default."""
+
+    def __post_init__(self) -> None:
+        _choice("generation_backend", self.generation_backend, GENERATION_BACKENDS)
+        _choice("distributed", self.distributed, DISTRIBUTED)
+        _choice("dtype", self.dtype, DTYPES)
+        _choice("loss_type", self.loss_type, LOSS_TYPES)
+        _positive(self, "num_generations", "max_context_tokens", "max_new_tokens_per_turn", "max_turns",
+                  "max_steps", "per_device_batch_size", "gradient_accumulation_steps",
+                  "sandbox_concurrency", "num_nodes", "learning_rate", "max_grad_norm", "temperature")
+        if self.num_generations < 2:
+            raise ValueError(f"num_generations={self.num_generations}: GRPO compares rollouts within a "
+                             "group; use at least 2 (upstream: 16)")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p={self.top_p} must be in (0, 1]; use 1.0 to sample the full distribution")
+        if self.max_new_tokens_per_turn > self.max_context_tokens:
+            raise ValueError(f"max_new_tokens_per_turn ({self.max_new_tokens_per_turn}) exceeds "
+                             f"max_context_tokens ({self.max_context_tokens}); lower it or raise the context")
+        cpu = self.gpus_per_node == 0
+        if cpu and (self.generation_backend != "hf" or self.distributed != "none" or self.dtype == "fp16"):
+            raise ValueError("gpus_per_node=0 (CPU) needs generation_backend='hf', distributed='none' and "
+                             "dtype fp32 or bf16")
+        if self.num_processes > 1 and self.distributed == "none":
+            raise ValueError(f"{self.num_processes} training processes need distributed ddp, zero3 or fsdp2")
+        if self.generation_backend == "vllm-server" and not (self.vllm_server_url or self.vllm_server_nodes):
+            raise ValueError("generation_backend='vllm-server' needs vllm_server_url or vllm_server_nodes >= 1")
+        rollouts = self.rollouts_per_step
+        if rollouts % self.num_generations:
+            per_micro = self.per_device_batch_size * self.num_processes
+            step = self.num_generations // math.gcd(self.num_generations, per_micro)
+            raise ValueError(
+                f"rollouts per step = per_device_batch_size x processes x gradient_accumulation_steps "
+                f"= {rollouts} is not a multiple of num_generations={self.num_generations}; set "
+                f"gradient_accumulation_steps to a multiple of {step}")
+        if self.use_lora and (self.lora_rank < 1 or self.lora_alpha < 1):
+            raise ValueError("use_lora needs lora_rank >= 1 and lora_alpha >= 1 (e.g. 64 and 128)")
+        if self.filter_after_groups < 0:
+            raise ValueError("filter_after_groups must be >= 0 (0 disables filtering)")
+
+    @property
+    def num_processes(self) -> int:
+        """Training processes in total (1 on CPU)."""
+        return max(1, self.num_nodes * self.gpus_per_node)
+
+    @property
+    def rollouts_per_step(self) -> int:
+        """Episodes generated for one optimizer step across all processes."""
+        return self.per_device_batch_size * self.num_processes * self.gradient_accumulation_steps
+
+    @property
+    def tasks_per_step(self) -> int:
+        return self.rollouts_per_step // self.num_generations
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def preset_names() -> list[str]:
+    """Presets shipped with tbrl (the YAML files in `tbrl_lib/train/presets/`)."""
+    folder = resources.files("tbrl_lib.train").joinpath("presets")
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_preset(name: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """The named preset with `overrides` applied, validated."""
+    if name not in preset_names():
+        raise ValueError(f"unknown preset {name!r}; choose one of {preset_names()}")
+    text = resources.files("tbrl_lib.train").joinpath("presets", f"{name}.yaml").read_text("utf-8")
+    values = yaml.safe_load(text) or {}
+    return config_from_dict({**values, **(overrides or {}), "name": name}, where=f"preset {name!r}")
+
+
+def config_from_dict(values: dict[str, Any], where: str = "config") -> TrainConfig:
+    """A `TrainConfig` from plain values; unknown keys are an error that lists the known ones."""
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown setting(s) {unknown}; known settings: {sorted(known)}")
+    try:
+        return TrainConfig(**values)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from exc
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """`["max_steps=2", "use_lora=true"]` -> `{"max_steps": 2, "use_lora": True}` (YAML values)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"override {item!r} is not KEY=VALUE (e.g. max_steps=2)")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not one of {list(allowed)}")
+
+
+def _positive(config: TrainConfig, *names: str) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if not value > 0:
+            raise ValueError(f"{name}={value!r} must be > 0")

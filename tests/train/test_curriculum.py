@@ -1,0 +1,87 @@
+"""Running solve rates, skipping uninformative tasks, easy->hard order, and the sampler layout."""
+
+from __future__ import annotations
+
+import pytest
+
+from tbrl_lib.train.curriculum import Curriculum, CurriculumSampler
+
+
+def make(filter_after=2):
+    return Curriculum({"a": "hard", "b": "easy", "c": "medium"}, filter_after_groups=filter_after)
+
+
+def test_solve_rate_counts_rollouts_and_ignores_infra_errors():
+    cur = make()
+    cur.record_group("a", [1.0, 0.0, None, 0.5])  # 0.5 is partial credit: not solved
+    assert cur.records["a"].rollouts == 3 and cur.records["a"].solved == 1
+    assert cur.records["a"].solve_rate == pytest.approx(1 / 3)
+    cur.record_group("a", [None, None])  # all infra errors: not a group at all
+    assert cur.records["a"].groups == 1
+
+
+def test_task_is_skipped_after_n_never_solved_groups_in_a_row():
+    cur = make(filter_after=2)
+    cur.record_group("a", [0.0, 0.0])
+    assert cur.active() == ["a", "b", "c"]
+    cur.record_group("a", [0.0, 0.0])
+    assert "a" not in cur.active() and "never" in cur.skipped()["a"]
+
+
+def test_a_mixed_group_breaks_the_streak():
+    cur = make(filter_after=2)
+    cur.record_group("b", [1.0, 1.0])
+    cur.record_group("b", [1.0, 0.0])  # informative: resets
+    cur.record_group("b", [1.0, 1.0])
+    assert "b" in cur.active()
+    cur.record_group("b", [1.0, 1.0])
+    assert "always" in cur.skipped()["b"]
+
+
+def test_streak_of_one_kind_is_not_continued_by_the_other_kind():
+    cur = make(filter_after=2)
+    cur.record_group("c", [1.0, 1.0])
+    cur.record_group("c", [0.0, 0.0])
+    assert "c" in cur.active()
+
+
+def test_zero_disables_filtering():
+    cur = make(filter_after=0)
+    for _ in range(5):
+        cur.record_group("a", [0.0, 0.0])
+    assert cur.skipped() == {}
+
+
+def test_order_is_easy_to_hard_using_measurements_over_priors():
+    cur = make()
+    assert cur.order() == ["b", "c", "a"]  # priors: easy 0.6 > medium 0.4 > hard 0.2
+    cur.record_group("a", [1.0, 1.0, 1.0, 0.0])  # measured 0.75: easiest now
+    cur.record_group("b", [0.0, 0.0, 0.0, 1.0])  # measured 0.25
+    assert cur.order() == ["a", "c", "b"]
+
+
+def test_record_rollouts_groups_by_task():
+    cur = make()
+    cur.record_rollouts(["a", "a", "b", "b"], [1.0, 0.0, 1.0, 1.0])
+    assert cur.records["a"].groups == 1 and cur.records["b"].solve_rate == 1.0
+    with pytest.raises(KeyError, match="does not know task 'z'"):
+        cur.record_group("z", [1.0])
+
+
+def test_sampler_repeats_like_trl_and_rotates_through_tasks():
+    cur = make()
+    sampler = CurriculumSampler(["a", "b", "c"], cur, mini_repeat_count=2, tasks_per_chunk=2, repeat_count=1)
+    indices = list(sampler)
+    assert len(indices) == len(sampler) == 2 * 2 * 2  # 2 chunks x 2 tasks x 2 generations
+    # First chunk: the two easiest by prior (b, c); second: a, then wrap to b.
+    assert indices == [1, 1, 2, 2, 0, 0, 1, 1]
+
+
+def test_sampler_skips_filtered_tasks_and_falls_back_when_all_are_skipped():
+    cur = make(filter_after=1)
+    sampler = CurriculumSampler(["a", "b", "c"], cur, mini_repeat_count=1, tasks_per_chunk=1)
+    cur.record_group("b", [1.0])
+    cur.record_group("c", [0.0])
+    assert set(sampler) == {0}  # only a is left
+    cur.record_group("a", [0.0])
+    assert len(list(sampler)) == 3  # everything skipped: falls back to all rows, never starves

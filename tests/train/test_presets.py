@@ -1,0 +1,83 @@
+"""Presets load and validate; bad values are refused with a message that says how to fix them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tbrl_lib.train.presets import TrainConfig, config_from_dict, load_preset, parse_overrides, preset_names
+
+REQUIRED = {"cpu-smoke", "1xh200", "2xa100", "8xh100", "32xh100"}
+
+
+def test_every_required_preset_ships_and_validates():
+    assert REQUIRED <= set(preset_names())
+    for name in preset_names():
+        config = load_preset(name)
+        assert config.name == name
+        assert config.rollouts_per_step % config.num_generations == 0
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED - {"cpu-smoke"}))
+def test_gpu_presets_keep_the_upstream_numbers(name):
+    # Terminal-Bench-RL: 16 rollouts per task, temp 1.2, lr 1e-6, clip 0.1, 32k context, bf16.
+    config = load_preset(name)
+    assert (config.num_generations, config.temperature, config.learning_rate) == (16, 1.2, 1e-6)
+    assert (config.max_grad_norm, config.max_context_tokens, config.dtype) == (0.1, 32_768, "bf16")
+    assert config.generation_backend.startswith("vllm")
+
+
+def test_cpu_smoke_is_small_and_cpu_only():
+    config = load_preset("cpu-smoke")
+    assert config.model == "tiny" and config.gpus_per_node == 0 and config.dtype == "fp32"
+    assert config.generation_backend == "hf"
+    assert config.tasks_per_step == 2 and 2 <= config.num_generations <= 4 and config.max_steps <= 2
+    assert 2 <= config.sandbox_concurrency <= 4
+
+
+def test_32xh100_is_four_nodes_with_a_vllm_server_node():
+    config = load_preset("32xh100")
+    assert config.model == "Qwen/Qwen3-32B" and config.distributed == "zero3"
+    assert config.num_nodes + config.vllm_server_nodes == 4 and config.gpus_per_node == 8
+    assert config.generation_backend == "vllm-server" and len(config.docker_hosts) > 1
+
+
+def test_overrides_apply_and_unknown_keys_are_named():
+    assert load_preset("cpu-smoke", {"max_steps": 1}).max_steps == 1
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['max_step'\].*known settings"):
+        load_preset("cpu-smoke", {"max_step": 1})
+    with pytest.raises(ValueError, match="unknown preset 'nope'"):
+        load_preset("nope")
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"num_generations": 1}, "use at least 2"),
+        ({"gradient_accumulation_steps": 6}, "multiple of 4"),  # 6 rollouts, groups of 4
+        ({"generation_backend": "vllm-colocate"}, "gpus_per_node=0"),
+        ({"dtype": "bf8"}, "dtype='bf8' is not one of"),
+        ({"max_new_tokens_per_turn": 10_000}, "lower it or raise the context"),
+        ({"learning_rate": 0}, "learning_rate=0 must be > 0"),
+        ({"top_p": 1.5}, "top_p=1.5"),
+    ],
+)
+def test_bad_values_say_what_to_fix(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        load_preset("cpu-smoke", overrides)
+
+
+def test_multi_gpu_needs_a_distributed_strategy():
+    with pytest.raises(ValueError, match="need distributed ddp, zero3 or fsdp2"):
+        TrainConfig(gpus_per_node=2, gradient_accumulation_steps=8)
+
+
+def test_vllm_server_needs_somewhere_to_talk_to():
+    with pytest.raises(ValueError, match="vllm_server_url or vllm_server_nodes"):
+        config_from_dict({"generation_backend": "vllm-server"})
+
+
+def test_parse_overrides_reads_yaml_values():
+    assert parse_overrides(["max_steps=3", "use_lora=true", "task_ids=[a, b]"]) == {
+        "max_steps": 3, "use_lora": True, "task_ids": ["a", "b"]}
+    with pytest.raises(ValueError, match="not KEY=VALUE"):
+        parse_overrides(["max_steps"])
