@@ -17,15 +17,19 @@ class SandboxError(RuntimeError):
 
     Distinct from the agent failing its task: rewards mark such rollouts `infra_error`
     so training can mask them instead of teaching the model it failed.
+    `kind` names what failed (e.g. "daemon_unreachable", "container_died", "build_failed").
     """
+
+    def __init__(self, message: str = "", kind: str = "infra") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class SandboxLimitExceeded(SandboxError):
     """A hard limit ended the rollout: wall clock, pids, memory. `kind` names which."""
 
     def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+        super().__init__(message, kind)
 
 
 @dataclass(frozen=True)

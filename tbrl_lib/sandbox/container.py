@@ -1,0 +1,402 @@
+"""`DockerSandbox`: one rollout's container, its persistent shell, files and hard limits.
+
+Container settings (see `_host_config`): the task's cpus / memory (swap off) / pids /
+storage limits; network `none` unless the task (or config) allows internet; all
+capabilities dropped except a small set that package installs and servers need;
+`no-new-privileges`; no Docker socket or host mounts; logging driver `none` (output goes
+through the shell, not the daemon's log files); a tiny init (`docker-init`) as pid 1 with
+`sleep infinity` under it, so the shell can die and be restarted without the container
+dying. Labels: `tbrl.owner` (host:pid:start), `tbrl.run`, `tbrl.task` (see `reaper.py`).
+
+Storage limits need overlay2 on xfs with pquota (or another driver that supports
+`--storage-opt size`); where the daemon refuses, the container starts without one and
+`limits_applied["storage"]` says why (also logged once per host).
+
+Infrastructure failures are raised, never returned as a command result: a dead daemon
+(`SandboxError` kind `daemon_unreachable`), a dead container (`container_died`), the
+shell OOM-killed (`SandboxLimitExceeded` kind `memory`), the pids limit exhausted
+(`pids`), the rollout's wall-clock limit (`wall_clock`, after which the container is
+killed so nothing keeps running). A *command* killed by the OOM killer while the shell
+survives is returned with exit code 137 and a notice, like a terminal shows "Killed".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import posixpath
+import tarfile
+import time
+
+from docker.errors import APIError, NotFound
+from docker.types import LogConfig
+
+from tbrl_lib.sandbox import reaper
+from tbrl_lib.sandbox.base import CommandResult, SandboxError, SandboxLimitExceeded, SandboxStats
+from tbrl_lib.sandbox.config import SandboxConfig
+from tbrl_lib.sandbox.hosts import Host, acquire_slot, release_slot
+from tbrl_lib.sandbox.images import ensure_image
+from tbrl_lib.sandbox.shell import PersistentShell
+from tbrl_lib.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+KEEP_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+             "NET_BIND_SERVICE")
+"""Capabilities a root shell needs for ordinary task work (apt, pip, chown, servers)."""
+KEEPER = "exec sleep infinity 2>/dev/null || while :; do sleep 3600; done"
+PIDS_NEAR_LIMIT = 3
+
+
+class FileTooLarge(ValueError):
+    """A file transfer exceeded `SandboxConfig.max_file_bytes` (or the caller's limit)."""
+
+
+class DockerSandbox:
+    """A `Sandbox` backed by one Docker container. Use via `open_sandbox`."""
+
+    def __init__(self, task: Task, config: SandboxConfig | None = None) -> None:
+        self.task = task
+        self.config = config or SandboxConfig()
+        self.stats = SandboxStats()
+        self.host: Host | None = None
+        self.container_id: str | None = None
+        self.shell: PersistentShell | None = None
+        self.limits_applied: dict[str, str] = {}
+        self.started_at = 0.0
+        self.deadline = float("inf")
+        self._wall_timer: asyncio.TimerHandle | None = None
+        self._expired = False
+        self._closed = False
+        self._oom_seen = False
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> DockerSandbox:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def wall_clock_s(self) -> float:
+        limits = self.task.limits
+        return self.config.wall_clock_s or (limits.agent_timeout_sec + limits.test_timeout_sec + 60)
+
+    async def start(self, host: Host | None = None) -> None:
+        """Place, create and start the container and its shell (`host` given by a pool)."""
+        t0 = time.monotonic()
+        try:
+            if host is None:
+                host = await acquire_slot(self.config.hosts, timeout=max(self.wall_clock_s, 60))
+            self.host = host
+            await asyncio.wait_for(self._create_and_start(), self.config.start_timeout_s)
+        except asyncio.TimeoutError as err:
+            await self.close()
+            raise SandboxError(f"task {self.task.id}: container not ready within "
+                               f"{self.config.start_timeout_s:.0f}s on {self.host.name}",
+                               kind="start_timeout") from err
+        except BaseException:
+            await self.close()
+            raise
+        self.stats.startup_seconds = time.monotonic() - t0
+        self.arm_wall_clock()
+
+    def arm_wall_clock(self) -> None:
+        """Start the rollout's wall clock now (a pool arms it at hand-off, not at warm-up)."""
+        self.started_at = time.monotonic()
+        self.deadline = self.started_at + self.wall_clock_s
+        if self._wall_timer is not None:
+            self._wall_timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._wall_timer = loop.call_later(self.wall_clock_s, self._on_wall_clock)
+
+    def _on_wall_clock(self) -> None:
+        self._expired = True
+        log.warning("tbrl: task %s hit its wall-clock limit (%.0fs); killing its container",
+                    self.task.id, self.wall_clock_s)
+        asyncio.ensure_future(self._kill_container())
+
+    async def _kill_container(self) -> None:
+        if self.host and self.container_id:
+            try:
+                await self.host.call(self.host.client.api.kill, self.container_id,
+                                     what="killing the container at the wall-clock limit")
+            except Exception:
+                pass  # already gone; close() removes it
+
+    async def _create_and_start(self) -> None:
+        host = self.host
+        assert host is not None
+        await host.call(reaper.reap_once, host.client, host.name, what="reaping leftovers")
+        image = await ensure_image(self.task, host)
+        self.container_id = await host.call(self._create, host, image, what="creating the container")
+        await host.call(host.client.api.start, self.container_id, what="starting the container")
+        self.shell = PersistentShell(host, self.container_id, self.config.workdir,
+                                     self.config.max_output_bytes)
+        await self.shell.start()
+
+    def _create(self, host: Host, image: str) -> str:
+        api = host.client.api
+        storage = self.task.limits.storage_mb
+        want_storage = storage is not None and host.storage_opt_supported is not False
+        if storage is not None and host.storage_opt_supported is False:
+            self.limits_applied["storage"] = "not enforced: the storage driver does not support it"
+        labels = {reaper.LABEL_OWNER: reaper.owner_label(), reaper.LABEL_RUN: self.config.run_id,
+                  reaper.LABEL_TASK: self.task.id}
+        while True:
+            try:
+                created = api.create_container(
+                    image, entrypoint=["sh", "-c", KEEPER], command=[], labels=labels,
+                    host_config=self._host_config(api, storage if want_storage else None),
+                )
+                break
+            except APIError as err:
+                if want_storage and "storage" in str(err).lower():
+                    host.storage_opt_supported = False
+                    want_storage = False
+                    reason = str(err.explanation or err)
+                    self.limits_applied["storage"] = f"not enforced: {reason}"
+                    log.warning("tbrl: docker host %s cannot limit container storage (%s); "
+                                "storage_mb is not enforced there", host.name, reason)
+                    continue
+                raise SandboxError(f"task {self.task.id}: creating the container failed: "
+                                   f"{err.explanation or err}", kind="create_failed") from err
+        cid = created["Id"]
+        reaper.register(cid, host.client)
+        if want_storage:
+            host.storage_opt_supported = True
+            self.limits_applied["storage"] = f"{storage} MB"
+        return cid
+
+    def _host_config(self, api, storage_mb: int | None):
+        limits = self.task.limits
+        internet = self.config.allow_internet
+        internet = limits.allow_internet if internet is None else internet
+        mem = f"{limits.memory_mb}m"
+        self.limits_applied.update(cpus=f"{limits.cpus:g}", memory=f"{limits.memory_mb} MB",
+                                   pids=str(limits.pids),
+                                   network="bridge" if internet else "none")
+        return api.create_host_config(
+            nano_cpus=int(limits.cpus * 1e9), mem_limit=mem, memswap_limit=mem,
+            pids_limit=limits.pids, network_mode="bridge" if internet else "none",
+            cap_drop=["ALL"], cap_add=sorted(set(KEEP_CAPS) | set(self.config.cap_add)),
+            security_opt=["no-new-privileges"], init=True,
+            log_config=LogConfig(type="none"),
+            storage_opt={"size": f"{storage_mb}M"} if storage_mb else None,
+        )
+
+    async def close(self) -> None:
+        """Remove the container (idempotent); errors are logged, the reaper is the backstop."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._wall_timer is not None:
+            self._wall_timer.cancel()
+        if self.shell is not None:
+            self.shell.close()
+        host, cid = self.host, self.container_id
+        try:
+            if host is not None and cid is not None:
+                try:
+                    await host.call(host.client.api.remove_container, cid, force=True,
+                                    what="removing the container")
+                    reaper.unregister(cid)
+                except NotFound:
+                    reaper.unregister(cid)
+                except Exception as err:
+                    log.warning("tbrl: could not remove container %s on %s: %s (the reaper will)",
+                                cid[:12], host.name, err)
+        finally:
+            if host is not None:
+                await release_slot(host)
+
+    # ------------------------------------------------------------------ commands
+    def _check_open(self) -> None:
+        if self._expired:
+            raise SandboxLimitExceeded(
+                "wall_clock", f"task {self.task.id}: rollout exceeded its wall-clock limit of "
+                f"{self.wall_clock_s:.0f}s (set SandboxConfig.wall_clock_s to change it)")
+        if self._closed or self.shell is None:
+            raise SandboxError(f"task {self.task.id}: the sandbox is closed", kind="closed")
+
+    async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
+        self._check_open()
+        wanted = timeout if timeout is not None else self.config.command_timeout_s
+        remaining = self.deadline - time.monotonic()
+        effective = max(0.01, min(wanted, remaining))
+        try:
+            result = await self.shell.run(cmd, effective, before_kill=self._check_pids)
+        except SandboxError as err:
+            if isinstance(err, SandboxLimitExceeded):
+                raise
+            await self._diagnose(err)
+            raise
+        self._check_open()
+        if result.timed_out and effective < wanted:
+            raise SandboxLimitExceeded(
+                "wall_clock", f"task {self.task.id}: rollout reached its wall-clock limit of "
+                f"{self.wall_clock_s:.0f}s during a command")
+        if result.exit_code in (137, None) or result.timed_out:
+            result = await self._note_oom(result)
+        self.stats.commands += 1
+        self.stats.command_seconds += result.duration_s
+        self.stats.bytes_out = self.shell.bytes_out
+        return result
+
+    async def _state(self) -> dict:
+        info = await self.host.call(self.host.client.api.inspect_container, self.container_id,
+                                    what="inspecting the container")
+        return info["State"]
+
+    async def _diagnose(self, err: SandboxError) -> None:
+        """Turn a shell failure into the infrastructure reason behind it, when there is one."""
+        if self._expired:
+            self._check_open()
+        try:
+            state = await self._state()
+        except NotFound as gone:
+            raise SandboxError(f"task {self.task.id}: container {self.container_id[:12]} "
+                               "disappeared", kind="container_died") from gone
+        if state.get("OOMKilled") and not state.get("Running"):
+            raise SandboxLimitExceeded("memory", f"task {self.task.id}: container OOM-killed "
+                                       f"(memory limit {self.task.limits.memory_mb} MB)") from err
+        if not state.get("Running"):
+            raise SandboxError(f"task {self.task.id}: container died (exit "
+                               f"{state.get('ExitCode')}, {state.get('Error') or 'no error'})",
+                               kind="container_died") from err
+
+    async def _note_oom(self, result: CommandResult) -> CommandResult:
+        state = await self._state()
+        if state.get("OOMKilled") and not self._oom_seen:
+            self._oom_seen = True
+            self.stats.extra["oom_kills"] = self.stats.extra.get("oom_kills", 0) + 1
+            notice = (f"\n[tbrl: killed by the out-of-memory killer: the task's memory limit is "
+                      f"{self.task.limits.memory_mb} MB]")
+            return CommandResult(result.exit_code, result.output + notice, result.timed_out,
+                                 result.truncated_bytes, result.duration_s)
+        return result
+
+    async def _check_pids(self) -> None:
+        """Called on a timeout before the kill: a full pids cgroup means a fork bomb."""
+        stats = await self.host.call(self.host.client.api.stats, self.container_id,
+                                     stream=False, one_shot=True, what="reading pids")
+        pids = stats.get("pids_stats") or {}
+        current, limit = pids.get("current", 0), pids.get("limit") or self.task.limits.pids
+        if current >= limit - PIDS_NEAR_LIMIT:
+            raise SandboxLimitExceeded(
+                "pids", f"task {self.task.id}: process limit reached ({current}/{limit} pids; "
+                "a fork bomb or runaway spawning) - the rollout is ended")
+
+    # ------------------------------------------------------------------ files
+    def _abs(self, path: str) -> str:
+        return path if path.startswith("/") else posixpath.join(self.shell.pwd, path)
+
+    async def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
+        data = content.encode() if isinstance(content, str) else bytes(content)
+        await self.write_files({self._abs(path): data}, mode=mode)
+
+    async def write_files(self, files: dict[str, str | bytes], dest: str = "/",
+                          mode: int = 0o644) -> None:
+        """Write several files in one tar upload; paths are relative to `dest` or absolute."""
+        self._check_open()
+        by_dir: dict[str, list[tuple[str, bytes]]] = {}
+        total = 0
+        for path, content in files.items():
+            data = content.encode() if isinstance(content, str) else bytes(content)
+            total += len(data)
+            if len(data) > self.config.max_file_bytes:
+                raise FileTooLarge(f"{path}: {len(data)} bytes exceeds max_file_bytes="
+                                   f"{self.config.max_file_bytes} (raise SandboxConfig.max_file_bytes)")
+            full = posixpath.normpath(posixpath.join(dest, path) if not path.startswith("/") else path)
+            by_dir.setdefault(posixpath.dirname(full), []).append((posixpath.basename(full), data))
+        for directory, entries in by_dir.items():
+            await self._put(directory, _tar(entries, mode))
+        self.stats.bytes_written += total
+
+    async def _put(self, directory: str, blob: bytes) -> None:
+        api = self.host.client.api
+        try:
+            await self.host.call(api.put_archive, self.container_id, directory, blob,
+                                 what="writing files")
+        except NotFound:
+            await self._exec(["mkdir", "-p", directory])
+            await self.host.call(api.put_archive, self.container_id, directory, blob,
+                                 what="writing files")
+
+    async def _exec(self, argv: list[str]) -> None:
+        def run():
+            api = self.host.client.api
+            eid = api.exec_create(self.container_id, argv)["Id"]
+            out = api.exec_start(eid)
+            code = api.exec_inspect(eid).get("ExitCode")
+            if code:
+                raise SandboxError(f"{' '.join(argv)} failed ({code}): {out[-300:]!r}",
+                                   kind="exec_failed")
+        await self.host.call(run, what=" ".join(argv))
+
+    async def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        """The file's bytes; at most `max_bytes` when given, else up to `max_file_bytes`."""
+        self._check_open()
+        files = await self.read_dir(self._abs(path), max_bytes=max_bytes, single=True)
+        return next(iter(files.values()))
+
+    async def read_dir(self, path: str, max_bytes: int | None = None,
+                       single: bool = False) -> dict[str, bytes]:
+        """Every regular file under `path` (a file or directory), relative path -> bytes."""
+        self._check_open()
+        limit = max_bytes if max_bytes is not None else self.config.max_file_bytes
+
+        def get():
+            api = self.host.client.api
+            try:
+                stream, stat = api.get_archive(self.container_id, path)
+            except NotFound as err:
+                raise FileNotFoundError(f"{path}: no such file in the sandbox "
+                                        f"(task {self.task.id})") from err
+            if single and stat.get("mode", 0) & (1 << 31):
+                raise IsADirectoryError(f"{path} is a directory; use read_dir")
+            if max_bytes is None and stat.get("size", 0) > limit and single:
+                raise FileTooLarge(f"{path}: {stat['size']} bytes exceeds max_file_bytes={limit} "
+                                   "(pass max_bytes to read a prefix, or raise the limit)")
+            buf = io.BytesIO()
+            for chunk in stream:
+                buf.write(chunk)
+                if buf.tell() > limit + (1 << 20):
+                    if not (single and max_bytes is not None):
+                        raise FileTooLarge(f"{path}: more than {limit} bytes (raise "
+                                           "SandboxConfig.max_file_bytes or pass max_bytes)")
+                    break  # a prefix was asked for and we have it
+            buf.seek(0)
+            return _untar(buf, limit, base=posixpath.basename(path.rstrip("/")), single=single)
+
+        files = await self.host.call(get, what=f"reading {path}")
+        self.stats.bytes_read += sum(len(v) for v in files.values())
+        return files
+
+
+def _tar(entries: list[tuple[str, bytes]], mode: int) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _untar(buf: io.BytesIO, limit: int, base: str, single: bool) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    with tarfile.open(fileobj=buf, mode="r|") as tar:
+        for member in tar:
+            if not member.isfile():
+                continue
+            handle = tar.extractfile(member)
+            data = handle.read(min(limit, member.size)) if handle else b""
+            name = member.name
+            rel = name[len(base) + 1:] if name.startswith(base + "/") else name
+            out[rel] = data
+            if single:
+                break
+    return out

@@ -1,0 +1,171 @@
+"""Docker hosts: one client and one slot counter per engine, least-loaded placement.
+
+Blocking Docker SDK calls (create, start, remove, build, archive transfers) run on a
+dedicated thread pool sized for hundreds of rollouts; the long-lived shell sockets do not
+use threads at all (see `shell.py`). Each host has a concurrency limit; `acquire_slot`
+picks the host with the lowest load ratio and waits (asyncio, no thread) when every host
+is full. Hosts are shared per process: one `Host` per base_url.
+
+Left out: health-based eviction of a failing host (a dead host raises `SandboxError`
+with kind `daemon_unreachable` on use; the trainer decides whether to retry elsewhere).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+import docker
+from docker.errors import DockerException
+from requests.exceptions import ConnectionError as RequestsConnectionError
+
+from tbrl_lib.sandbox.base import SandboxError
+from tbrl_lib.sandbox.config import DockerHost
+
+T = TypeVar("T")
+
+_EXECUTOR = ThreadPoolExecutor(max_workers=96, thread_name_prefix="tbrl-docker")
+"""Blocking SDK calls only; idle rollouts hold no thread."""
+
+
+class Host:
+    """One Docker engine: a client, its slot count and what it is known to support."""
+
+    def __init__(self, spec: DockerHost) -> None:
+        self.spec = spec
+        self.base_url = spec.base_url
+        self.active = 0
+        self.storage_opt_supported: bool | None = None
+        self._client: docker.DockerClient | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.base_url or "default"
+
+    @property
+    def client(self) -> docker.DockerClient:
+        with self._lock:
+            if self._client is None:
+                kwargs: dict[str, Any] = {"timeout": 120, "max_pool_size": 128}
+                if self.base_url:
+                    self._client = docker.DockerClient(base_url=self.base_url, **kwargs)
+                else:
+                    self._client = docker.from_env(**kwargs)
+            return self._client
+
+    @property
+    def load(self) -> float:
+        return self.active / self.spec.max_concurrency
+
+    async def call(self, fn: Callable[..., T], *args: Any, what: str = "docker call", **kwargs: Any) -> T:
+        """Run a blocking SDK call on the docker thread pool; map connection loss to SandboxError."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(_EXECUTOR, functools.partial(fn, *args, **kwargs))
+        except (RequestsConnectionError, ConnectionError, FileNotFoundError) as err:
+            raise SandboxError(
+                f"docker host {self.name} unreachable during {what}: {err}", kind="daemon_unreachable"
+            ) from err
+        except DockerException as err:
+            if _looks_unreachable(err):
+                raise SandboxError(
+                    f"docker host {self.name} unreachable during {what}: {err}",
+                    kind="daemon_unreachable",
+                ) from err
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+
+def _looks_unreachable(err: Exception) -> bool:
+    text = str(err)
+    return any(s in text for s in ("Connection refused", "Connection aborted", "No such file",
+                                   "Error while fetching server API version"))
+
+
+_HOSTS: dict[str | None, Host] = {}
+_SLOT_FREED: asyncio.Event | None = None
+_REGISTRY_LOCK = threading.Lock()
+
+
+def get_host(spec: DockerHost) -> Host:
+    """The process-wide `Host` for this base_url (limits taken from the first spec seen)."""
+    with _REGISTRY_LOCK:
+        host = _HOSTS.get(spec.base_url)
+        if host is None:
+            host = _HOSTS[spec.base_url] = Host(spec)
+        elif host.spec.max_concurrency != spec.max_concurrency:
+            host.spec = spec
+        return host
+
+
+def all_hosts() -> list[Host]:
+    with _REGISTRY_LOCK:
+        return list(_HOSTS.values())
+
+
+class _SlotWaiters:
+    """Wakes rollouts waiting for a free slot on any host (one per event loop)."""
+
+    def __init__(self) -> None:
+        self.cond: asyncio.Condition | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> asyncio.Condition:
+        loop = asyncio.get_running_loop()
+        if self.cond is None or self.loop is not loop:
+            self.cond, self.loop = asyncio.Condition(), loop
+        return self.cond
+
+
+_WAITERS = _SlotWaiters()
+
+
+async def acquire_slot(specs: tuple[DockerHost, ...], timeout: float) -> Host:
+    """Reserve a slot on the least-loaded host; wait up to `timeout` seconds for one."""
+    hosts = [get_host(s) for s in specs]
+    cond = _WAITERS.get()
+
+    def pick() -> Host | None:
+        free = [h for h in hosts if h.active < h.spec.max_concurrency]
+        if not free:
+            return None
+        best = min(free, key=lambda h: (h.load, h.active))
+        best.active += 1
+        return best
+
+    chosen: list[Host] = []
+
+    def ready() -> bool:
+        host = pick()
+        if host is not None:
+            chosen.append(host)
+        return host is not None
+
+    async with cond:
+        try:
+            await asyncio.wait_for(cond.wait_for(ready), timeout)
+        except asyncio.TimeoutError as err:
+            for host in chosen:  # picked in the same instant the wait timed out
+                host.active -= 1
+            raise SandboxError(
+                f"no docker host had a free slot within {timeout:.0f}s (hosts: "
+                + ", ".join(f"{h.name} {h.active}/{h.spec.max_concurrency}" for h in hosts) + ")",
+                kind="no_capacity",
+            ) from err
+    return chosen[0]
+
+
+async def release_slot(host: Host) -> None:
+    host.active = max(0, host.active - 1)
+    cond = _WAITERS.get()
+    async with cond:
+        cond.notify_all()
