@@ -150,7 +150,7 @@ class BatchingGenerator:
                 group = [item for item in batch if item[1] == budget]
                 try:
                     results = await asyncio.to_thread(self.backend.generate, [g[0] for g in group], budget)
-                except Exception as exc:  # hand the failure to every waiting episode
+                except Exception as exc:  # noqa: BLE001 - handed to every waiting episode
                     for _, _, future in group:
                         if not future.done():
                             future.set_exception(exc)

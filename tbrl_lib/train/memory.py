@@ -22,9 +22,9 @@ out: CPU/NVMe offload, sequence parallelism, quantised (QLoRA) weights.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-import json
 
 from tbrl_lib.train.presets import TrainConfig
 
