@@ -85,8 +85,18 @@ def to_task(family: Family, draft: Draft, seed: int, difficulty: Difficulty) -> 
         limits=Limits(agent_timeout_sec=600.0 + 300.0 * level, test_timeout_sec=120.0,
                       build_timeout_sec=300.0),
         provenance=Provenance(source_format="synth", location=f"family {family.name} seed {seed}"),
-        metadata={"synth": {"family": family.name, "seed": seed, "answers": draft.answers}},
+        metadata={"synth": {"family": family.name, "seed": seed,
+                            "answers": _without_none(draft.answers)}},
     )
+
+
+def _without_none(value: Any) -> Any:
+    """Metadata travels through TOML (Harbor task.toml), which has no null."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_without_none(v) for v in value if v is not None]
+    return value
 
 
 def pytest_module(constants: dict[str, Any], body: str) -> str:

@@ -143,15 +143,24 @@ def git_surgery(rng: random.Random, difficulty: Difficulty) -> Draft:
              "c() { git add -A && git commit -q -m \"$1\"; }"]
     setup += ["echo 1.0.0 > VERSION", f"echo 'RATE = {rate}' > {mod}.py",
               "echo '# project' > README.md", "c 'Initial commit'"]
-    for i in range(3 + 2 * level):
-        setup += [f"echo 'note {i}' >> NOTES.md", f"c 'Update notes ({i})'"]
-        if i == 1:
-            setup += ["mkdir -p config", f"echo 'API_TOKEN={token}' > config/credentials.env",
-                      "c 'Add local settings'", "echo 'DEBUG=0' > config/app.env",
-                      "git rm -q config/credentials.env", "c 'Move settings to app.env'"]
-        if i == 2:
+    bad = rng.choice(["Change rate rounding", "Tune rate multiplier", "Adjust pricing rate",
+                      "Scale rate for promo"])
+    secret = rng.choice(["config/credentials.env", "config/secrets.env", "deploy/token.txt",
+                         "ops/api.env"])
+    n_noise = rng.randint(3 + 2 * level, 5 + 3 * level)
+    secret_at, release_at = rng.randint(0, n_noise // 2), rng.randint(n_noise // 2, n_noise - 1)
+    for i in range(n_noise):
+        word = rng.choice(WORDS)
+        setup += [f"mkdir -p docs && echo '{' '.join(pick(rng, WORDS, 4))}' >> docs/{word}.md",
+                  f"c '{rng.choice(['Document', 'Expand', 'Clarify', 'Tidy'])} {word} notes'"]
+        if i == secret_at:
+            setup += [f"mkdir -p $(dirname {secret}) config",
+                      f"echo 'API_TOKEN={token}' > {secret}", "c 'Add local settings'",
+                      "echo 'DEBUG=0' > config/app.env", f"git rm -q {secret}",
+                      "c 'Move settings to app.env'"]
+        if i == release_at:
             setup += [f"echo {version} > VERSION", f"c 'Release {version}'",
-                      f"echo 'RATE = {rate * 10}' > {mod}.py", "c 'Change rate rounding'"]
+                      f"echo 'RATE = {rate * 10}' > {mod}.py", f"c '{bad}'"]
     setup += [f"git checkout -q -b feature/{feat}",
               f"echo 'def {helper}(x): return x' > helpers.py", f"c 'Add {helper} helper'",
               "echo 'experimental' > EXPERIMENT.md", "c 'Experimental work'",
@@ -160,14 +169,14 @@ def git_surgery(rng: random.Random, difficulty: Difficulty) -> Draft:
     solution = ["cd /app/repo", "git config user.email dev@example.com",
                 "git config user.name Dev"]
     if "revert" in ops:
-        steps.append("The commit 'Change rate rounding' broke pricing: undo it on `main` with a "
+        steps.append(f"The commit '{bad}' broke pricing: undo it on `main` with a "
                      "new commit (do not drop it from history).")
-        solution.append("git revert --no-edit $(git log --format=%H --grep='^Change rate rounding$' main)")
+        solution.append(f"git revert --no-edit $(git log --format=%H --grep='^{bad}$' main)")
         body += f'''
     def test_revert():
         assert git("show", "main:{mod}.py").strip() == "RATE = {rate}"
         log = git("log", "--format=%s", "main").splitlines()
-        assert "Change rate rounding" in log and any(s.startswith("Revert") for s in log)
+        assert "{bad}" in log and any(s.startswith("Revert") for s in log)
     '''
         weights["test_revert"] = 2.0
     if "cherry_pick" in ops:
@@ -193,19 +202,19 @@ def git_surgery(rng: random.Random, difficulty: Difficulty) -> Draft:
     '''
         weights["test_tag"] = 1.0
     if "purge_secret" in ops:
-        steps.append("An API token was committed in `config/credentials.env` and later deleted. "
+        steps.append(f"An API token was committed in `{secret}` and later deleted. "
                      "Remove that file from the whole history of every branch and tag, so no "
                      "reachable commit contains the token; keep all other files and commit "
                      "messages.")
         solution += ["export FILTER_BRANCH_SQUELCH_WARNING=1",
                       "git filter-branch -f --index-filter 'git rm -q --cached --ignore-unmatch "
-                      "config/credentials.env' --tag-name-filter cat --prune-empty -- --all",
+                      f"{secret}' --tag-name-filter cat --prune-empty -- --all",
                       "rm -rf .git/refs/original", "git reflog expire --expire=now --all",
                       "git gc -q --prune=now"]
         body += '''
     def test_secret_gone():
         history = git("log", "--all", "-p")
-        assert TOKEN not in history and "credentials.env" not in history
+        assert TOKEN not in history and SECRET not in history
         assert "Move settings to app.env" in git("log", "--format=%s", "main")
     '''
         weights["test_secret_gone"] = 2.0
@@ -224,10 +233,10 @@ def git_surgery(rng: random.Random, difficulty: Difficulty) -> Draft:
         instruction=instruction,
         app_files={".setup/make_repo.sh": "\n".join(setup) + "\n"},
         build_steps=["RUN bash /app/.setup/make_repo.sh && rm -rf /app/.setup"],
-        tests=pytest_module({"TOKEN": token}, header + textwrap.dedent(body)),
+        tests=pytest_module({"TOKEN": token, "SECRET": secret}, header + textwrap.dedent(body)),
         weights=weights, solution="set -e\n" + "\n".join(solution) + "\n",
         tags=["git", "version-control"],
-        answers={"ops": ops, "token": token, "rate": rate, "version": version, "helper": helper},
+        answers={"ops": ops, "token": token, "secret": secret, "bad": bad, "rate": rate, "version": version, "helper": helper},
     )
 
 

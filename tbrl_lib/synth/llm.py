@@ -1,0 +1,210 @@
+"""The LLM seam of the synthesis pipeline: ask for one JSON object, get it back with usage,
+and keep the bill.
+
+`StructuredLLM` is the small `Protocol` the roles call: `ask(system, user, tool) -> Answer`.
+Two backends: Anthropic (default; native SDK, the reply forced through a tool whose input
+schema is the object we want, the system prompt marked for prompt caching) and any
+OpenAI-compatible endpoint (JSON mode). Both use their SDK's own retries and timeouts.
+`CostMeter` multiplies token usage by a price table and refuses calls once the budget is
+spent (`BudgetExceeded`), so a run never overshoots by more than the calls in flight.
+
+Left out: streaming, batches API, per-call price overrides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4-1": (15.0, 75.0),
+    "claude-sonnet-4-5": (3.0, 15.0),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-haiku-4-5": (1.0, 5.0),
+    "gpt-4.1": (2.0, 8.0),
+    "gpt-4.1-mini": (0.4, 1.6),
+    "loopback": (3.0, 15.0),
+}
+"""USD per million (input, output) tokens, by model-name prefix (longest prefix wins).
+Anthropic cache writes cost 1.25x input, cache reads 0.1x. Check current prices before
+trusting a budget; pass `prices=` to override."""
+
+CACHE_WRITE, CACHE_READ = 1.25, 0.10
+
+
+class BudgetExceeded(RuntimeError):
+    """The dollar budget is spent; the pipeline stops starting calls and saves its state."""
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+
+
+@dataclass(frozen=True)
+class Tool:
+    """The object we ask for: a name, what it is for, and its JSON schema."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+@dataclass
+class Answer:
+    data: dict[str, Any]
+    usage: Usage
+    cost_usd: float
+
+
+class StructuredLLM(Protocol):
+    model: str
+
+    async def ask(self, system: str, user: str, tool: Tool) -> Answer: ...
+
+
+def price_for(model: str, prices: dict[str, tuple[float, float]] | None = None) -> tuple[float, float]:
+    table = prices or PRICES_PER_MTOK
+    matches = [k for k in table if model.startswith(k)]
+    if not matches:
+        raise ValueError(f"no price known for model {model!r}; add it with prices={{'{model}': "
+                         "(usd_per_mtok_in, usd_per_mtok_out)}} or pick one of: "
+                         f"{', '.join(sorted(table))}")
+    return table[max(matches, key=len)]
+
+
+@dataclass
+class CostMeter:
+    """Running cost of a pipeline; `check()` before a call, `charge()` after it."""
+
+    budget_usd: float | None = None
+    spent_usd: float = 0.0
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    by_role: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.budget_usd is not None and self.budget_usd <= 0:
+            raise ValueError(f"budget_usd must be positive (or None for no cap), got {self.budget_usd}")
+
+    def check(self) -> None:
+        if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
+            raise BudgetExceeded(f"budget of ${self.budget_usd:.2f} spent (${self.spent_usd:.4f} "
+                                 f"over {self.calls} calls); raise budget_usd to continue")
+
+    def charge(self, role: str, answer: Answer) -> None:
+        self.spent_usd += answer.cost_usd
+        self.calls += 1
+        self.usage.add(answer.usage)
+        self.by_role[role] = self.by_role.get(role, 0.0) + answer.cost_usd
+
+    def report(self) -> dict[str, Any]:
+        return {"spent_usd": round(self.spent_usd, 6), "budget_usd": self.budget_usd,
+                "calls": self.calls, "by_role_usd": {k: round(v, 6) for k, v in self.by_role.items()},
+                "tokens": vars(self.usage).copy()}
+
+
+def cost_of(usage: Usage, model: str, prices: dict[str, tuple[float, float]] | None = None) -> float:
+    p_in, p_out = price_for(model, prices)
+    dollars = (usage.input_tokens * p_in + usage.output_tokens * p_out
+               + usage.cache_write_tokens * p_in * CACHE_WRITE
+               + usage.cache_read_tokens * p_in * CACHE_READ)
+    return dollars / 1e6
+
+
+class AnthropicLLM:
+    """Claude through the native SDK; the answer is the input of a forced tool call."""
+
+    def __init__(self, model: str = "claude-sonnet-4-5", *, base_url: str | None = None,
+                 api_key: str | None = None, max_tokens: int = 8000, timeout_s: float = 300.0,
+                 max_retries: int = 4, prices: dict[str, tuple[float, float]] | None = None) -> None:
+        import anthropic
+
+        price_for(model, prices)  # fail at construction, not after the first paid call
+        self.model, self.max_tokens, self.prices = model, max_tokens, prices
+        self.client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key,
+                                               timeout=timeout_s, max_retries=max_retries)
+
+    async def ask(self, system: str, user: str, tool: Tool) -> Answer:
+        message = await self.client.messages.create(
+            model=self.model, max_tokens=self.max_tokens,
+            system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+            messages=[{"role": "user", "content": user}],
+            tools=[{"name": tool.name, "description": tool.description, "input_schema": tool.schema}],
+            tool_choice={"type": "tool", "name": tool.name},
+        )
+        u = message.usage
+        usage = Usage(u.input_tokens, u.output_tokens, u.cache_creation_input_tokens or 0,
+                      u.cache_read_input_tokens or 0)
+        blocks = [b for b in message.content if b.type == "tool_use" and b.name == tool.name]
+        if not blocks:
+            text = " ".join(getattr(b, "text", "") for b in message.content)[:300]
+            raise ValueError(f"{self.model} did not call tool {tool.name!r} "
+                             f"(stop_reason={message.stop_reason}): {text!r}")
+        return Answer(dict(blocks[0].input), usage, cost_of(usage, self.model, self.prices))
+
+
+class OpenAICompatibleLLM:
+    """Any OpenAI-compatible chat endpoint (vLLM, OpenRouter, ...) in JSON mode."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 max_tokens: int = 8000, timeout_s: float = 300.0, max_retries: int = 4,
+                 prices: dict[str, tuple[float, float]] | None = None) -> None:
+        import openai
+
+        price_for(model, prices)
+        self.model, self.max_tokens, self.prices = model, max_tokens, prices
+        self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused",
+                                         timeout=timeout_s, max_retries=max_retries)
+
+    async def ask(self, system: str, user: str, tool: Tool) -> Answer:
+        schema = json.dumps(tool.schema)
+        reply = await self.client.chat.completions.create(
+            model=self.model, max_tokens=self.max_tokens,
+            response_format={"type": "json_object"},
+            messages=[{"role": "system", "content": system},
+                      {"role": "user", "content": f"{user}\n\nAnswer with one JSON object "
+                       f"({tool.description}) matching this JSON schema:\n{schema}"}],
+        )
+        text = reply.choices[0].message.content or ""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{self.model} answered non-JSON for {tool.name}: {err}: "
+                             f"{text[:300]!r}") from None
+        u = reply.usage
+        usage = Usage(u.prompt_tokens if u else 0, u.completion_tokens if u else 0)
+        return Answer(data, usage, cost_of(usage, self.model, self.prices))
+
+
+def make_llm(spec: str, **kwargs: Any) -> StructuredLLM:
+    """`anthropic:MODEL` (default backend) or `openai:BASE_URL+MODEL`."""
+    kind, _, rest = spec.partition(":")
+    if kind == "anthropic" and rest:
+        return AnthropicLLM(rest, **kwargs)
+    if kind == "openai" and "+" in rest:
+        base_url, _, model = rest.rpartition("+")
+        return OpenAICompatibleLLM(model, base_url=base_url, **kwargs)
+    raise ValueError(f"unknown LLM spec {spec!r}: use 'anthropic:MODEL' or "
+                     "'openai:BASE_URL+MODEL' (e.g. openai:http://localhost:8000/v1+Qwen/Qwen3-32B)")
+
+
+async def ask_metered(llm: StructuredLLM, meter: CostMeter, role: str, system: str, user: str,
+                      tool: Tool, timeout_s: float = 900.0) -> Answer:
+    """One call under the budget, with an outer wall-clock bound on top of the SDK's."""
+    meter.check()
+    answer = await asyncio.wait_for(llm.ask(system, user, tool), timeout_s)
+    meter.charge(role, answer)
+    return answer
