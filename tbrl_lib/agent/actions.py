@@ -209,3 +209,19 @@ def example_for(tag: str, mode: str | None = None) -> str:
         [k for k in EXAMPLES if k == tag or k.startswith(tag + ".")]
     )
     return "\n".join(f"<{tag}>\n{EXAMPLES[k]}\n</{tag}>" for k in keys)
+
+
+def render_action(tag: str, fields: dict[str, Any]) -> str:
+    """An action tag with a YAML body that parses back to `fields` (multi-line text as `|`)."""
+    import yaml
+
+    class _Dumper(yaml.SafeDumper):
+        pass
+
+    def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _Dumper.add_representer(str, _text)
+    body = yaml.dump(fields, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000)
+    return f"<{tag}>\n{body}</{tag}>"

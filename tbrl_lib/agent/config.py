@@ -54,6 +54,8 @@ class EpisodeLimits(BaseModel):
     """Prompt + completion tokens of the whole conversation so far (`token_budget`)."""
     time_limit_s: float | None = Field(default=None, gt=0)
     """Wall clock for the episode; None: the task's `limits.agent_timeout_sec`."""
+    max_tokens_per_turn: int = Field(default=4096, ge=16)
+    """Most tokens the policy may generate in one reply (also capped by the budget left)."""
     max_parse_error_turns: int = Field(default=3, ge=1)
     """Replies in a row with only malformed actions before `parse_error_streak`."""
     tools: ToolConfig = Field(default_factory=ToolConfig)
