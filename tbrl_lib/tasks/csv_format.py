@@ -109,8 +109,8 @@ def task_to_row(task: Task) -> dict[str, str]:
         "use_case_category": task.use_case_category or "", "prompt": task.instruction,
         "category": task.category, "tags": "|".join(task.tags), "dockerfile": dockerfile,
         "test_functions": task.tests.pytest,
-        "test_weights": json.dumps(task.tests.weights, ensure_ascii=False),
-        "additional_files": json.dumps(task.environment.files, ensure_ascii=False),
+        "test_weights": json.dumps(task.tests.weights),
+        "additional_files": json.dumps(task.environment.files),
         "created_at": task.provenance.created_at or "", "updated_at": task.provenance.updated_at or "",
     }
 
@@ -119,7 +119,10 @@ def write_csv(rows: list[dict[str, str]], path: Path) -> None:
     """Write rows made by `task_to_row` (made in parallel by the caller)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, lineterminator="\n")
+        # csv quotes fields holding "\n" but not a lone "\r", which readers take as a line end
+        has_cr = any("\r" in value for row in rows for value in row.values())
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, lineterminator="\n",
+                                quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL)
         writer.writeheader()
         writer.writerows(rows)
 

@@ -3,7 +3,9 @@ whose failures become `TaskFormatError`s naming the file and what to fix.
 
 Text is read and written byte-exact (UTF-8, no newline translation), so an instruction or a
 test file survives a round trip unchanged. Binary files are not supported by the `Task`
-model (its files are text); they are reported as non-UTF-8, never skipped silently.
+model (its files are text); they are reported as non-UTF-8, never skipped silently. The one
+exception is Python bytecode (`__pycache__/`, `*.pyc`), which running the tests leaves behind
+and which is regenerated, so directory readers ignore it.
 """
 
 from __future__ import annotations
@@ -108,8 +110,14 @@ class _BlockDumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value and "\r" not in value else None
+    if any(ch in _YAML_UNSAFE or (not ch.isprintable() and ch not in "\n\t") for ch in value):
+        style = '"'  # YAML would fold \r, NEL, LS/PS or a BOM into line breaks; escape them
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_YAML_UNSAFE = frozenset("\r\x85\u2028\u2029\ufeff")
 
 
 _BlockDumper.add_representer(str, _represent_str)
@@ -125,7 +133,7 @@ def collect_files(root: Path, location: str, field: str, exclude: set[str]) -> d
         return files
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if rel in exclude or rel.split("/")[0] in exclude:
+        if rel in exclude or rel.split("/")[0] in exclude or _is_bytecode(rel):
             continue
         if path.is_symlink():
             raise TaskFormatError(location, f"{field}/{rel}", "is a symbolic link",
@@ -133,6 +141,19 @@ def collect_files(root: Path, location: str, field: str, exclude: set[str]) -> d
         if path.is_file():
             files[rel] = read_text(path, location, f"{field}/{rel}")
     return files
+
+
+def _is_bytecode(rel: str) -> bool:
+    return "__pycache__" in rel.split("/") or rel.endswith((".pyc", ".pyo"))
+
+
+def check_file_tree(files: dict[str, str], location: str, field: str) -> None:
+    """A directory cannot hold both `a` and `a/b`: such a file set is a `TaskFormatError`."""
+    dirs = {"/".join(rel.split("/")[:cut]) for rel in files for cut in range(1, rel.count("/") + 1)}
+    clash = sorted(set(files) & dirs)
+    if clash:
+        raise TaskFormatError(location, f"{field} ({clash[0]})", "is both a file and a directory",
+                              "rename the file or the directory")
 
 
 def write_files(root: Path, files: dict[str, str]) -> None:

@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
 from tbrl_lib.tasks.files import (
-    collect_files, parse_json_object, parse_toml, parse_weights, read_text, write_files, write_text,
+    check_file_tree, collect_files, parse_json_object, parse_toml, parse_weights, read_text, write_files, write_text,
 )
 from tbrl_lib.tasks.model import Limits, Task
 from tbrl_lib.tasks.standard_files import harbor_test_sh
@@ -195,6 +195,8 @@ def _check_writable(task: Task) -> None:
     if harbor is not None and not isinstance(harbor, dict):
         raise TaskFormatError(task.id, "metadata (harbor)", "must be a table of task.toml sections",
                               'use {"verifier": {"env": {...}}} style values')
+    check_file_tree(task.environment.files, task.id, "environment.files")
+    check_file_tree(task.tests.files, task.id, "tests.files")
     clash = sorted(set(task.tests.files) & TEST_OWN_FILES)
     if clash:
         raise TaskFormatError(task.id, f"tests.files ({clash[0]})", "collides with a Harbor tests/ file",

@@ -14,6 +14,7 @@ import ast
 import hashlib
 import json
 import re
+import threading
 from enum import Enum
 from typing import Any
 
@@ -172,7 +173,8 @@ def test_function_names(source: str) -> list[str]:
     file is reported by the verifier (which runs it) rather than hidden here.
     """
     try:
-        tree = ast.parse(source)
+        with _AST_LOCK:
+            tree = ast.parse(source)
     except SyntaxError:
         return re.findall(r"^(?:async\s+)?def\s+(test_\w*)\s*\(", source, flags=re.M)
     names: list[str] = []
@@ -184,6 +186,11 @@ def test_function_names(source: str) -> list[str]:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
                     names.append(f"{node.name}::{item.name}")
     return names
+
+
+# CPython 3.11's parser is not thread-safe ("AST constructor recursion depth mismatch"
+# SystemError when tasks are validated on a thread pool), so parses are serialized.
+_AST_LOCK = threading.Lock()
 
 
 def _has_from(dockerfile: str) -> bool:

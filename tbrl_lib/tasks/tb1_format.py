@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
 from tbrl_lib.tasks.files import (
-    collect_files, dump_yaml, parse_json_object, parse_weights, parse_yaml_mapping, read_text,
+    check_file_tree, collect_files, dump_yaml, parse_json_object, parse_weights, parse_yaml_mapping, read_text,
     write_files, write_text,
 )
 from tbrl_lib.tasks.model import Limits, Task
@@ -199,6 +199,8 @@ def _check_writable(task: Task) -> None:
                 or in_tests == "test_outputs.py" or in_tests in task.tests.files):
             raise TaskFormatError(task.id, f"environment.files ({rel})", "collides with a TB1 task file",
                                   "rename the build-context file, or write the task in Harbor layout")
+    tree = {**task.environment.files, **{f"tests/{rel}": text for rel, text in task.tests.files.items()}}
+    check_file_tree(tree, task.id, "environment.files + tests.files")
     if "test_outputs.py" in task.tests.files:
         raise TaskFormatError(task.id, "tests.files (test_outputs.py)", "collides with the pytest file",
                               "rename the fixture file")
