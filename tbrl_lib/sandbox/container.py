@@ -47,6 +47,8 @@ KEEP_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SET
 """Capabilities a root shell needs for ordinary task work (apt, pip, chown, servers)."""
 KEEPER = "exec sleep infinity 2>/dev/null || while :; do sleep 3600; done"
 PIDS_NEAR_LIMIT = 3
+PIDS_WATCH_EVERY_S = 5.0
+"""A command running longer than this has the container's pids count checked this often."""
 
 
 class FileTooLarge(ValueError):
@@ -69,7 +71,8 @@ class DockerSandbox:
         self._wall_timer: asyncio.TimerHandle | None = None
         self._expired = False
         self._closed = False
-        self._oom_seen = False
+        self._failed: SandboxError | None = None
+        """Set once an infrastructure failure or limit ended the rollout; later calls re-raise it."""
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> DockerSandbox:
@@ -218,6 +221,8 @@ class DockerSandbox:
             raise SandboxLimitExceeded(
                 "wall_clock", f"task {self.task.id}: rollout exceeded its wall-clock limit of "
                 f"{self.wall_clock_s:.0f}s (set SandboxConfig.wall_clock_s to change it)")
+        if self._failed is not None:
+            raise self._failed
         if self._closed or self.shell is None:
             raise SandboxError(f"task {self.task.id}: the sandbox is closed", kind="closed")
 
@@ -226,31 +231,71 @@ class DockerSandbox:
         wanted = timeout if timeout is not None else self.config.command_timeout_s
         remaining = self.deadline - time.monotonic()
         effective = max(0.01, min(wanted, remaining))
+        since = time.time()
         try:
-            result = await self.shell.run(cmd, effective, before_kill=self._check_pids)
+            result = await self._run_watched(cmd, effective)
+        except SandboxLimitExceeded as err:
+            self._failed = err
+            raise
         except SandboxError as err:
-            if isinstance(err, SandboxLimitExceeded):
-                raise
-            await self._diagnose(err)
+            await self._diagnose(err, since)
+            self._failed = err
             raise
         self._check_open()
         if result.timed_out and effective < wanted:
-            raise SandboxLimitExceeded(
+            self._failed = SandboxLimitExceeded(
                 "wall_clock", f"task {self.task.id}: rollout reached its wall-clock limit of "
                 f"{self.wall_clock_s:.0f}s during a command")
-        if result.exit_code in (137, None) or result.timed_out:
-            result = await self._note_oom(result)
+            raise self._failed
+        if result.exit_code == 137 or result.timed_out:
+            result = await self._note_oom(result, since)
+        if "Resource temporarily unavailable" in result.output[-4096:]:
+            await self._check_pids(margin=0.2)  # a fork failed: is the pids limit exhausted?
         self.stats.commands += 1
         self.stats.command_seconds += result.duration_s
         self.stats.bytes_out = self.shell.bytes_out
         return result
+
+    async def _run_watched(self, cmd: str, timeout: float) -> CommandResult:
+        """The shell command, with the pids cgroup polled while it runs past a few seconds."""
+        running = asyncio.ensure_future(self.shell.run(cmd, timeout, before_kill=self._check_pids))
+        if timeout <= PIDS_WATCH_EVERY_S:
+            return await running
+        watch = asyncio.ensure_future(self._watch_pids())
+        try:
+            done, _ = await asyncio.wait({running, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if watch in done:
+                watch.result()  # raises SandboxLimitExceeded("pids")
+            return await running
+        finally:
+            for fut in (running, watch):
+                if not fut.done():
+                    fut.cancel()
+            await asyncio.gather(running, watch, return_exceptions=True)
+
+    async def _watch_pids(self) -> None:
+        while True:
+            await asyncio.sleep(PIDS_WATCH_EVERY_S)
+            await self._check_pids()
 
     async def _state(self) -> dict:
         info = await self.host.call(self.host.client.api.inspect_container, self.container_id,
                                     what="inspecting the container")
         return info["State"]
 
-    async def _diagnose(self, err: SandboxError) -> None:
+    async def _oom_since(self, since: float) -> bool:
+        """Did the kernel OOM-kill anything in this container since `since` (epoch s)?"""
+        def query() -> bool:
+            events = self.host.client.api.events(
+                since=f"{since - 0.5:.6f}", until=f"{time.time():.6f}", decode=True,
+                filters={"container": self.container_id, "event": "oom"})
+            try:
+                return any(True for _ in events)
+            finally:
+                events.close()
+        return await self.host.call(query, what="reading OOM events")
+
+    async def _diagnose(self, err: SandboxError, since: float) -> None:
         """Turn a shell failure into the infrastructure reason behind it, when there is one."""
         if self._expired:
             self._check_open()
@@ -259,32 +304,34 @@ class DockerSandbox:
         except NotFound as gone:
             raise SandboxError(f"task {self.task.id}: container {self.container_id[:12]} "
                                "disappeared", kind="container_died") from gone
-        if state.get("OOMKilled") and not state.get("Running"):
-            raise SandboxLimitExceeded("memory", f"task {self.task.id}: container OOM-killed "
-                                       f"(memory limit {self.task.limits.memory_mb} MB)") from err
+        if await self._oom_since(since):
+            raise SandboxLimitExceeded(
+                "memory", f"task {self.task.id}: the shell or container was OOM-killed (memory "
+                f"limit {self.task.limits.memory_mb} MB)") from err
         if not state.get("Running"):
             raise SandboxError(f"task {self.task.id}: container died (exit "
                                f"{state.get('ExitCode')}, {state.get('Error') or 'no error'})",
                                kind="container_died") from err
 
-    async def _note_oom(self, result: CommandResult) -> CommandResult:
-        state = await self._state()
-        if state.get("OOMKilled") and not self._oom_seen:
-            self._oom_seen = True
-            self.stats.extra["oom_kills"] = self.stats.extra.get("oom_kills", 0) + 1
-            notice = (f"\n[tbrl: killed by the out-of-memory killer: the task's memory limit is "
-                      f"{self.task.limits.memory_mb} MB]")
-            return CommandResult(result.exit_code, result.output + notice, result.timed_out,
-                                 result.truncated_bytes, result.duration_s)
-        return result
+    async def _note_oom(self, result: CommandResult, since: float) -> CommandResult:
+        if not await self._oom_since(since):
+            return result
+        self.stats.extra["oom_kills"] = self.stats.extra.get("oom_kills", 0) + 1
+        notice = (f"\n[tbrl: killed by the out-of-memory killer: the task's memory limit is "
+                  f"{self.task.limits.memory_mb} MB]")
+        return CommandResult(result.exit_code, result.output + notice, result.timed_out,
+                             result.truncated_bytes, result.duration_s)
 
-    async def _check_pids(self) -> None:
-        """Called on a timeout before the kill: a full pids cgroup means a fork bomb."""
+    async def _check_pids(self, margin: float = 0.0) -> None:
+        """Raise `pids` when the container's process count is at its limit (within `margin`).
+
+        Called before a timed-out command is killed, every few seconds during a long
+        command, and (with a 20 % margin) after output that shows a failed fork."""
         stats = await self.host.call(self.host.client.api.stats, self.container_id,
                                      stream=False, one_shot=True, what="reading pids")
         pids = stats.get("pids_stats") or {}
         current, limit = pids.get("current", 0), pids.get("limit") or self.task.limits.pids
-        if current >= limit - PIDS_NEAR_LIMIT:
+        if current >= min(limit - PIDS_NEAR_LIMIT, limit * (1 - margin)):
             raise SandboxLimitExceeded(
                 "pids", f"task {self.task.id}: process limit reached ({current}/{limit} pids; "
                 "a fork bomb or runaway spawning) - the rollout is ended")
