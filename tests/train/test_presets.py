@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tbrl_lib.train.presets import TrainConfig, config_from_dict, load_preset, parse_overrides, preset_names
+from tbrl_lib.train.presets import (
+    TrainConfig,
+    config_from_dict,
+    load_preset,
+    parse_overrides,
+    preset_names,
+)
 
 REQUIRED = {"cpu-smoke", "1xh200", "2xa100", "8xh100", "32xh100"}
 

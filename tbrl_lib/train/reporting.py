@@ -1,0 +1,121 @@
+"""What a training run writes about itself: config, metrics JSONL, reward plot, early stop.
+
+Metric names (one line per logging step in `metrics.jsonl`):
+    train/…       TRL's own numbers (loss, grad_norm, learning_rate, entropy, completions/…,
+                  rewards/verifier_reward/mean, frac_reward_zero_std, step_time, …)
+    rollout/…     episodes: count, turns, seconds, completion/assistant tokens,
+                  infra_error_rate, termination/<reason> shares
+    reward/…      tests_score (mean verifier score of scored rollouts), solved_rate
+    sandbox/…     per-rollout container numbers (startup_seconds, commands, command_seconds, …)
+    curriculum/…  active_tasks, skipped_tasks, mean_solve_rate
+Left out: a live dashboard (wandb/tensorboard); point TRL's `report_to` at one if wanted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from tbrl_lib.train.curriculum import Curriculum
+from tbrl_lib.train.presets import TrainConfig
+
+OWN_PREFIXES = ("rollout/", "reward/", "sandbox/", "curriculum/")
+
+
+def metric_name(key: str) -> str:
+    """Our prefixes stay; everything TRL logs goes under `train/`."""
+    return key if key.startswith(OWN_PREFIXES) else f"train/{key}"
+
+
+def write_config(path: Path, config: TrainConfig, grpo_args: Any = None) -> None:
+    payload: dict[str, Any] = {"tbrl": dataclasses.asdict(config)}
+    if grpo_args is not None:
+        payload["trl"] = {k: v for k, v in grpo_args.to_dict().items() if _jsonable(v)}
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str))
+
+
+class MetricsWriter(TrainerCallback):
+    """Appends every TRL log (plus `step`) to `metrics.jsonl` with prefixed names."""
+
+    def __init__(self, path: Path, curriculum: Curriculum | None = None) -> None:
+        self.path, self.curriculum = path, curriculum
+        self.records: list[dict[str, Any]] = []
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "train_runtime" in logs:
+            return
+        record: dict[str, Any] = {"step": state.global_step}
+        for key, value in logs.items():
+            record[metric_name(key)] = _number(value)
+        if self.curriculum is not None:
+            record.update(self.curriculum.metrics())
+        self.records.append(record)
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(record, default=str) + "\n")
+
+
+class CurriculumStop(TrainerCallback):
+    """Ends training when the curriculum has skipped every task (nothing left to learn from)."""
+
+    def __init__(self, curriculum: Curriculum, state: dict[str, Any]) -> None:
+        self.curriculum, self.state = curriculum, state
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if not self.curriculum.active():
+            reasons = "; ".join(f"{t}: {why}" for t, why in self.curriculum.skipped().items())
+            self.state["stop_reason"] = f"every task is filtered out ({reasons})"
+            control.should_training_stop = True
+        return control
+
+
+def plot_rewards(records: list[dict[str, Any]], path: Path) -> Path | None:
+    """Reward (mean verifier score) and solved share per step, as a PNG."""
+    points = [(r["step"], r["reward/tests_score"], r.get("reward/solved_rate", 0.0))
+              for r in records if "reward/tests_score" in r]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    if points:
+        steps, scores, solved = zip(*points)
+        ax.plot(steps, scores, marker="o", label="mean test score")
+        ax.plot(steps, solved, marker="s", linestyle="--", label="solved share")
+    else:
+        ax.text(0.5, 0.5, "no logged steps", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("reward")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("GRPO reward over steps")
+    ax.legend(loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except TypeError:
+        return False

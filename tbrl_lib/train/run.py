@@ -1,0 +1,271 @@
+"""`train(preset, overrides, out_dir)`: one GRPO run with TRL, from a preset to a run folder.
+
+    tbrl train run --preset cpu-smoke                      # laptop: minutes, real sandboxes
+    accelerate launch --config_file acc.yaml -m tbrl_lib.train.run --preset 8xh100 --out outputs/x
+
+The run folder explains itself:
+    config.json        the TrainConfig (asdict) and the TRL GRPOConfig it became
+    memory_plan.txt    the per-GPU memory estimate of the preset
+    metrics.jsonl      one line per logged step; names prefixed train/, rollout/, reward/,
+                       sandbox/, curriculum/ (TRL's own names go under train/)
+    trajectories/      every rollout (ids, env_mask, reward, messages, test outcomes)
+    reward.png         reward over steps
+    summary.json       headline numbers (read back by the notebook test)
+
+What it simplifies: one reward (the verifier's weighted test score, no judge mixing yet),
+no SFT warm start, no evaluation pass inside the run (use `tbrl eval` on the checkpoint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from tbrl_lib.train.curriculum import Curriculum, CurriculumSampler
+from tbrl_lib.train.presets import TINY_MODEL, TrainConfig, load_preset
+
+KEEP_PREFIXES = ("rollout/", "reward/", "sandbox/", "curriculum/", "train/")
+
+
+def load_training_tasks(config: TrainConfig) -> list:
+    """The tasks of the run: `config.tasks`, narrowed by `task_ids` and `max_tasks`."""
+    from tbrl_lib.tasks import load_tasks
+
+    tasks = load_tasks(config.tasks, mode="strict").tasks
+    if config.task_ids:
+        by_id = {t.id: t for t in tasks}
+        missing = [t for t in config.task_ids if t not in by_id]
+        if missing:
+            raise ValueError(f"task_ids {missing} are not in {config.tasks} (it has {sorted(by_id)[:10]}...)")
+        tasks = [by_id[t] for t in config.task_ids]
+    if config.max_tasks:
+        tasks = tasks[: config.max_tasks]
+    if not tasks:
+        raise ValueError(f"no tasks to train on in {config.tasks}")
+    return tasks
+
+
+def episode_limits(config: TrainConfig):
+    from tbrl_lib.agent.config import EpisodeLimits
+
+    return EpisodeLimits(max_turns=config.max_turns, max_total_tokens=config.max_context_tokens,
+                         max_tokens_per_turn=config.max_new_tokens_per_turn,
+                         time_limit_s=config.episode_time_limit_s)
+
+
+def dataset_rows(tasks: list, limits) -> list[dict[str, Any]]:
+    from tbrl_lib.agent.prompts import initial_messages
+    from tbrl_lib.tasks.parquet_format import task_to_record
+
+    return [task_to_record(task, lambda t: initial_messages(t, limits)) for task in tasks]
+
+
+def resolve_model(config: TrainConfig, out_dir: Path) -> str:
+    if config.model != TINY_MODEL:
+        return config.model
+    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+
+    return str(build_tiny_qwen3(out_dir / "tiny-model"))
+
+
+def grpo_args(config: TrainConfig, out_dir: Path):
+    """The TRL `GRPOConfig` for `config`."""
+    from trl import GRPOConfig
+
+    cpu = config.gpus_per_node == 0
+    vllm = config.generation_backend.startswith("vllm")
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(out_dir / "checkpoints"), max_steps=config.max_steps,
+        learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm,
+        per_device_train_batch_size=config.per_device_batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        num_generations=config.num_generations, temperature=config.temperature, top_p=config.top_p,
+        max_completion_length=config.max_context_tokens, loss_type=config.loss_type, beta=config.beta,
+        bf16=config.dtype == "bf16" and not cpu, fp16=config.dtype == "fp16", use_cpu=cpu,
+        gradient_checkpointing=config.gradient_checkpointing, seed=config.seed,
+        logging_steps=1, report_to=[], disable_tqdm=False, save_strategy="steps" if config.save_steps else "no",
+        save_steps=config.save_steps or 500, shuffle_dataset=False, dataloader_num_workers=0,
+        use_vllm=vllm, log_completions=False,
+    )
+    if vllm:
+        kwargs.update(vllm_mode="colocate" if config.generation_backend == "vllm-colocate" else "server",
+                      vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+                      vllm_tensor_parallel_size=config.vllm_tensor_parallel_size,
+                      vllm_max_model_length=config.max_context_tokens)
+        if config.vllm_server_url:
+            kwargs["vllm_server_base_url"] = config.vllm_server_url
+    if cpu:
+        kwargs["model_init_kwargs"] = {"dtype": "float32"}
+    elif config.dtype == "bf16":
+        kwargs["model_init_kwargs"] = {"dtype": "bfloat16"}
+    return GRPOConfig(**kwargs)
+
+
+def train(preset: str = "cpu-smoke", overrides: dict[str, Any] | None = None,
+          out_dir: str | Path = "", config: TrainConfig | None = None) -> dict[str, Any]:
+    """Run GRPO for `preset` (+ `overrides`); returns the summary also written to summary.json."""
+    from tbrl_lib.notebook_tools import record_summary, run_dir
+    from tbrl_lib.train.memory import plan_memory
+    from tbrl_lib.train.reporting import MetricsWriter, plot_rewards, write_config
+
+    config = config or load_preset(preset, overrides)
+    out = run_dir(out_dir, f"train-{config.name}")
+    started = time.monotonic()
+    write_config(out / "config.json", config)
+    try:
+        (out / "memory_plan.txt").write_text(plan_memory(config).table() + "\n")
+    except ValueError as exc:  # unknown model shape: the run can still go on
+        (out / "memory_plan.txt").write_text(f"no plan: {exc}\n")
+    trainer, state = build_trainer(config, out)
+    write_config(out / "config.json", config, trainer.args)
+    writer = MetricsWriter(out / "metrics.jsonl", state.get("curriculum"))
+    trainer.add_callback(writer)
+    try:
+        trainer.train()
+    finally:
+        _close_sandbox_pools()
+    if config.save_steps or config.model == TINY_MODEL:
+        trainer.save_model(str(out / "final"))
+    records = writer.records
+    plot_rewards(records, out / "reward.png")
+    rewards = [r["reward/tests_score"] for r in records if "reward/tests_score" in r]
+    summary = {
+        "preset": config.name, "model": config.model, "steps": trainer.state.global_step,
+        "rollouts": sum(r.get("rollout/count", 0) for r in records),
+        "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
+        "infra_error_rate": _mean(r.get("rollout/infra_error_rate", 0.0) for r in records),
+        "skipped_tasks": state["curriculum"].skipped() if state.get("curriculum") else {},
+        "stopped_early": state.get("stop_reason"),
+        "wall_seconds": round(time.monotonic() - started, 1),
+        "run_dir": str(out),
+    }
+    record_summary(out, summary)
+    return summary
+
+
+def build_trainer(config: TrainConfig, out: Path):
+    """The GRPOTrainer with tbrl's rollout_func, reward, curriculum and callbacks."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    from tbrl_lib.agent.prompts import initial_messages
+    from tbrl_lib.sandbox import SandboxConfig
+    from tbrl_lib.train.episodes import TrainerPolicy, run_task_episode
+    from tbrl_lib.train.generation import BatchingGenerator, HFBackend, VLLMBackend
+    from tbrl_lib.train.reporting import CurriculumStop
+    from tbrl_lib.train.rollout import RolloutRunner, TaskIndex, verifier_reward
+    from tbrl_lib.train.trl_compat import install_torch_logprob_head
+
+    install_torch_logprob_head()
+    tasks = load_training_tasks(config)
+    limits = episode_limits(config)
+    rows = dataset_rows(tasks, limits)
+    prebuild_images(tasks, config)
+    model_path = resolve_model(config, out)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    curriculum = Curriculum({t.id: t.difficulty.value for t in tasks}, config.filter_after_groups)
+    state: dict[str, Any] = {"curriculum": curriculum}
+    hosts = [(h, max(1, config.sandbox_concurrency)) for h in config.docker_hosts] or None
+    sandbox_config = SandboxConfig(run_id=f"train-{config.name}-{os.getpid()}",
+                                   **({"hosts": hosts} if hosts else {}))
+    policy_box: dict[str, TrainerPolicy] = {}
+
+    async def episode(task):
+        return await run_task_episode(task, policy_box["policy"], sandbox_config, limits)
+
+    def record(rollouts):
+        curriculum.record_rollouts([r.task_id for r in rollouts],
+                                   [None if r.infra_error else r.reward for r in rollouts])
+
+    runner = RolloutRunner(
+        TaskIndex(rows), episode, config.sandbox_concurrency,
+        fallback_prompt_ids=lambda t: list(tokenizer.apply_chat_template(
+            initial_messages(t, limits), add_generation_prompt=True, tokenize=True, return_dict=False)),
+        eos_id=tokenizer.eos_token_id, trajectories_dir=out / "trajectories", on_rollouts=record)
+    peft_config = lora_config(config) if config.use_lora else None
+    trainer_cls = curriculum_trainer(curriculum, [t.id for t in tasks]) if config.curriculum else GRPOTrainer
+    trainer = trainer_cls(model=model_path, reward_funcs=[verifier_reward], args=grpo_args(config, out),
+                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                          rollout_func=runner, peft_config=peft_config,
+                          callbacks=[CurriculumStop(curriculum, state)])
+    if config.generation_backend == "hf":
+        backend = HFBackend(trainer.model, tokenizer, config.temperature, config.top_p)
+    else:
+        backend = VLLMBackend(trainer, config.temperature, config.top_p)
+    policy_box["policy"] = TrainerPolicy(tokenizer, BatchingGenerator(backend), config.max_context_tokens)
+    return trainer, state
+
+
+def curriculum_trainer(curriculum: Curriculum, task_ids: list[str]):
+    """A GRPOTrainer whose train sampler follows the curriculum (same layout as TRL's)."""
+    from trl import GRPOTrainer
+
+    class CurriculumGRPOTrainer(GRPOTrainer):
+        def _get_train_sampler(self, dataset=None):
+            return CurriculumSampler(
+                task_ids, curriculum, mini_repeat_count=self.num_generations,
+                tasks_per_chunk=self.args.generation_batch_size // self.num_generations,
+                repeat_count=self.num_iterations * self.args.steps_per_generation)
+
+    return CurriculumGRPOTrainer
+
+
+def lora_config(config: TrainConfig):
+    from peft import LoraConfig
+
+    return LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
+                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+
+
+def prebuild_images(tasks: list, config: TrainConfig) -> None:
+    """Build (or find cached) every task image before step 1, with progress."""
+    import asyncio
+
+    from tqdm.auto import tqdm
+
+    from tbrl_lib.sandbox import ensure_image
+
+    async def build_all():
+        for task in tqdm(tasks, desc="task images", leave=False):
+            await ensure_image(task)
+
+    asyncio.run(build_all())
+
+
+def _close_sandbox_pools() -> None:
+    import asyncio
+
+    from tbrl_lib.sandbox import close_pools
+
+    try:
+        asyncio.run(close_pools())
+    except RuntimeError:  # already inside a running loop (notebook): pools die with the process
+        pass
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m tbrl_lib.train.run --preset NAME [--set KEY=VALUE ...] [--out DIR]` (for accelerate)."""
+    from tbrl_lib.train.presets import parse_overrides
+
+    parser = argparse.ArgumentParser(description="GRPO training of a terminal agent from a preset.")
+    parser.add_argument("--preset", default="cpu-smoke")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args(argv)
+    summary = train(args.preset, parse_overrides(args.overrides), args.out)
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()

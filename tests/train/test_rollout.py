@@ -1,0 +1,181 @@
+"""The rollout_func contract with TRL: one rollout per prompt entry, ids/masks aligned,
+infra errors masked (zero advantage, no loss tokens), and a real GRPOTrainer step on it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tbrl_lib.sandbox.base import SandboxError
+from tbrl_lib.tasks.model import Environment, Task
+from tbrl_lib.tasks.model import Tests as TaskTests
+from tbrl_lib.train.rollout import (
+    Rollout,
+    RolloutRunner,
+    TaskIndex,
+    prompt_key,
+    to_trl_output,
+    verifier_reward,
+)
+
+
+def make_task(task_id: str, instruction: str | None = None) -> Task:
+    return Task(id=task_id, instruction=instruction or f"do {task_id}",
+                environment=Environment(dockerfile="FROM tbrl/base:trixie\n"),
+                tests=TaskTests(pytest="def test_ok():\n    assert True\n"))
+
+
+def row(task: Task) -> dict:
+    return {"prompt": [{"role": "system", "content": "sys"}, {"role": "user", "content": task.instruction}],
+            "task": task.model_dump_json(), "task_id": task.id}
+
+
+def scripted_rollout(task: Task, reward: float, n_turns: int = 2) -> Rollout:
+    # prompt of 3 tokens; each turn: 2 assistant tokens (mask 1) ending in EOS, then 3 env tokens
+    # (mask 0). The first token depends on the reward, so rollouts of a group differ.
+    completion, mask = [], []
+    for turn in range(n_turns):
+        completion += [10 + turn + int(reward * 10), 1] + [40, 41, 42]
+        mask += [1, 1, 0, 0, 0]
+    return Rollout(task.id, [3, 5, 7], completion, mask, [-0.5] * len(completion), reward=reward,
+                   termination="finished", turns=n_turns)
+
+
+# --- TaskIndex --------------------------------------------------------------------------
+
+def test_task_index_finds_the_task_of_a_prompt():
+    a, b = make_task("a"), make_task("b")
+    index = TaskIndex([row(a), row(b)])
+    assert index.task_for(row(b)["prompt"]).id == "b"
+    with pytest.raises(KeyError, match="no task in the training set"):
+        index.task_for([{"role": "user", "content": "unknown"}])
+
+
+def test_task_index_refuses_two_tasks_with_one_prompt_and_rows_without_task_json():
+    with pytest.raises(ValueError, match="identical prompts"):
+        TaskIndex([row(make_task("a", "same")), row(make_task("b", "same"))])
+    with pytest.raises(ValueError, match="row 1 lacks a 'prompt' or 'task' column"):
+        TaskIndex([{"prompt": "x"}])
+
+
+def test_prompt_key_depends_on_role_and_content():
+    assert prompt_key([{"role": "user", "content": "x"}]) != prompt_key([{"role": "system", "content": "x"}])
+
+
+# --- output shaping -----------------------------------------------------------------------
+
+def test_infra_error_rows_get_no_reward_and_an_all_zero_mask():
+    a = make_task("a")
+    good = scripted_rollout(a, 1.0)
+    bad = scripted_rollout(a, 0.0)
+    bad.infra_error, bad.reward = True, 0.0
+    out = to_trl_output([good, bad])
+    assert out["tbrl_reward"] == [1.0, None]
+    assert out["env_mask"][0] == good.env_mask and set(out["env_mask"][1]) == {0}
+    assert verifier_reward(completions=["x", "y"], **{k: v for k, v in out.items()}) == [1.0, None]
+
+
+def test_logprobs_are_none_when_no_rollout_has_them_and_zero_filled_otherwise():
+    a = make_task("a")
+    r1, r2 = scripted_rollout(a, 1.0), scripted_rollout(a, 0.0)
+    r1.logprobs = r2.logprobs = None
+    assert to_trl_output([r1, r2])["logprobs"] is None
+    r1.logprobs = [-1.0] * len(r1.completion_ids)
+    out = to_trl_output([r1, r2])
+    assert out["logprobs"][1] == [0.0] * len(r2.completion_ids)
+
+
+def test_misaligned_ids_and_mask_are_refused():
+    r = scripted_rollout(make_task("a"), 1.0)
+    r.env_mask = r.env_mask[:-1]
+    with pytest.raises(ValueError, match="completion ids but"):
+        to_trl_output([r])
+
+
+# --- the runner -----------------------------------------------------------------------------
+
+def test_runner_returns_one_rollout_per_entry_in_order_within_the_concurrency_limit():
+    tasks = [make_task("a"), make_task("b")]
+    index = TaskIndex([row(t) for t in tasks])
+    running, peak = 0, 0
+
+    async def episode(task):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        if task.id == "b":
+            raise SandboxError("daemon went away", kind="daemon_unreachable")
+        return scripted_rollout(task, 1.0)
+
+    seen = []
+    runner = RolloutRunner(index, episode, concurrency=2, fallback_prompt_ids=lambda t: [3, 5],
+                           eos_id=1, on_rollouts=seen.extend, progress=False)
+    prompts = [row(tasks[0])["prompt"]] * 3 + [row(tasks[1])["prompt"]] * 3  # TRL repeats each prompt
+    out = runner(prompts, trainer=None)
+    assert out["task_id"] == ["a"] * 3 + ["b"] * 3
+    assert all(len(c) == len(m) for c, m in zip(out["completion_ids"], out["env_mask"]))
+    assert out["infra_error"] == [False] * 3 + [True] * 3
+    assert out["completion_ids"][3] == [1] and out["prompt_ids"][3] == [3, 5]  # masked stub
+    assert "daemon went away" in seen[3].error
+    assert peak == 2
+
+
+# --- one real GRPOTrainer step on the tiny model -------------------------------------------
+
+@pytest.mark.slow
+def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(tmp_path, tiny_model, tiny_tokenizer):
+    import os
+
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from tbrl_lib.train.trl_compat import install_torch_logprob_head
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    install_torch_logprob_head()
+    tasks = [make_task("a"), make_task("b")]
+    rows = [row(t) for t in tasks]
+    rewards = {"a": iter([1.0, 0.0, 0.0]), "b": iter([1.0, 0.5, 0.0])}
+    received = []
+
+    async def episode(task):
+        if task.id == "b" and not any(r == "b-failed" for r in received):
+            received.append("b-failed")
+            raise SandboxError("container died", kind="container_died")
+        return scripted_rollout(task, next(rewards[task.id]), n_turns=2 if task.id == "a" else 1)
+
+    runner = RolloutRunner(TaskIndex(rows), episode, concurrency=4, fallback_prompt_ids=lambda t: [3, 5, 7],
+                           eos_id=1, trajectories_dir=tmp_path / "traj", progress=False)
+    captured = []
+
+    class Capturing(GRPOTrainer):
+        def _compute_loss(self, model, inputs):
+            captured.append({k: inputs[k].clone() for k in ("advantages", "tool_mask", "completion_mask")})
+            return super()._compute_loss(model, inputs)
+
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=3,
+                      gradient_accumulation_steps=2, num_generations=3, learning_rate=1e-3, use_cpu=True,
+                      report_to=[], save_strategy="no", shuffle_dataset=False, logging_steps=1,
+                      disable_tqdm=True, max_completion_length=64)
+    trainer = Capturing(model=tiny_model, reward_funcs=[verifier_reward], args=args, processing_class=tiny_tokenizer,
+                        train_dataset=Dataset.from_list(rows), rollout_func=runner)
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.train()
+
+    assert runner.calls == 1  # one generation for the step: 2 prompts x 3 generations
+    # TRL shuffles the generation batch before splitting it into micro-batches: match rows by
+    # their loss-token count (task a: 2 turns x 2 assistant tokens; b: 1 turn; the masked stub: 0).
+    rows_seen = [(float(a), int((t * m).sum()))
+                 for c in captured for a, t, m in zip(c["advantages"], c["tool_mask"], c["completion_mask"])]
+    assert len(rows_seen) == 6
+    a_adv = sorted(adv for adv, tokens in rows_seen if tokens == 4)
+    b_adv = sorted(adv for adv, tokens in rows_seen if tokens == 2)
+    stub = [adv for adv, tokens in rows_seen if tokens == 0]
+    assert len(a_adv) == 3 and a_adv[0] < 0 and a_adv[1] < 0 and a_adv[2] > 0  # rewards 0, 0, 1
+    assert len(b_adv) == 2 and b_adv[0] < 0 < b_adv[1]  # rewards 0.5, 1.0 (infra row not in baseline)
+    assert stub == [0.0]  # the infra-error rollout: zero advantage and no loss tokens
+    assert any(not (p0 == p1.detach()).all() for p0, p1 in zip(before, trainer.model.parameters()))
+    assert len(list((tmp_path / "traj").glob("*.jsonl"))) == 1
