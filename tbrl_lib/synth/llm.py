@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "claude-opus-4-6": (5.0, 25.0),
+    "claude-sonnet-4-6": (3.0, 15.0),
     "claude-opus-4-5": (5.0, 25.0),
     "claude-opus-4-1": (15.0, 75.0),
     "claude-sonnet-4-5": (3.0, 15.0),
@@ -29,8 +31,9 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "loopback": (3.0, 15.0),
 }
 """USD per million (input, output) tokens, by model-name prefix (longest prefix wins).
-Anthropic cache writes cost 1.25x input, cache reads 0.1x. Check current prices before
-trusting a budget; pass `prices=` to override."""
+Anthropic cache writes cost 1.25x input, cache reads 0.1x. These are the list prices known
+when this was written; a model not in the table (newer ones included) needs `prices=`,
+and a budget is only as good as its prices, so check them."""
 
 CACHE_WRITE, CACHE_READ = 1.25, 0.10
 
@@ -116,6 +119,22 @@ class CostMeter:
                 "tokens": vars(self.usage).copy()}
 
 
+@dataclass
+class ScopedMeter:
+    """One task's share of a `CostMeter`: checks the shared budget, keeps its own total
+    (concurrent tasks would otherwise blur each other's costs)."""
+
+    parent: CostMeter
+    spent_usd: float = 0.0
+
+    def check(self) -> None:
+        self.parent.check()
+
+    def charge(self, role: str, answer: Answer) -> None:
+        self.parent.charge(role, answer)
+        self.spent_usd += answer.cost_usd
+
+
 def cost_of(usage: Usage, model: str, prices: dict[str, tuple[float, float]] | None = None) -> float:
     p_in, p_out = price_for(model, prices)
     dollars = (usage.input_tokens * p_in + usage.output_tokens * p_out
@@ -127,7 +146,7 @@ def cost_of(usage: Usage, model: str, prices: dict[str, tuple[float, float]] | N
 class AnthropicLLM:
     """Claude through the native SDK; the answer is the input of a forced tool call."""
 
-    def __init__(self, model: str = "claude-sonnet-4-5", *, base_url: str | None = None,
+    def __init__(self, model: str = "claude-sonnet-4-6", *, base_url: str | None = None,
                  api_key: str | None = None, max_tokens: int = 8000, timeout_s: float = 300.0,
                  max_retries: int = 4, prices: dict[str, tuple[float, float]] | None = None) -> None:
         import anthropic
@@ -184,6 +203,9 @@ class OpenAICompatibleLLM:
         except json.JSONDecodeError as err:
             raise ValueError(f"{self.model} answered non-JSON for {tool.name}: {err}: "
                              f"{text[:300]!r}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.model} answered {type(data).__name__} for {tool.name}; "
+                             "expected one JSON object")
         u = reply.usage
         usage = Usage(u.prompt_tokens if u else 0, u.completion_tokens if u else 0)
         return Answer(data, usage, cost_of(usage, self.model, self.prices))
@@ -201,7 +223,7 @@ def make_llm(spec: str, **kwargs: Any) -> StructuredLLM:
                      "'openai:BASE_URL+MODEL' (e.g. openai:http://localhost:8000/v1+Qwen/Qwen3-32B)")
 
 
-async def ask_metered(llm: StructuredLLM, meter: CostMeter, role: str, system: str, user: str,
+async def ask_metered(llm: StructuredLLM, meter: CostMeter | ScopedMeter, role: str, system: str, user: str,
                       tool: Tool, timeout_s: float = 900.0) -> Answer:
     """One call under the budget, with an outer wall-clock bound on top of the SDK's."""
     meter.check()

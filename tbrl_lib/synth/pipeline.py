@@ -26,7 +26,7 @@ from typing import Any
 
 from tbrl_lib.synth import roles
 from tbrl_lib.synth.dedup import most_similar
-from tbrl_lib.synth.llm import BudgetExceeded, CostMeter, StructuredLLM
+from tbrl_lib.synth.llm import BudgetExceeded, CostMeter, ScopedMeter, StructuredLLM
 from tbrl_lib.tasks.model import Difficulty, Task
 
 
@@ -111,23 +111,23 @@ class Pipeline:
                 self.accepted.append(self._task(state))
             return state
         level = Difficulty(difficulty)
-        spent_before = self.meter.spent_usd
+        meter = ScopedMeter(self.meter)
         try:
-            await self._advance(state, level)
+            await self._advance(state, level, meter)
         except BudgetExceeded as err:
             self.stopped = str(err)
         except Exception as err:  # an API outage or a bad answer: keep the slot resumable
             state.setdefault("errors", []).append(f"{state['stage']}: {type(err).__name__}: {err}")
         finally:
-            state["cost_usd"] = round(state["cost_usd"] + self.meter.spent_usd - spent_before, 6)
+            state["cost_usd"] = round(state["cost_usd"] + meter.spent_usd, 6)
             self._save(state)
         return state
 
-    async def _advance(self, state: dict[str, Any], level: Difficulty) -> None:
+    async def _advance(self, state: dict[str, Any], level: Difficulty, meter: ScopedMeter) -> None:
         if state["stage"] == "propose":
             avoid = [t.title or t.id for t in self.existing + self.accepted
                      if t.category == state["category"]]
-            state["proposal"] = await roles.propose(self.llm, self.meter, state["category"],
+            state["proposal"] = await roles.propose(self.llm, meter, state["category"],
                                                     level, avoid)
             self._step(state, "build", "proposed", [state["proposal"].get("title", "")])
         while state["status"] == "pending":
@@ -137,7 +137,7 @@ class Pipeline:
                 previous = state["spec"]
                 state["round"] += 1
                 try:
-                    state["spec"] = await roles.build(self.llm, self.meter, state["proposal"], level,
+                    state["spec"] = await roles.build(self.llm, meter, state["proposal"], level,
                                                       previous, state["feedback"])
                     task = self._task(state)
                 except roles.SpecError as err:
@@ -155,7 +155,7 @@ class Pipeline:
                 else:
                     self._step(state, "build", "validation failed", verdict.reasons, repair=True)
             elif state["stage"] == "review":
-                review = await roles.review(self.llm, self.meter, self._task(state))
+                review = await roles.review(self.llm, meter, self._task(state))
                 if review["aligned"]:
                     return self._finish(state, "accepted", [review.get("summary", "")])
                 self._step(state, "build", "critic found issues",

@@ -19,7 +19,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from tbrl_lib.synth.families.base import BASE_IMAGE
-from tbrl_lib.synth.llm import CostMeter, StructuredLLM, Tool, ask_metered
+from tbrl_lib.synth.llm import CostMeter, ScopedMeter, StructuredLLM, Tool, ask_metered
+
+Meter = CostMeter | ScopedMeter
 from tbrl_lib.tasks.model import Difficulty, Environment, Provenance, Task, Tests
 
 STR = {"type": "string"}
@@ -60,7 +62,7 @@ def prompt(name: str) -> str:
     return (resources.files("tbrl_lib.synth") / "prompts" / f"{name}.md").read_text()
 
 
-async def propose(llm: StructuredLLM, meter: CostMeter, category: str, difficulty: Difficulty,
+async def propose(llm: StructuredLLM, meter: Meter, category: str, difficulty: Difficulty,
                   avoid_titles: list[str]) -> dict[str, Any]:
     avoid = "\n".join(f"- {t}" for t in avoid_titles[:60]) or "- (none yet)"
     user = (f"Category: {category}\nDifficulty: {difficulty.value}\n\n"
@@ -69,7 +71,7 @@ async def propose(llm: StructuredLLM, meter: CostMeter, category: str, difficult
     return _require(answer.data, PROPOSE)
 
 
-async def build(llm: StructuredLLM, meter: CostMeter, proposal: dict[str, Any],
+async def build(llm: StructuredLLM, meter: Meter, proposal: dict[str, Any],
                 difficulty: Difficulty, previous: dict[str, Any] | None,
                 feedback: list[str]) -> dict[str, Any]:
     user = f"Difficulty: {difficulty.value}\nProposal:\n{json.dumps(proposal, indent=2)}\n"
@@ -81,7 +83,7 @@ async def build(llm: StructuredLLM, meter: CostMeter, proposal: dict[str, Any],
     return _require(answer.data, BUILD)
 
 
-async def review(llm: StructuredLLM, meter: CostMeter, task: Task) -> dict[str, Any]:
+async def review(llm: StructuredLLM, meter: Meter, task: Task) -> dict[str, Any]:
     user = (f"Instruction:\n{task.instruction}\n\nDockerfile:\n{task.environment.dockerfile}\n\n"
             f"Files: {sorted(task.environment.files)}\n\nTests (weights "
             f"{json.dumps(task.tests.weights)}):\n{task.tests.pytest}\n\n"
