@@ -11,6 +11,7 @@ stopped on a limit.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 from tbrl_lib.agent.config import EpisodeLimits
@@ -22,6 +23,8 @@ from tbrl_lib.agent.trajectory import Termination, ToolCall, Trajectory, Turn
 from tbrl_lib.policies.base import ContextOverflow, Conversation, Policy, PolicyError
 from tbrl_lib.sandbox.base import Sandbox, SandboxError, SandboxLimitExceeded
 from tbrl_lib.tasks.model import Task
+
+log = logging.getLogger(__name__)
 
 
 class EpisodeEnd(Exception):
@@ -50,6 +53,10 @@ async def run_episode(task: Task, policy: Policy, sandbox: Sandbox, limits: Epis
     except (SandboxError, PolicyError) as exc:
         traj.termination, traj.termination_message = Termination.infra_error, str(exc)
         traj.error_kind = getattr(exc, "kind", None) or type(exc).__name__
+    except Exception as exc:  # a bug below the protocol must not lose the rollout; logged loudly
+        log.exception("task %s: episode ended by an unexpected error", task.id)
+        traj.termination, traj.termination_message = Termination.infra_error, f"{type(exc).__name__}: {exc}"
+        traj.error_kind = type(exc).__name__
     finally:
         traj.todos = [vars(item).copy() for item in toolbox.todo.items]
         traj.notes = list(toolbox.scratchpad.notes)

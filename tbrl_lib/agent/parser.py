@@ -142,15 +142,14 @@ def _parse(text: str) -> ParseResult:
     while (match := _TAG.search(visible, pos)) is not None:
         closing, name, attributes = match.group(1), match.group(2), match.group(3)
         pos = match.end()
-        known = name in ACTION_TAGS or name in OUTPUT_TAGS or name in UNSUPPORTED_UPSTREAM
         if closing:
             if name in ACTION_TAGS:
                 index += 1
                 result.items.append(ParseError(name, index, f"found </{name}> with no <{name}> before it"))
             continue
         end = visible.find(f"</{name}>", match.end())
-        if not known and end == -1:
-            continue  # prose like `a <b` or `List<T>`, not an attempt at a tag
+        if name not in ACTION_TAGS and end == -1:
+            continue  # prose like `a <b`, `List<T>` or a mention of `<bash_output>`, not a tag
         index += 1
         if end == -1:
             result.items.append(ParseError(name, index, f"<{name}> is never closed; end the body with </{name}>",
