@@ -105,6 +105,8 @@ def _format_field(path: str, field_names: Mapping[str, str]) -> str:
         if prefix in field_names:
             rest = ".".join(parts[cut:])
             return field_names[prefix] + (f" ({rest})" if rest else "")
+    if "" in field_names:  # the whole task sits in one field (Parquet's `task` column)
+        return f"{field_names['']} ({path})" if path else field_names[""]
     return path or "task"
 
 
