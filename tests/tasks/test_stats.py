@@ -1,0 +1,45 @@
+"""Task statistics: counts, base images from real FROM lines only, sizes."""
+
+from __future__ import annotations
+
+from tbrl_lib.tasks.stats import base_images, stats_tables, task_stats
+
+from .helpers import make_task
+
+MULTI_STAGE = """\
+FROM golang:1.21 AS build
+RUN cat > /app.py <<'EOF'
+from flask import Flask
+EOF
+RUN psql -c "SELECT * \\
+FROM users"
+FROM build AS test
+FROM --platform=linux/amd64 debian:trixie
+"""
+
+
+def test_base_images_skip_heredocs_continuations_and_stage_references():
+    task = make_task(environment={"dockerfile": MULTI_STAGE})
+    assert base_images(task) == ["golang:1.21", "debian:trixie"]
+    assert base_images(make_task(environment={"image": "x/y:1"})) == ["x/y:1"]
+
+
+def test_counts_and_sizes():
+    tasks = [make_task(id="a"), make_task(id="b", difficulty="hard", category="security", solution=None)]
+    stats = task_stats(tasks)
+    assert stats.count == 2 and stats.with_solution == 1 and stats.with_weights == 2
+    assert stats.by_difficulty == {"easy": 1, "hard": 1}
+    assert stats.by_category == {"file-operations": 1, "security": 1}
+    assert stats.base_images == {"tbrl/base:trixie": 2}
+    assert stats.sizes["test_functions"] == [2, 2] and stats.sizes["env_bytes"] == [2, 2]
+    titles = [t.title for t in stats_tables(stats)]
+    assert titles == ["2 tasks", "by difficulty", "by category", "by base image", "sizes per task"]
+
+
+def test_upstream_base_images(upstream_csv):
+    from tbrl_lib.tasks import load_tasks
+
+    stats = task_stats(load_tasks(upstream_csv, progress=False).tasks)
+    assert stats.base_images["ghcr.io/laude-institute/t-bench/python-3-13:20250620"] == 194
+    assert stats.base_images["ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest"] == 128
+    assert "flask" not in stats.base_images and "users" not in stats.base_images
