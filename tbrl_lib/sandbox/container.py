@@ -46,6 +46,9 @@ KEEP_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SET
              "NET_BIND_SERVICE")
 """Capabilities a root shell needs for ordinary task work (apt, pip, chown, servers)."""
 KEEPER = "exec sleep infinity 2>/dev/null || while :; do sleep 3600; done"
+WALL_CLOCK_GRACE_S = 5.0
+"""`run()` clips each command to the deadline itself; the timer that kills the container
+fires this much later, as the backstop for anything still holding the sandbox."""
 PIDS_NEAR_LIMIT = 3
 PIDS_WATCH_EVERY_S = 5.0
 """A command running longer than this has the container's pids count checked this often."""
@@ -113,7 +116,8 @@ class DockerSandbox:
         if self._wall_timer is not None:
             self._wall_timer.cancel()
         loop = asyncio.get_running_loop()
-        self._wall_timer = loop.call_later(self.wall_clock_s, self._on_wall_clock)
+        self._wall_timer = loop.call_later(self.wall_clock_s + WALL_CLOCK_GRACE_S,
+                                           self._on_wall_clock)
 
     def _on_wall_clock(self) -> None:
         self._expired = True

@@ -66,11 +66,14 @@ class Host:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(_EXECUTOR, functools.partial(fn, *args, **kwargs))
-        except (RequestsConnectionError, ConnectionError, FileNotFoundError) as err:
+        except (RequestsConnectionError, ConnectionError) as err:
             raise SandboxError(
                 f"docker host {self.name} unreachable during {what}: {err}", kind="daemon_unreachable"
             ) from err
         except DockerException as err:
+            if "is not running" in str(err) or "is paused" in str(err):
+                raise SandboxError(f"container stopped during {what}: {err}",
+                                   kind="container_died") from err
             if _looks_unreachable(err):
                 raise SandboxError(
                     f"docker host {self.name} unreachable during {what}: {err}",

@@ -47,6 +47,7 @@ from tbrl_lib.sandbox.base import CommandResult, SandboxError
 from tbrl_lib.sandbox.hosts import Host, _EXECUTOR
 
 TRAILER_FD = 87
+READ_CHUNK = 1 << 18
 KILL_ROUNDS = 3
 """Kill rounds before giving up on the shell and restarting it."""
 KILL_GRACE_S = 1.0
@@ -380,25 +381,33 @@ class PersistentShell:
                 raise SandboxError("shell trailer is garbled (over 1 MiB)", kind="shell_failed")
 
     async def _read_payload(self) -> bytes:
-        """Next chunk of payload bytes from the multiplexed exec stream (headers stripped)."""
-        while True:
-            if self._frame_left == 0:
-                while len(self._header) < 8:
-                    more = await self._read_raw(8 - len(self._header))
-                    if not more:
-                        raise ShellExited()
-                    self._header += more
-                self._frame_left = struct.unpack(">BxxxL", self._header)[1]
-                self._header = b""
-                if self._frame_left == 0:
-                    continue
-            data = await self._read_raw(min(self._frame_left, 1 << 16))
-            if not data:
-                raise ShellExited()
-            self._frame_left -= len(data)
-            self.bytes_out += len(data)
-            return data
+        """Next payload bytes from the multiplexed exec stream (8-byte frame headers stripped).
 
+        Reads up to `READ_CHUNK` at a time and unpacks every whole frame in it at once, so
+        a flood of small frames costs one await per chunk, not two per frame."""
+        while True:
+            raw = await self._read_raw(READ_CHUNK)
+            if not raw:
+                raise ShellExited()
+            self.bytes_out += len(raw)
+            buf = self._header + raw if self._header else raw
+            self._header = b""
+            out = bytearray()
+            pos, size = 0, len(buf)
+            while pos < size:
+                if self._frame_left == 0:
+                    if size - pos < 8:
+                        self._header = bytes(buf[pos:])
+                        break
+                    self._frame_left = struct.unpack_from(">L", buf, pos + 4)[0]
+                    pos += 8
+                    continue
+                take = min(self._frame_left, size - pos)
+                out += buf[pos:pos + take]
+                pos += take
+                self._frame_left -= take
+            if out:
+                return bytes(out)
 
     async def _read_raw(self, n: int) -> bytes:
         if self._t is None:

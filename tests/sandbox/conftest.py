@@ -26,6 +26,9 @@ D2_SOCK = "/tmp/tbrl-d2.sock"
 D2_URL = f"unix://{D2_SOCK}"
 D2_PID = Path("/tmp/tbrl-d2.pid")
 MINI_IMAGE = "tbrl-test/mini:1"
+D2_BRIDGE = "tbrl-d2br"
+"""Its own bridge. Never `--bridge none`: dockerd then DELETES the host's docker0 (the main
+daemon's bridge), breaking networking for every other container and build."""
 
 
 def make_task(task_id: str = "sandbox-test", dockerfile: str | None = "FROM tbrl/base:trixie\n",
@@ -85,16 +88,19 @@ def second_daemon():
     """A second dockerd on this machine, started and stopped here; yields its base_url."""
     import docker
 
-    if os.geteuid() != 0 or shutil.which("dockerd") is None:
-        pytest.skip("a second dockerd needs root and dockerd installed")
+    if os.geteuid() != 0 or shutil.which("dockerd") is None or shutil.which("ip") is None:
+        pytest.skip("a second dockerd needs root, dockerd and iproute2 (ip) installed")
     started = None
     if not _answers(D2_URL):
         for d in ("/tmp/tbrl-d2", "/tmp/tbrl-d2x"):
             os.makedirs(d, exist_ok=True)
+        if subprocess.run(["ip", "link", "show", D2_BRIDGE], capture_output=True).returncode:
+            subprocess.run(["ip", "link", "add", D2_BRIDGE, "type", "bridge"], check=True)
+            subprocess.run(["ip", "addr", "add", "10.251.0.1/24", "dev", D2_BRIDGE], check=True)
         log = open("/tmp/tbrl-d2.log", "ab")
         started = subprocess.Popen(
             ["dockerd", "--host", D2_URL, "--data-root", "/tmp/tbrl-d2", "--exec-root",
-             "/tmp/tbrl-d2x", "--pidfile", str(D2_PID), "--bridge", "none", "--iptables=false",
+             "/tmp/tbrl-d2x", "--pidfile", str(D2_PID), "--bridge", D2_BRIDGE, "--iptables=false",
              "--ip-masq=false", "--shutdown-timeout", "1"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while not _answers(D2_URL):
@@ -112,6 +118,7 @@ def second_daemon():
     yield D2_URL
     if started is not None:
         stop_second_daemon(started.pid)
+        subprocess.run(["ip", "link", "del", D2_BRIDGE], capture_output=True)
 
 
 def _answers(url: str) -> bool:

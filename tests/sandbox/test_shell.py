@@ -167,6 +167,7 @@ def _rss_mb() -> float:
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 def test_huge_output_is_capped_and_driver_memory_stays_flat(task):
     config = SandboxConfig(max_output_bytes=4096)
 
@@ -174,10 +175,10 @@ def test_huge_output_is_capped_and_driver_memory_stays_flat(task):
         async with open_sandbox(task, config) as sb:
             await sb.run("true")
             before = _rss_mb()
-            r = await sb.run("head -c 1000000000 /dev/zero | tr '\\0' 'x'; echo; echo END", timeout=60)
+            r = await sb.run("head -c 1000000000 /dev/zero; echo; echo END", timeout=120)
             grown = _rss_mb() - before
             assert r.exit_code == 0 and r.output.endswith("END\n")
-            assert r.output.startswith("x" * 2000)
+            assert r.output.startswith("\x00" * 2000)
             assert r.truncated_bytes > 999_000_000
             assert len(r.output) < 4096 + 200
             r = await sb.run("yes", timeout=2)
