@@ -75,3 +75,43 @@ def stats(
 from tbrl_lib.synth.cli import generate as _synth_generate  # noqa: E402
 
 app.command("generate")(_synth_generate)
+
+
+# `tbrl tasks validate`: build, nop, solve, repeat; owned by tbrl_lib.tasks.validate (helper "dataset").
+@app.command()
+def validate(
+    path: Path = typer.Argument(..., help="Tasks to validate (any supported format), e.g. data/tasks."),
+    concurrency: int = typer.Option(4, min=1, help="Tasks validated at once."),
+    only: list[str] = typer.Option([], "--only", help="Validate only these task ids (repeatable)."),
+    repeats: int = typer.Option(3, min=1, help="Test runs on the solved container; all must agree."),
+    json_out: Path = typer.Option(None, "--json", help="Also write every result (reasons, timings) as JSON."),
+) -> None:
+    """Build each task, check the untouched environment scores <= 0.2 and the reference
+    solution 1.0 (stable over repeats); print a table; exit 1 if any task fails."""
+    import json
+
+    from rich.console import Console
+
+    from tbrl_lib.tasks.console import print_error
+    from tbrl_lib.tasks.errors import TaskFormatError
+    from tbrl_lib.tasks.loader import load_tasks
+    from tbrl_lib.tasks.validate import ValidationConfig, validate_tasks, validation_table
+
+    console = Console()
+    try:
+        tasks, _ = load_tasks(path, "strict")
+    except TaskFormatError as err:
+        print_error(console, err)
+        raise typer.Exit(1) from None
+    if only:
+        unknown = sorted(set(only) - {t.id for t in tasks})
+        if unknown:
+            console.print(f"[red]--only names tasks not in {path}: {', '.join(unknown)}[/red]")
+            raise typer.Exit(2)
+        tasks = [t for t in tasks if t.id in set(only)]
+    results = validate_tasks(tasks, concurrency=concurrency, config=ValidationConfig(repeats=repeats))
+    console.print(validation_table(results))
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps([r.to_dict() for r in results], indent=2))
+    raise typer.Exit(0 if all(r.ok for r in results) else 1)

@@ -1,0 +1,278 @@
+"""Task validation: does a task teach anything, and can it be solved?
+
+For each task, in its own real containers:
+
+1. **build** the image (`sandbox.ensure_image`, content-hash cached);
+2. **nop**: run the tests on the untouched environment; the score must be at most
+   `max_nop_score` (0.2) — a task the do-nothing agent passes teaches nothing;
+3. **solution**: in a fresh container run the reference `solution/solve.sh` (bash, in /app),
+   then the tests; the score must be 1.0;
+4. **stability**: run the tests `repeats - 1` more times on that same solved container; every
+   run must give the same per-test outcomes (no flaky tests).
+
+The verdict is `pass`, `fail` (the task is at fault: no solution, build or solve failure,
+scores out of range, flaky tests) or `error` (the Docker engine or a container failed, so
+nothing is known about the task). Every verdict carries its reasons. Tasks run concurrently
+under an asyncio semaphore; timings are kept per phase.
+
+    results = validate_tasks(tasks, concurrency=4)            # from sync code
+    results = await validate_tasks_async(tasks, concurrency=4)  # inside an event loop
+
+Takes any `Task` objects (bundled, converted or generated). Left out: running the tests
+more than once on the untouched environment (the nop score is checked once), and retrying
+a task whose infrastructure failed (it is reported as `error`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tbrl_lib.tasks.model import Task
+
+SOLUTION_PATH = "/solution/solve.sh"
+SCORE_EPS = 1e-9
+
+
+class Verdict(str, Enum):
+    passed = "pass"
+    failed = "fail"
+    error = "error"
+
+
+class ValidationConfig(BaseModel):
+    """How strict validation is and how it runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_nop_score: float = Field(default=0.2, ge=0, le=1)
+    """Highest score the untouched environment may get (0.2: a do-nothing agent must fail)."""
+    repeats: int = Field(default=3, ge=1, le=20)
+    """Test runs on the solved container; all must agree test by test."""
+    solution_timeout_s: float | None = Field(default=None, gt=0)
+    """Limit for solve.sh; None = the task's agent timeout."""
+    test_timeout_s: float | None = Field(default=None, gt=0)
+    """Limit per test run; None = the task's test timeout."""
+    run_id: str = "validate"
+    """Label `tbrl.run` on every container validation starts."""
+
+
+@dataclass
+class ValidationResult:
+    """One task's verdict, the scores behind it, and where the time went."""
+
+    task_id: str
+    difficulty: str
+    category: str
+    verdict: Verdict = Verdict.passed
+    reasons: list[str] = field(default_factory=list)
+    nop_score: float | None = None
+    solution_scores: list[float] = field(default_factory=list)
+    """One score per test run on the solved container (first = the solution score)."""
+    stable: bool | None = None
+    failing_after_solution: list[str] = field(default_factory=list)
+    passing_on_nop: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds per phase: build, nop, solve, tests (mean per run), total."""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is Verdict.passed
+
+    @property
+    def solution_score(self) -> float | None:
+        return self.solution_scores[0] if self.solution_scores else None
+
+    def fail(self, reason: str) -> None:
+        self.reasons.append(reason)
+        if self.verdict is Verdict.passed:
+            self.verdict = Verdict.failed
+
+    def infra(self, reason: str) -> None:
+        self.reasons.append(reason)
+        self.verdict = Verdict.error
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["verdict"] = self.verdict.value
+        return out
+
+
+async def validate_task(task: Task, config: ValidationConfig | None = None) -> ValidationResult:
+    """Build, nop, solve, repeat: one task's full check (see module docstring)."""
+    from tbrl_lib.sandbox import SandboxError, ensure_image
+
+    config = config or ValidationConfig()
+    result = ValidationResult(task.id, task.difficulty.value, task.category)
+    started = time.monotonic()
+    try:
+        if not task.solution or not task.solution.strip():
+            result.fail("no reference solution (solution/solve.sh): cannot show the task is solvable")
+        phase = time.monotonic()
+        try:
+            await ensure_image(task)
+        except SandboxError as err:
+            kind = getattr(err, "kind", "")
+            if kind in ("build_failed", "build_timeout"):
+                result.fail(f"image build failed: {_short(str(err))}")
+            else:
+                result.infra(f"image: {_short(str(err))}")
+            return result
+        finally:
+            result.timings["build"] = time.monotonic() - phase
+        await _nop_phase(task, config, result)
+        if task.solution and task.solution.strip() and result.verdict is not Verdict.error:
+            await _solution_phase(task, config, result)
+    except SandboxError as err:
+        result.infra(f"sandbox: {_short(str(err))}")
+    finally:
+        result.timings["total"] = time.monotonic() - started
+    return result
+
+
+async def _nop_phase(task: Task, config: ValidationConfig, result: ValidationResult) -> None:
+    from tbrl_lib.rewards.verifier import verify
+    from tbrl_lib.sandbox import open_sandbox
+
+    phase = time.monotonic()
+    async with open_sandbox(task, _sandbox_config(config)) as sandbox:
+        report = await verify(task, sandbox, timeout=config.test_timeout_s)
+    result.timings["nop"] = time.monotonic() - phase
+    if report.infra_error:
+        result.infra(f"tests on the untouched environment hit an infrastructure error: {report.error}")
+        return
+    result.nop_score = report.score
+    result.passing_on_nop = sorted(name for name, ok in report.outcomes.items() if ok)
+    if report.score > config.max_nop_score + SCORE_EPS:
+        result.fail(
+            f"untouched environment scores {report.score:.2f} > {config.max_nop_score:.2f} "
+            f"(tests passing without any work: {', '.join(result.passing_on_nop)}); "
+            "make those tests check what the agent must produce"
+        )
+
+
+async def _solution_phase(task: Task, config: ValidationConfig, result: ValidationResult) -> None:
+    from tbrl_lib.rewards.verifier import verify
+    from tbrl_lib.sandbox import open_sandbox
+
+    async with open_sandbox(task, _sandbox_config(config)) as sandbox:
+        phase = time.monotonic()
+        await sandbox.write_file(SOLUTION_PATH, task.solution, mode=0o755)
+        limit = config.solution_timeout_s or task.limits.agent_timeout_sec
+        run = await sandbox.run(f"cd /app && bash {SOLUTION_PATH}", timeout=limit)
+        result.timings["solve"] = time.monotonic() - phase
+        if run.timed_out:
+            result.fail(f"solve.sh did not finish within {limit:.0f}s")
+        elif run.exit_code != 0:
+            result.fail(f"solve.sh exited {run.exit_code}: {_short(run.output)}")
+        phase = time.monotonic()
+        reports = []
+        for _ in range(config.repeats):
+            report = await verify(task, sandbox, timeout=config.test_timeout_s)
+            if report.infra_error:
+                result.infra(f"tests after the solution hit an infrastructure error: {report.error}")
+                return
+            reports.append(report)
+        result.timings["tests"] = (time.monotonic() - phase) / config.repeats
+    result.solution_scores = [r.score for r in reports]
+    first = reports[0]
+    result.failing_after_solution = sorted(name for name, ok in first.outcomes.items() if not ok)
+    result.failing_after_solution += sorted(set(first.missing) - set(result.failing_after_solution))
+    if first.score < 1.0 - SCORE_EPS:
+        detail = f" (failing: {', '.join(result.failing_after_solution)})" if result.failing_after_solution else ""
+        note = f"; {first.error}" if first.error else ""
+        result.fail(f"reference solution scores {first.score:.2f}, not 1.0{detail}{note}")
+    outcomes = [r.outcomes for r in reports]
+    result.stable = all(o == outcomes[0] for o in outcomes)
+    if not result.stable:
+        flaky = sorted({name for o in outcomes for name in o if len({x.get(name) for x in outcomes}) > 1})
+        result.fail(f"flaky: test outcomes differ across {config.repeats} runs ({', '.join(flaky)})")
+
+
+def _sandbox_config(config: ValidationConfig):
+    from tbrl_lib.sandbox import SandboxConfig
+
+    return SandboxConfig(run_id=config.run_id)
+
+
+def _short(text: str, limit: int = 600) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+async def validate_tasks_async(
+    tasks: Sequence[Task],
+    concurrency: int = 4,
+    config: ValidationConfig | None = None,
+    progress: bool = True,
+    on_result: Callable[[ValidationResult], None] | None = None,
+) -> list[ValidationResult]:
+    """Validate `tasks`, at most `concurrency` at once; results in the input order."""
+    from tqdm.auto import tqdm
+
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    ids = [t.id for t in tasks]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ValueError(f"duplicate task ids {dupes}: give every task a unique id before validating")
+    config = config or ValidationConfig()
+    gate = asyncio.Semaphore(concurrency)
+    bar = tqdm(total=len(tasks), desc="validate", unit="task", disable=not progress)
+
+    async def one(task: Task) -> ValidationResult:
+        async with gate:
+            result = await validate_task(task, config)
+        bar.update(1)
+        bar.set_postfix_str(f"{task.id}: {result.verdict.value}")
+        if on_result:
+            on_result(result)
+        return result
+
+    try:
+        return list(await asyncio.gather(*(one(t) for t in tasks)))
+    finally:
+        bar.close()
+
+
+def validate_tasks(
+    tasks: Sequence[Task],
+    concurrency: int = 4,
+    config: ValidationConfig | None = None,
+    progress: bool = True,
+    on_result: Callable[[ValidationResult], None] | None = None,
+) -> list[ValidationResult]:
+    """Synchronous entry point (runs its own event loop); see `validate_tasks_async`."""
+    return asyncio.run(validate_tasks_async(tasks, concurrency, config, progress, on_result))
+
+
+def validation_table(results: Sequence[ValidationResult]):
+    """A rich table: one row per task, reasons under failing rows, a totals caption."""
+    from rich.table import Table
+
+    def score(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    colours = {Verdict.passed: "green", Verdict.failed: "red", Verdict.error: "yellow"}
+    table = Table(title="task validation")
+    for name, justify in [("task", "left"), ("difficulty", "left"), ("nop", "right"), ("solution", "right"),
+                          ("stable", "center"), ("build s", "right"), ("test s", "right"),
+                          ("total s", "right"), ("verdict", "left")]:
+        table.add_column(name, justify=justify)
+    for r in results:
+        stable = "-" if r.stable is None else ("yes" if r.stable else "NO")
+        t = r.timings
+        table.add_row(r.task_id, r.difficulty, score(r.nop_score), score(r.solution_score), stable,
+                      f"{t.get('build', 0):.1f}", f"{t.get('tests', 0):.1f}", f"{t.get('total', 0):.1f}",
+                      f"[{colours[r.verdict]}]{r.verdict.value}[/]")
+        for reason in r.reasons:
+            table.add_row("", "", "", "", "", "", "", "", f"[dim]{reason}[/]")
+    passed = sum(r.ok for r in results)
+    table.caption = f"{passed}/{len(results)} pass"
+    return table
