@@ -11,14 +11,14 @@ Running the same `run` command again on the same --out resumes the run.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 app = typer.Typer(no_args_is_help=False, invoke_without_command=True)
 
 TasksOpt = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--tasks", help="Task source: Harbor/TB1 task dir or a dir of them, upstream CSV, Parquet."),
 ]
 PolicyOpt = Annotated[
@@ -27,13 +27,13 @@ PolicyOpt = Annotated[
 AttemptsOpt = Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task (pass@k up to this k).")]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, help="Trials running at once.")]
 OutOpt = Annotated[
-    Optional[Path], typer.Option("--out", help="Run folder (results.json); rerun with it to resume.")
+    Path | None, typer.Option("--out", help="Run folder (results.json); rerun with it to resume.")
 ]
 ScaleOpt = Annotated[
     float,
     typer.Option("--timeout-scale", min=0.01, help="Multiply every task's agent and test timeout (report says so)."),
 ]
-LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=1, help="Only the first N tasks.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks.")]
 
 
 @app.callback()

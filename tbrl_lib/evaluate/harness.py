@@ -30,27 +30,32 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from tbrl_lib.evaluate.results import ConfigMismatch, FailureMode, RunConfig, RunResults, TrialResult
+from tbrl_lib.evaluate.results import (
+    ConfigMismatch,
+    FailureMode,
+    RunConfig,
+    RunResults,
+    TrialResult,
+)
 from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.tasks.model import Task
 
 GRACE_SECONDS = 60.0
 """Extra time past a task's own limit before the harness itself stops a step."""
 
-# The agent's termination reasons (by value) that are failure modes of their own. Any
-# other reason (the agent submitted, ran out of turns or tokens) is `unresolved` when the
-# tests fail; the reason itself is kept verbatim in `TrialResult.termination`.
 TERMINATION_MODES: dict[str, FailureMode] = {
-    "timeout": FailureMode.agent_timeout,
     "time_limit": FailureMode.agent_timeout,
     "agent_timeout": FailureMode.agent_timeout,
-    "parse_error": FailureMode.parse_error,
     "parse_error_streak": FailureMode.parse_error,
     "no_action": FailureMode.no_action,
     "context_overflow": FailureMode.context_overflow,
+    "token_budget": FailureMode.context_overflow,
     "infra_error": FailureMode.infra_error,
-    "sandbox_error": FailureMode.infra_error,
 }
+"""`Termination` value -> failure mode. `token_budget` (the conversation reached the
+episode's token limit) counts as a context overflow; `finished` and `max_turns` are
+`unresolved` when the tests fail. `agent_timeout` is the harness's own stop, for an
+episode that overran its limit by `GRACE_SECONDS`."""
 
 
 class InfraError(RuntimeError):
@@ -124,7 +129,7 @@ async def run_eval_async(
         if (task.id, attempt) not in done
     ]
     policy = make_policy(policy_spec)
-    runner = _TrialRunner(policy, out, timeout_scale)
+    runner = _TrialRunner(policy, out, timeout_scale, run_id=f"eval-{out.resolve().name}")
     wall_before, started = results.wall_seconds, time.monotonic()
     bar = tqdm(
         total=len(selected) * attempts, initial=len(selected) * attempts - len(pending),
@@ -166,13 +171,13 @@ def _check_tasks_unchanged(results: RunResults, tasks: Sequence[Task]) -> None:
 
 
 class _TrialRunner:
-    """Runs one trial with one retry on infrastructure errors; builds each image once."""
+    """Runs one trial, retrying once on infrastructure errors."""
 
-    def __init__(self, policy: Any, out_dir: Path, timeout_scale: float) -> None:
+    def __init__(self, policy: Any, out_dir: Path, timeout_scale: float, run_id: str) -> None:
         self.policy = policy
         self.out_dir = out_dir
         self.scale = timeout_scale
-        self._images: dict[str, asyncio.Task] = {}
+        self.run_id = run_id
 
     async def run(self, task: Task, attempt: int) -> TrialResult:
         started = time.monotonic()
@@ -180,16 +185,16 @@ class _TrialRunner:
         for _ in range(2):
             try:
                 trial = await self._once(task, attempt)
-                trial.infra_retries = len(errors)
-                return trial
             except (InfraError, SandboxError, OSError) as exc:
                 errors.append(f"{type(exc).__name__}: {exc}")
-                self._images.pop(task.id, None)
+                continue
             except Exception as exc:  # docker SDK errors and friends: infra, not the agent
                 if not _is_infra(exc):
                     raise
                 errors.append(f"{type(exc).__name__}: {exc}")
-                self._images.pop(task.id, None)
+                continue
+            trial.infra_retries = len(errors)
+            return trial
         return TrialResult(
             task_id=task.id, attempt=attempt, resolved=False, score=0.0,
             failure_mode=FailureMode.infra_error, difficulty=task.difficulty.value,
@@ -198,90 +203,80 @@ class _TrialRunner:
             error=" | ".join(errors),
         )
 
-    async def _image(self, task: Task) -> None:
-        from tbrl_lib.sandbox import ensure_image
-
-        if task.id not in self._images:
-            self._images[task.id] = asyncio.ensure_future(ensure_image(task))
-        await self._images[task.id]
-
     async def _once(self, task: Task, attempt: int) -> TrialResult:
-        from tbrl_lib.agent import run_episode
-        from tbrl_lib.agent.config import EpisodeLimits
-        from tbrl_lib.rewards import verify
-        from tbrl_lib.sandbox import open_sandbox
+        from tbrl_lib.agent import EpisodeLimits, run_episode
+        from tbrl_lib.rewards.verifier import verify
+        from tbrl_lib.sandbox import SandboxConfig, ensure_image, open_sandbox
 
         start = time.monotonic()
-        await self._image(task)
+        try:  # concurrent trials of one task share one build (ensure_image locks per image)
+            await asyncio.wait_for(ensure_image(task), task.limits.build_timeout_sec + GRACE_SECONDS)
+        except TimeoutError as exc:
+            raise InfraError(f"image build exceeded {task.limits.build_timeout_sec:.0f}s") from exc
         agent_limit = task.limits.agent_timeout_sec * self.scale
         test_limit = task.limits.test_timeout_sec * self.scale
-        limits = EpisodeLimits(time_limit_s=agent_limit)
-        async with open_sandbox(task) as sandbox:
+        sandbox_config = SandboxConfig(
+            run_id=self.run_id, wall_clock_s=agent_limit + test_limit + 3 * GRACE_SECONDS
+        )
+        async with open_sandbox(task, sandbox_config) as sandbox:
             agent_start = time.monotonic()
-            trajectory, harness_timeout = None, False
             try:
                 trajectory = await asyncio.wait_for(
-                    run_episode(task, self.policy, sandbox, limits), agent_limit + GRACE_SECONDS
+                    run_episode(task, self.policy, sandbox, EpisodeLimits(time_limit_s=agent_limit)),
+                    agent_limit + GRACE_SECONDS,
                 )
-            except asyncio.TimeoutError:
-                harness_timeout = True
+            except TimeoutError:
+                trajectory = None  # the episode overran its own limit; the tests still run
             agent_seconds = time.monotonic() - agent_start
-            termination = _termination(trajectory) if trajectory else "agent_timeout"
-            if TERMINATION_MODES.get(termination) == FailureMode.infra_error:
-                raise InfraError(f"episode ended with {termination}")
+            if trajectory is None:
+                termination: str | None = "agent_timeout"
+            else:
+                termination = trajectory.termination.value if trajectory.termination else None
+            if termination == "infra_error":
+                raise InfraError(f"episode: {trajectory.termination_message}")
             test_start = time.monotonic()
             try:
                 report = await asyncio.wait_for(
                     verify(task, sandbox, timeout=test_limit), test_limit + GRACE_SECONDS
                 )
-            except asyncio.TimeoutError as exc:
+            except TimeoutError as exc:
                 raise InfraError(
                     f"verifier did not return within {test_limit + GRACE_SECONDS:.0f}s"
                 ) from exc
             test_seconds = time.monotonic() - test_start
-        if getattr(report, "infra_error", None):
-            raise InfraError(f"verifier infra error: {report.infra_error}")
+        if report.infra_error:
+            raise InfraError(f"verifier: {report.error}")
         resolved = _resolved(report)
-        tokens_in, tokens_out, turns = _usage(trajectory)
+        turns = trajectory.turns if trajectory else []
         return TrialResult(
             task_id=task.id, attempt=attempt, resolved=resolved, score=float(report.score),
-            failure_mode=failure_mode(termination, resolved, bool(getattr(report, "timed_out", False))),
+            failure_mode=failure_mode(termination, resolved, report.timed_out),
             difficulty=task.difficulty.value, category=task.category,
             task_hash=task.content_hash(), termination=termination,
-            tokens_in=tokens_in, tokens_out=tokens_out, turns=turns,
-            agent_seconds=agent_seconds, test_seconds=test_seconds,
+            tokens_in=sum(t.prompt_tokens for t in turns),
+            tokens_out=sum(t.completion_tokens for t in turns),
+            turns=len(turns), agent_seconds=agent_seconds, test_seconds=test_seconds,
             total_seconds=time.monotonic() - start,
-            error="harness stopped the episode past its time limit" if harness_timeout else None,
+            error=None if trajectory else "the harness stopped the episode past its time limit",
             trajectory=self._save(trajectory, task, attempt),
         )
 
     def _save(self, trajectory: Any, task: Task, attempt: int) -> str | None:
+        from tbrl_lib.agent import Trajectory
+
         if trajectory is None:
             return None
         rel = Path("trajectories") / f"{task.id}.{attempt}.jsonl"
-        (self.out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-        trajectory.save_jsonl(self.out_dir / rel)
+        Trajectory.save_jsonl(trajectory, self.out_dir / rel)
         return str(rel)
 
 
-def _termination(trajectory: Any) -> str:
-    value = trajectory.termination
-    return getattr(value, "value", str(value))
-
-
 def _resolved(report: Any) -> bool:
-    resolved = getattr(report, "resolved", None)
-    return bool(resolved) if resolved is not None else report.score >= 1.0 - 1e-9
-
-
-def _usage(trajectory: Any) -> tuple[int, int, int]:
-    if trajectory is None:
-        return 0, 0, 0
-    return (
-        int(getattr(trajectory, "tokens_in", 0) or 0),
-        int(getattr(trajectory, "tokens_out", 0) or 0),
-        int(getattr(trajectory, "turns", 0) or 0),
-    )
+    """Terminal-Bench's notion: every test passed (a zero-weight failure still counts).
+    Script-scored tasks (Harbor test.sh writing a reward) have no per-test outcomes: 1.0."""
+    if report.outcomes:
+        return all(report.outcomes.values()) and not report.missing
+    return report.score >= 1.0 - 1e-9
 
 
 def _is_infra(exc: Exception) -> bool:

@@ -24,7 +24,7 @@ import os
 import statistics
 import tempfile
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
@@ -78,7 +78,7 @@ class TrialResult(BaseModel):
     error: str | None = None
     trajectory: str | None = None
     """Path of the saved trajectory, relative to the run folder."""
-    finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    finished_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     @property
     def key(self) -> tuple[str, int]:

@@ -6,8 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from tbrl_lib.evaluate import report  # noqa: E402
-from tbrl_lib.evaluate.results import (  # noqa: E402
+from tbrl_lib.evaluate import report
+from tbrl_lib.evaluate.results import (
     FailureMode,
     RunConfig,
     RunResults,
