@@ -93,6 +93,7 @@ class DockerSandbox:
     async def start(self, host: Host | None = None) -> None:
         """Place, create and start the container and its shell (`host` given by a pool)."""
         t0 = time.monotonic()
+        reaper.install_handlers()  # here, on the event loop's (main) thread, not in a worker
         try:
             if host is None:
                 host = await acquire_slot(self.config.hosts, timeout=max(self.wall_clock_s, 60))

@@ -66,11 +66,11 @@ def owner_alive(owner: str) -> bool | None:
 # --------------------------------------------------------------------------- registry
 _LIVE: dict[str, docker.DockerClient] = {}
 _LIVE_LOCK = threading.Lock()
-_INSTALLED = False
+_ATEXIT = False
+_SIGNALS = False
 
 
 def register(container_id: str, client: docker.DockerClient) -> None:
-    install_handlers()
     with _LIVE_LOCK:
         _LIVE[container_id] = client
 
@@ -104,13 +104,13 @@ def cleanup_registered() -> int:
 
 def install_handlers() -> None:
     """atexit + SIGTERM/SIGINT cleanup, installed once, chaining any previous handler."""
-    global _INSTALLED
-    if _INSTALLED:
-        return
-    _INSTALLED = True
-    atexit.register(cleanup_registered)
-    if threading.current_thread() is not threading.main_thread():
-        return
+    global _ATEXIT, _SIGNALS
+    if not _ATEXIT:
+        _ATEXIT = True
+        atexit.register(cleanup_registered)
+    if _SIGNALS or threading.current_thread() is not threading.main_thread():
+        return  # signals can only be hooked from the main thread
+    _SIGNALS = True
     for signum in (signal.SIGTERM, signal.SIGINT):
         previous = signal.getsignal(signum)
         if previous is signal.SIG_IGN:
