@@ -4,7 +4,8 @@
   With `return_token_ids=True` (vLLM) the server's prompt and completion ids are kept when
   the server's prompt extends the conversation's ids exactly; otherwise ids are dropped
   for the rollout and `extra["token_ids"]` says why (no silent drift).
-- `AnthropicPolicy`: the Messages API with prompt caching (system prompt and the latest
+- `AnthropicPolicy`: the Messages API (the installed SDK takes no `temperature`; the model's
+  default sampling is used) with prompt caching (system prompt and the latest
   user turn carry `cache_control`), so a long episode pays for its prefix once.
 
 SDK failures after retries become `PolicyError`; "prompt too long" becomes
@@ -79,10 +80,9 @@ class OpenAIPolicy:
 
 class AnthropicPolicy:
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
-                 temperature: float = 1.0, max_retries: int = 4, timeout: float = 600.0) -> None:
+                 max_retries: int = 4, timeout: float = 600.0) -> None:
         self.name = f"anthropic:{model}"
         self.model = model
-        self.temperature = temperature
         self.client = anthropic.AsyncAnthropic(api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
                                                base_url=base_url, max_retries=max_retries, timeout=timeout)
 
@@ -97,7 +97,7 @@ class AnthropicPolicy:
             kwargs["system"] = [{"type": "text", "text": "\n\n".join(system), "cache_control": {"type": "ephemeral"}}]
         try:
             resp = await self.client.messages.create(model=self.model, max_tokens=max_new_tokens, messages=messages,
-                                                     temperature=self.temperature, **kwargs)
+                                                     **kwargs)
         except (anthropic.AnthropicError, ValueError) as exc:
             raise _api_failure(exc, self.name) from exc
         text = "".join(block.text for block in resp.content if getattr(block, "type", "") == "text")

@@ -9,8 +9,8 @@ Replies come from a queue (strings or `Reply`s) or a callable that sees each req
 Faults: HTTP 429 with `retry-after`, 529 `overloaded_error`, 500, a slow reply (bounded
 delay), a garbage body. Every request is logged (`server.requests`) for assertions.
 Usage is reported with rough token counts (4 characters a token) and, for Anthropic,
-prompt-cache accounting: a prefix ending at a `cache_control` block is "created" the first
-time and "read" afterwards. vLLM's `return_token_ids` is honoured when a reply carries ids or
+prompt-cache accounting: the longest prefix ending at a `cache_control` block seen before is
+"read", the rest up to the last such block is "created". vLLM's `return_token_ids` is honoured when a reply carries ids or
 the server has a `tokenize` function. Left out: streaming (answered with a 400 error that
 says so), batches, embeddings.
 """
@@ -159,16 +159,17 @@ class LLMServer:
         for message in body.get("messages", []):
             content = message.get("content")
             blocks += content if isinstance(content, list) else [{"text": content}]
-        created = read = 0
+        read = last = 0
         for i, block in enumerate(blocks):
             if isinstance(block, dict) and block.get("cache_control"):
                 prefix = json.dumps(blocks[: i + 1], sort_keys=True)
                 key = hashlib.sha256(prefix.encode()).hexdigest()
                 with self._lock:
-                    seen = key in self._seen_cache_prefixes
+                    if key in self._seen_cache_prefixes:
+                        read = estimate_tokens(prefix)  # the longest cached prefix is read
                     self._seen_cache_prefixes.add(key)
-                created, read = (0, estimate_tokens(prefix)) if seen else (estimate_tokens(prefix), 0)
-        return created, read
+                last = estimate_tokens(prefix)
+        return max(last - read, 0), read
 
 
 def estimate_tokens(text: str) -> int:
