@@ -162,3 +162,9 @@ def balance_report(tasks: list[Task]) -> dict:
             "categories": {k: round(v / len(tasks), 4) for k, v in cats.items()},
             "difficulties": {k: round(v / len(tasks), 4) for k, v in diffs.items()},
             "imbalance_ratio": round(float(cats.max() / cats.min()), 3)}
+
+
+def pairs_frame(pairs: list[DuplicatePair]) -> pd.DataFrame:
+    """Near-duplicate pairs as a table (one column per part's similarity)."""
+    return pd.DataFrame([{"a": p.a, "b": p.b, "score": p.score, **p.parts} for p in pairs],
+                        columns=["a", "b", "score", *PARTS])

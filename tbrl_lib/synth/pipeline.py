@@ -20,9 +20,9 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tbrl_lib.synth import roles
 from tbrl_lib.synth.dedup import most_similar
@@ -30,16 +30,18 @@ from tbrl_lib.synth.llm import BudgetExceeded, CostMeter, ScopedMeter, Structure
 from tbrl_lib.tasks.model import Difficulty, Task
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What the validator says about one task."""
+class Verdict(Protocol):
+    """What the validator says about one task (`tbrl_lib.tasks.validate.ValidationResult`)."""
 
-    ok: bool
-    reasons: list[str] = field(default_factory=list)
+    @property
+    def ok(self) -> bool: ...
+
+    reasons: list[str]
 
 
 Validator = Callable[[Task], Awaitable[Verdict]]
-"""Code, not an LLM: build, no-op must fail, solution must pass, stable, within limits."""
+"""Code, not an LLM: build, no-op must fail, solution must pass, stable, within limits
+(`tbrl_lib.synth.validation.task_validator`)."""
 
 
 @dataclass

@@ -325,13 +325,17 @@ behaves as described. Keep the layout (`src/{pkg}/`, `build.sh`, `VERSION`); lea
     body = f'''
     import shutil
 
+    import pytest
+
     PROJECT = Path("/app/project")
 
+    @pytest.fixture(scope="module", autouse=True)
     def build():
+        """One clean build per test run (every test needs the built tool)."""
         shutil.rmtree(PROJECT / "dist", ignore_errors=True)
         proc = subprocess.run(["bash", "build.sh"], cwd=PROJECT, capture_output=True,
                               text=True, timeout=60)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc
 
     def tool(*args):
         proc = subprocess.run(["python3", str(PROJECT / "dist" / "{pkg}.pyz"), *args],
@@ -339,16 +343,14 @@ behaves as described. Keep the layout (`src/{pkg}/`, `build.sh`, `VERSION`); lea
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.strip()
 
-    def test_clean_build_succeeds():
-        build()
+    def test_clean_build_succeeds(build):
+        assert build.returncode == 0, build.stdout + build.stderr
         assert (PROJECT / "dist" / "{pkg}.pyz").is_file()
 
     def test_version():
-        build()
         assert tool("--version") == VERSION
 
     def test_transform():
-        build()
         assert [tool(p) for p in PROBES] == EXPECTED
     '''
     solution = "".join(heredoc(f"/app/project/{p}", t) for p, t in correct.items())

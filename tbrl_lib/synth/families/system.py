@@ -262,7 +262,7 @@ def service():
     if not listening():
         subprocess.Popen(["bash", "/app/start.sh"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True, cwd="/app")
-        deadline = time.time() + 20
+        deadline = time.time() + 10
         while time.time() < deadline and not listening():
             time.sleep(0.25)
     assert listening(), f"nothing listens on port {PORT} after running /app/start.sh"

@@ -1,0 +1,59 @@
+"""Tables and plots for looking at a generated task set (used by 01_data_synthesis).
+
+`tasks_frame` gives one row per task; `plot_mix` draws the category x difficulty mix;
+`export_all` writes the set in every format `write_tasks` speaks. Left out: anything that
+runs containers (validation lives in `tbrl_lib.synth.validation`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from tbrl_lib.tasks.model import Difficulty, Task
+
+EXPORT_FORMATS = {"harbor": "harbor", "tb1": "tb1", "csv": "tasks.csv", "parquet": "tasks.parquet"}
+"""Format -> path under the export folder."""
+
+
+def tasks_frame(tasks: list[Task]) -> pd.DataFrame:
+    rows = []
+    for t in tasks:
+        synth = t.metadata.get("synth", {})
+        rows.append({"id": t.id, "family": synth.get("family", "llm"), "category": t.category,
+                     "difficulty": t.difficulty.value, "tests": len(t.tests.test_names()),
+                     "files": len(t.environment.files),
+                     "data_kb": round(sum(map(len, t.environment.files.values())) / 1024, 1),
+                     "instruction_words": len(t.instruction.split()), "title": t.title})
+    return pd.DataFrame(rows)
+
+
+def plot_mix(tasks: list[Task], ax=None):
+    """Stacked bars: tasks per category, coloured by difficulty."""
+    import matplotlib.pyplot as plt
+
+    frame = tasks_frame(tasks)
+    order = [d.value for d in Difficulty if d.value in set(frame["difficulty"])]
+    table = pd.crosstab(frame["category"], frame["difficulty"])[order]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.5))
+    table.plot.barh(stacked=True, ax=ax, colormap="viridis")
+    ax.set_xlabel("tasks")
+    ax.set_ylabel("")
+    ax.set_title(f"{len(tasks)} tasks by category and difficulty")
+    ax.legend(title="difficulty", loc="lower right")
+    return ax
+
+
+def export_all(tasks: list[Task], out_dir: str | Path) -> dict[str, str]:
+    """Write `tasks` as Harbor dirs, TB1 dirs, CSV and Parquet; returns format -> path."""
+    from tbrl_lib.tasks import write_tasks
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for fmt, name in EXPORT_FORMATS.items():
+        write_tasks(tasks, fmt, out / name, progress=False)
+        written[fmt] = str(out / name)
+    return written
