@@ -250,6 +250,7 @@ class _TrialRunner:
         turns = trajectory.turns if trajectory else []
         return TrialResult(
             task_id=task.id, attempt=attempt, resolved=resolved, score=float(report.score),
+            failed_tests=sorted([n for n, ok in report.outcomes.items() if not ok] + report.missing),
             failure_mode=failure_mode(termination, resolved, report.timed_out),
             difficulty=task.difficulty.value, category=task.category,
             task_hash=task.content_hash(), termination=termination,

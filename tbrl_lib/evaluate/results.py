@@ -61,6 +61,8 @@ class TrialResult(BaseModel):
     resolved: bool
     score: float = Field(ge=0.0, le=1.0)
     """Weighted test score (1.0 = every test passed)."""
+    failed_tests: list[str] = Field(default_factory=list)
+    """Tests that failed or never reported (empty for script-scored tasks)."""
     failure_mode: FailureMode
     difficulty: str = "unknown"
     category: str = "unknown"

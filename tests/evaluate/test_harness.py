@@ -2,30 +2,184 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import suppress
+from pathlib import Path
+
+import docker.errors
 import pytest
 
-from tbrl_lib.evaluate.harness import failure_mode
-from tbrl_lib.evaluate.results import FailureMode
+from tbrl_lib.evaluate.harness import failure_mode, run_eval
+from tbrl_lib.evaluate.report import compare_runs
+from tbrl_lib.evaluate.results import FailureMode, RunResults
+from tbrl_lib.sandbox import image_tag
+from tbrl_lib.tasks import Environment, Limits, Task, load_tasks
+from tbrl_lib.tasks import Tests as TaskTests
 
 
 @pytest.mark.parametrize(
     ("termination", "resolved", "test_timed_out", "expected"),
     [
         # tests passing wins, even after the agent ran out of time (Terminal-Bench scores it)
-        ("agent_timeout", True, False, FailureMode.resolved),
-        ("submitted", True, False, FailureMode.resolved),
+        ("time_limit", True, False, FailureMode.resolved),
+        ("finished", True, False, FailureMode.resolved),
+        ("time_limit", False, False, FailureMode.agent_timeout),
+        # the harness had to stop an episode that overran its own limit
         ("agent_timeout", False, False, FailureMode.agent_timeout),
+        ("token_budget", False, False, FailureMode.context_overflow),
         ("parse_error_streak", False, False, FailureMode.parse_error),
         ("no_action", False, False, FailureMode.no_action),
         ("context_overflow", False, False, FailureMode.context_overflow),
         # the agent stopped normally but the tests ran out of time
-        ("submitted", False, True, FailureMode.test_timeout),
+        ("finished", False, True, FailureMode.test_timeout),
         # the agent's own reason beats the verifier timeout: it explains more
-        ("agent_timeout", False, True, FailureMode.agent_timeout),
-        ("submitted", False, False, FailureMode.unresolved),
+        ("time_limit", False, True, FailureMode.agent_timeout),
+        ("finished", False, False, FailureMode.unresolved),
         ("max_turns", False, False, FailureMode.unresolved),
         (None, False, False, FailureMode.unresolved),
     ],
 )
 def test_failure_mode(termination, resolved, test_timed_out, expected):
     assert failure_mode(termination, resolved, test_timed_out) == expected
+
+
+# ---------------------------------------------------------------- real runs (Docker)
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLED = REPO / "data" / "tasks"
+# The first bundled tasks in load order (as the CLI's --limit picks them).
+SUBSET = 3
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return load_tasks(BUNDLED).tasks
+
+
+@pytest.fixture
+def tiny_tasks(docker_client, base_image):
+    """Tasks made here, their images removed afterwards."""
+    made: list[Task] = []
+
+    def make(task_id, solution, test_src, agent_s=60.0, test_s=60.0, dockerfile=None):
+        task = Task(
+            id=task_id, instruction=f"Tiny harness check {task_id}.",
+            environment=Environment(dockerfile=dockerfile or f"FROM {base_image}\nWORKDIR /app\n"),
+            tests=TaskTests(pytest=test_src), solution=solution,
+            limits=Limits(agent_timeout_sec=agent_s, test_timeout_sec=test_s),
+        )
+        made.append(task)
+        return task
+
+    yield make
+    for task in made:
+        with suppress(docker.errors.ImageNotFound):  # the infra case never built one
+            docker_client.images.remove(image_tag(task), force=True)
+
+
+DONE_TEST = "import os\n\ndef test_done():\n    assert os.path.exists('/app/done')\n"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_oracle_resolves_and_noop_does_not(bundled, tmp_path):
+    oracle = run_eval(bundled, "oracle", 1, 3, tmp_path / "oracle", tasks_source="data/tasks",
+                      limit=SUBSET, progress=False)
+    assert oracle.summary["accuracy"] == 1.0, oracle.summary["failure_modes"]
+    assert oracle.summary["failure_modes"]["resolved"] == SUBSET
+    for trial in oracle.trials:
+        assert trial.turns >= 1 and trial.termination == "finished"
+        assert (tmp_path / "oracle" / trial.trajectory).exists()
+    noop = run_eval(bundled, "noop", 1, 3, tmp_path / "noop", tasks_source="data/tasks",
+                    limit=SUBSET, progress=False)
+    assert noop.summary["accuracy"] == 0.0
+    modes = {m for m, n in noop.summary["failure_modes"].items() if n}
+    assert modes <= {"no_action", "unresolved"}, noop.summary["failure_modes"]
+    # paired comparison on the same tasks: +100 points, every task won by the oracle
+    cmp = compare_runs(tmp_path / "oracle", tmp_path / "noop")
+    assert (cmp.difference, cmp.a_better, cmp.n_tasks) == (1.0, SUBSET, SUBSET)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_task_timeouts_are_honoured_and_scaled(tiny_tasks, tmp_path):
+    # the solution needs ~4 s; the task allows the agent 2 s
+    slow = tiny_tasks("eval-slow-solution", "sleep 4 && touch /app/done", DONE_TEST, agent_s=2.0)
+    run = run_eval([slow], "oracle", 1, 1, tmp_path / "x1", progress=False)
+    assert run.trials[0].failure_mode == FailureMode.agent_timeout
+    assert run.trials[0].termination == "time_limit"
+    assert run.trials[0].agent_seconds < 2.0 + 5.0
+    # x6 gives it 12 s: resolved, and the summary says the numbers are not Terminal-Bench's
+    run = run_eval([slow], "oracle", 1, 1, tmp_path / "x6", timeout_scale=6.0, progress=False)
+    assert run.trials[0].resolved, run.trials[0]
+    assert "NOT comparable" in run.summary["timeouts"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_verifier_timeout_is_its_own_failure_mode(tiny_tasks, tmp_path):
+    hang = "import time\n\ndef test_hangs():\n    time.sleep(60)\n"
+    task = tiny_tasks("eval-slow-tests", "touch /app/done", hang, test_s=3.0)
+    run = run_eval([task], "oracle", 1, 1, tmp_path, progress=False)
+    trial = run.trials[0]
+    assert trial.failure_mode == FailureMode.test_timeout and not trial.resolved
+    assert trial.test_seconds < 3.0 + 30.0
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_infra_errors_are_retried_once_recorded_and_redone_on_resume(tiny_tasks, tmp_path, base_image):
+    broken = tiny_tasks("eval-broken-image", "true", DONE_TEST,
+                        dockerfile=f"FROM {base_image}\nRUN echo broken on purpose && exit 3\n")
+    run = run_eval([broken], "oracle", 1, 1, tmp_path, progress=False)
+    trial = run.trials[0]
+    assert trial.failure_mode == FailureMode.infra_error and trial.infra_retries == 1
+    assert "exit 3" in trial.error or "returned a non-zero code" in trial.error, trial.error
+    assert run.summary["infra_errors"] == 1
+    assert RunResults.open(tmp_path, run.config).done() == {}  # a resume tries it again
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_same_summary(bundled, tmp_path):
+    """SIGKILL a real `tbrl eval run` mid-run, rerun it, compare with an uninterrupted run."""
+    tbrl = str(Path(sys.executable).parent / "tbrl")
+    out = tmp_path / "killed"
+    cmd = [tbrl, "eval", "run", "--tasks", str(BUNDLED), "--policy", "oracle", "--attempts", "2",
+           "--limit", "2", "--concurrency", "1", "--out", str(out)]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    results = out / "results.json"
+    deadline = time.monotonic() + 240
+    before: dict = {}
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if results.exists():
+                before = {(t["task_id"], t["attempt"]): t["finished_at"]
+                          for t in json.loads(results.read_text())["trials"]}
+                if before:
+                    break
+            time.sleep(0.2)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # the tbrl process itself, as a crash would
+        proc.wait(timeout=30)
+    assert before, f"no trial finished before the deadline: {proc.stderr.read().decode()[-2000:]}"
+    partial = RunResults.load(out)
+    assert 1 <= len(partial.trials) < 4, "the run was not killed halfway"
+
+    resumed = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300,
+                             check=False)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    final = RunResults.load(out)
+    assert len(final.trials) == 4
+    kept = {t.key: t.finished_at for t in final.trials if t.key in before}
+    assert kept == before, "finished trials were redone"
+
+    straight = run_eval(load_tasks(BUNDLED).tasks, "oracle", 2, 1, tmp_path / "straight",
+                        tasks_source=str(BUNDLED), limit=2, progress=False)
+    assert final.summary == straight.summary
