@@ -83,8 +83,8 @@ def _mini_rootfs() -> bytes:
     return buf.getvalue()
 
 
-@pytest.fixture(scope="session")
-def second_daemon():
+@pytest.fixture(scope="module")
+def second_daemon(docker_client):
     """A second dockerd on this machine, started and stopped here; yields its base_url."""
     import docker
 
@@ -109,16 +109,18 @@ def second_daemon():
                 pytest.skip("second dockerd did not come up; see /tmp/tbrl-d2.log")
             time.sleep(0.3)
     client = docker.DockerClient(base_url=D2_URL, timeout=60)
-    try:
-        client.images.get(MINI_IMAGE)
-    except docker.errors.ImageNotFound:
-        repo, tag = MINI_IMAGE.split(":")
-        client.api.import_image_from_data(_mini_rootfs(), repository=repo, tag=tag)
+    rootfs = _mini_rootfs()
+    repo, tag = MINI_IMAGE.split(":")
+    for c in (client, docker_client):  # the same tiny image on both daemons
+        c.api.import_image_from_data(rootfs, repository=repo, tag=tag)
     client.close()
     yield D2_URL
+    docker_client.api.remove_image(MINI_IMAGE, force=True)
     if started is not None:
         stop_second_daemon(started.pid)
         subprocess.run(["ip", "link", "del", D2_BRIDGE], capture_output=True)
+        shutil.rmtree("/tmp/tbrl-d2", ignore_errors=True)
+        shutil.rmtree("/tmp/tbrl-d2x", ignore_errors=True)
 
 
 def _answers(url: str) -> bool:
@@ -136,10 +138,21 @@ def stop_second_daemon(pid: int | None = None) -> None:
     except ProcessLookupError:
         return
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.2)
-    os.kill(pid, signal.SIGKILL)
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Running (not a zombie); reaps it when it is our child."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
