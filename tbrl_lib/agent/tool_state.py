@@ -71,5 +71,5 @@ class ScratchpadTool:
             return f"Added note {len(self.notes)} to scratchpad"
         if not self.notes:
             return "Scratchpad is empty"
-        return f"Scratchpad ({len(self.notes)} notes):\n" + "\n\n".join(
+        return f"Scratchpad ({len(self.notes)} note{'s' * (len(self.notes) != 1)}):\n" + "\n\n".join(
             f"Note {n}:\n{note}" for n, note in enumerate(self.notes, start=1))

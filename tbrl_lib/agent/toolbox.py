@@ -56,3 +56,14 @@ def monotonic_deadline(seconds: float) -> Callable[[], float]:
     """A `time_left()` function for `seconds` from now."""
     end = time.monotonic() + seconds
     return lambda: end - time.monotonic()
+
+
+async def run_reply(toolbox: Toolbox, reply: str) -> str:
+    """Parse an assistant reply, run its actions in order, return the observation the model
+    would read (for notebooks and demos; the episode loop does the same with bookkeeping)."""
+    from tbrl_lib.agent.parser import parse_actions
+
+    entries: list[tuple[Action | ParseError, ToolResult | None]] = []
+    for item in parse_actions(reply).items:
+        entries.append((item, None if isinstance(item, ParseError) else await toolbox.run(item)))
+    return format_observation(entries)
