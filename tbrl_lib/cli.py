@@ -13,6 +13,7 @@ from tbrl_lib.evaluate.cli import app as eval_app
 from tbrl_lib.rewards.cli import app as judge_app
 from tbrl_lib.sandbox.cli import docker_app, images_app
 from tbrl_lib.tasks.cli import app as tasks_app
+from tbrl_lib.train.cli import app as train_app
 
 app = typer.Typer(
     help="tbrl: train and evaluate long-horizon terminal agents with RL.",
@@ -24,6 +25,7 @@ app.add_typer(docker_app, name="docker", help="Docker engine: ensure it runs, re
 app.add_typer(tasks_app, name="tasks", help="Convert, validate, generate and describe tasks.")
 app.add_typer(judge_app, name="judge", help="LLM and rule-based judges: evaluate them.")
 app.add_typer(eval_app, name="eval", help="Benchmark a policy on tasks (pass@k, CIs).")
+app.add_typer(train_app, name="train", help="GRPO training: run a preset, memory plan, launch files.")
 
 
 @app.command()

@@ -7,9 +7,8 @@ evaluation harness, so training and evaluation cannot drift. An episode that end
 rollout an infra error (masked out of training, see `rollout.py`).
 
 `TrainerPolicy` is the token policy that samples from the trainer's current weights: it
-renders the chat (prompt, then each observation) into token ids with the tokenizer's chat
-template, and asks a `BatchingGenerator` for the reply ids. What is left out: thinking-mode
-switches (the template's defaults apply).
+renders the chat into token ids the way `HFPolicy` does and asks a `BatchingGenerator` for
+the reply ids. What is left out: per-task thinking-mode switches.
 """
 
 from __future__ import annotations
@@ -27,49 +26,45 @@ from tbrl_lib.train.rollout import Rollout
 class TrainerPolicy:
     """`Policy` over the trainer's model: exact ids in, exact ids out, no re-tokenizing.
 
-    Turn 1's env ids are the chat-templated prompt; later turns' env ids are the new
-    messages rendered the way the template renders them after an assistant turn, found as
-    the text the template adds between "assistant reply" and "next generation prompt".
+    Renders turns exactly as `tbrl_lib.policies.hf.HFPolicy` does (the chat template once for
+    the prompt, then `continuation_text` for each observation), but samples through a
+    `BatchingGenerator`, so concurrent episodes share batched forward passes and the weights
+    are always the trainer's current ones.
     """
 
     name = "trainer"
 
-    def __init__(self, tokenizer: Any, generator: BatchingGenerator, max_context_tokens: int) -> None:
+    def __init__(self, tokenizer: Any, generator: BatchingGenerator, max_context_tokens: int,
+                 enable_thinking: bool = True) -> None:
         self.tokenizer, self.generator, self.max_context = tokenizer, generator, max_context_tokens
+        self.enable_thinking = enable_thinking
+
+    def env_ids(self, conversation: Conversation) -> list[int]:
+        """Ids to append before this turn's generation (turn 1: the whole prompt)."""
+        from tbrl_lib.policies.hf import continuation_text
+
+        if not conversation.token_ids:
+            text = self.tokenizer.apply_chat_template(conversation.messages, add_generation_prompt=True,
+                                                      tokenize=False, enable_thinking=self.enable_thinking)
+        else:
+            last = max(i for i, m in enumerate(conversation.messages) if m["role"] == "assistant")
+            text = continuation_text(self.tokenizer, conversation.messages[last + 1:],
+                                     conversation.token_ids[-1], self.enable_thinking)
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
 
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
-        if not conversation.token_ids:
-            env_ids = self.prompt_ids(conversation.messages)
-        else:
-            ended = conversation.token_ids[-1] == self.tokenizer.eos_token_id
-            env_ids = self.continuation_ids(conversation.messages, ended_with_eos=ended)
+        env_ids = self.env_ids(conversation)
         context = list(conversation.token_ids) + env_ids
         room = self.max_context - len(context)
         if room <= 0:
             raise ContextOverflow(f"{len(context)} tokens already; the context holds {self.max_context}")
         result = await self.generator.generate(context, min(max_new_tokens, room))
-        text = self.tokenizer.decode(result.ids, skip_special_tokens=True)
+        text = self.tokenizer.decode(result.ids, skip_special_tokens=False)
+        if result.stopped and result.ids:
+            text = text[: len(text) - len(self.tokenizer.decode(result.ids[-1:]))]
         return Generation(text=text, completion_ids=result.ids, env_ids=env_ids, logprobs=result.logprobs,
                           prompt_tokens=len(context), completion_tokens=len(result.ids),
                           finish_reason="stop" if result.stopped else "length")
-
-    def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
-        return list(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                       return_dict=False))
-
-    def continuation_ids(self, messages: list[dict[str, str]], ended_with_eos: bool = True) -> list[int]:
-        """Ids for the messages after the last assistant reply, plus the next generation prompt."""
-        last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
-        new = messages[last + 1:]
-        probe = [{"role": "user", "content": "\x00probe"}, {"role": "assistant", "content": "\x00reply"}]
-        rendered = self.tokenizer.apply_chat_template(probe + new, add_generation_prompt=True, tokenize=False)
-        # Everything the template puts after the reply text: its end-of-turn token (which the
-        # model generated itself when it stopped), then the new messages and the next header.
-        suffix = rendered[rendered.rindex("\x00reply") + len("\x00reply"):]
-        eos = self.tokenizer.eos_token or ""
-        if eos and suffix.startswith(eos) and ended_with_eos:
-            suffix = suffix[len(eos):]
-        return list(self.tokenizer.encode(suffix, add_special_tokens=False))
 
 
 async def run_task_episode(task: Task, policy: Any, sandbox_config: Any, limits: Any,

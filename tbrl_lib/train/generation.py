@@ -28,6 +28,16 @@ class Generation:
     """True when the model emitted EOS; False when `max_new_tokens` cut it."""
 
 
+def stop_token_ids(tokenizer: Any) -> list[int]:
+    """EOS plus the chat end-of-turn tokens (`<|im_end|>`, `<|endoftext|>`) the vocabulary has."""
+    ids = {tokenizer.eos_token_id}
+    for token in ("<|im_end|>", "<|endoftext|>"):
+        found = tokenizer.convert_tokens_to_ids(token)
+        if isinstance(found, int) and found != tokenizer.unk_token_id:
+            ids.add(found)
+    return sorted(i for i in ids if i is not None)
+
+
 class GenerationBackend(Protocol):
     def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Generation]: ...
 
@@ -38,8 +48,7 @@ class HFBackend:
     def __init__(self, model: Any, tokenizer: Any, temperature: float, top_p: float = 1.0) -> None:
         self.model, self.tokenizer = model, tokenizer
         self.temperature, self.top_p = temperature, top_p
-        eos = tokenizer.eos_token_id
-        self.eos_ids = set(eos if isinstance(eos, list) else [eos])
+        self.eos_ids = set(stop_token_ids(tokenizer))
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self.eos_ids))
 
     def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Generation]:
@@ -82,17 +91,28 @@ class VLLMBackend:
                 "generation_backend is vllm-* but the trainer has no vLLM engine: install vllm "
                 "(`pip install -e .[gpu]`) and set use_vllm=True, or use generation_backend='hf'")
         self.generation, self.temperature, self.top_p = generation, temperature, top_p
-        eos = trainer.processing_class.eos_token_id
-        self.eos_ids = set(eos if isinstance(eos, list) else [eos])
+        self.eos_ids = set(stop_token_ids(trainer.processing_class))
 
     def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Generation]:
         if self.generation.mode == "colocate":
             return self._colocate(prompts, max_new_tokens)
-        out = self.generation.vllm_client.generate(
+        out = self._client().generate(
             prompts=prompts, n=1, temperature=self.temperature, top_p=self.top_p,
-            max_tokens=max_new_tokens, logprobs=0)
+            max_tokens=max_new_tokens, logprobs=0, generation_kwargs={"stop_token_ids": sorted(self.eos_ids)})
         return [self._result(ids, [lp[0] for lp in lps])
                 for ids, lps in zip(out["completion_ids"], out["logprobs"])]
+
+    def _client(self) -> Any:
+        """TRL gives only the main process a client; every other rank talks HTTP with its own."""
+        client = getattr(self.generation, "vllm_client", None)
+        if client is None:
+            from trl.generation.vllm_client import VLLMClient
+
+            base = self.generation.server_base_url or (
+                f"http://{self.generation.server_host}:{self.generation.server_port}")
+            client = self.generation.vllm_client = VLLMClient(
+                base_url=base, connection_timeout=self.generation.server_timeout)
+        return client
 
     def _colocate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Generation]:
         try:
@@ -100,7 +120,7 @@ class VLLMBackend:
         except ImportError as exc:  # pragma: no cover - GPU machines only
             raise RuntimeError("vllm is not installed; `pip install -e .[gpu]` on the GPU machine") from exc
         params = SamplingParams(n=1, temperature=self.temperature, top_p=self.top_p,
-                                max_tokens=max_new_tokens, logprobs=0)
+                                max_tokens=max_new_tokens, logprobs=0, stop_token_ids=sorted(self.eos_ids))
         outputs = self.generation.llm.generate([{"prompt_token_ids": p} for p in prompts],
                                                sampling_params=params, use_tqdm=False)
         results = []

@@ -21,7 +21,7 @@ MAIN_PORT = 29500
 VLLM_PORT = 8000
 
 
-def accelerate_config(config: TrainConfig, main_process_ip: str = "$MAIN_IP") -> dict[str, Any]:
+def accelerate_config(config: TrainConfig, main_process_ip: str | None = None) -> dict[str, Any]:
     """The accelerate config dict for `config` (write it with `write_accelerate_config`)."""
     out: dict[str, Any] = {
         "compute_environment": "LOCAL_MACHINE",
@@ -36,7 +36,9 @@ def accelerate_config(config: TrainConfig, main_process_ip: str = "$MAIN_IP") ->
         "use_cpu": config.gpus_per_node == 0,
     }
     if config.num_nodes > 1:
-        out["main_process_ip"] = main_process_ip
+        # The address is usually only known at launch: `launch_commands` passes $MAIN_IP.
+        if main_process_ip:
+            out["main_process_ip"] = main_process_ip
         out["main_process_port"] = MAIN_PORT
     if config.distributed == "zero3":
         out["distributed_type"] = "DEEPSPEED"
@@ -86,7 +88,7 @@ def launch_commands(config: TrainConfig, config_path: str = "accelerate.yaml",
     if config.num_processes == 1 and config.distributed == "none":
         commands["train"] = train
         return commands
-    rank = " --machine_rank $MACHINE_RANK" if config.num_nodes > 1 else ""
+    rank = " --machine_rank $MACHINE_RANK --main_process_ip $MAIN_IP" if config.num_nodes > 1 else ""
     commands["train"] = (
         f"accelerate launch --config_file {config_path}{rank} -m tbrl_lib.train.run "
         f"--preset {config.name} --out {out_dir}"

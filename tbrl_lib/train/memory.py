@@ -118,6 +118,14 @@ class MemoryPlan:
         return "\n".join(lines)
 
 
+def plan_text(config: TrainConfig) -> str:
+    """The plan's table, or one line saying why there is none (e.g. a model of unknown shape)."""
+    try:
+        return plan_memory(config).table()
+    except ValueError as exc:
+        return f"no memory plan for {config.name}: {exc}"
+
+
 def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryPlan:
     """Per-GPU memory estimate of `config` (see the module docstring for the rules)."""
     shape = shape or model_shape(config.model)

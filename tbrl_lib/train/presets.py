@@ -114,7 +114,7 @@ class TrainConfig:
     vllm_server_nodes: int = 0
     """Nodes running `trl vllm-serve` (vllm-server backend); not counted in `num_nodes`."""
     vllm_server_url: str | None = None
-    """Base URL of the vLLM server (vllm-server backend), e.g. http://node4:8000."""
+    """Base URL of the vLLM server (vllm-server backend), e.g. http://node4:8000; $VARS are expanded."""
 
     # --- sandboxes
     sandbox_concurrency: int = 32

@@ -119,3 +119,27 @@ def _jsonable(value: Any) -> bool:
         return True
     except TypeError:
         return False
+
+
+def load_metrics(run_dir: Path):
+    """`metrics.jsonl` of a run as a pandas DataFrame (one row per logged step)."""
+    import pandas as pd
+
+    lines = (Path(run_dir) / "metrics.jsonl").read_text().splitlines()
+    return pd.DataFrame([json.loads(line) for line in lines if line.strip()])
+
+
+def rollouts_frame(run_dir: Path, reply_chars: int = 160):
+    """Every saved rollout: task, reward, termination, turns, tokens, the first reply's start."""
+    import pandas as pd
+
+    rows = []
+    for path in sorted((Path(run_dir) / "trajectories").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            replies = [m["content"] for m in r["details"].get("messages", []) if m["role"] == "assistant"]
+            rows.append({"file": path.name, "task_id": r["task_id"], "reward": r["reward"],
+                         "infra_error": r["infra_error"], "termination": r["termination"], "turns": r["turns"],
+                         "completion_tokens": len(r["completion_ids"]), "assistant_tokens": sum(r["env_mask"]),
+                         "first_reply": (replies[0][:reply_chars] if replies else "")})
+    return pd.DataFrame(rows)

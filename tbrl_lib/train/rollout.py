@@ -123,7 +123,7 @@ class RolloutRunner:
 
     def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
         tasks = [self.index.task_for(p) for p in prompts]
-        rollouts = asyncio.run(self.run_all(tasks))
+        rollouts = run_coroutine(self.run_all(tasks))
         self.calls += 1
         step = getattr(getattr(trainer, "state", None), "global_step", self.calls)
         if self.trajectories_dir is not None:
@@ -230,6 +230,18 @@ def save_rollouts(rollouts: list[Rollout], path: Path) -> None:
     with path.open("w") as fh:
         for r in rollouts:
             fh.write(json.dumps(asdict(r), default=str) + "\n")
+
+
+def run_coroutine(coro: Any) -> Any:
+    """`asyncio.run(coro)`, also from inside a running loop (Jupyter): then on a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _mean(values) -> float:

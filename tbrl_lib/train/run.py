@@ -78,26 +78,26 @@ def grpo_args(config: TrainConfig, out_dir: Path):
 
     cpu = config.gpus_per_node == 0
     vllm = config.generation_backend.startswith("vllm")
-    kwargs: dict[str, Any] = dict(
-        output_dir=str(out_dir / "checkpoints"), max_steps=config.max_steps,
-        learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm,
-        per_device_train_batch_size=config.per_device_batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        num_generations=config.num_generations, temperature=config.temperature, top_p=config.top_p,
-        max_completion_length=config.max_context_tokens, loss_type=config.loss_type, beta=config.beta,
-        bf16=config.dtype == "bf16" and not cpu, fp16=config.dtype == "fp16", use_cpu=cpu,
-        gradient_checkpointing=config.gradient_checkpointing, seed=config.seed,
-        logging_steps=1, report_to=[], disable_tqdm=False, save_strategy="steps" if config.save_steps else "no",
-        save_steps=config.save_steps or 500, shuffle_dataset=False, dataloader_num_workers=0,
-        use_vllm=vllm, log_completions=False,
-    )
+    kwargs: dict[str, Any] = {
+        "output_dir": str(out_dir / "checkpoints"), "max_steps": config.max_steps,
+        "learning_rate": config.learning_rate, "max_grad_norm": config.max_grad_norm,
+        "per_device_train_batch_size": config.per_device_batch_size,
+        "gradient_accumulation_steps": config.gradient_accumulation_steps,
+        "num_generations": config.num_generations, "temperature": config.temperature, "top_p": config.top_p,
+        "max_completion_length": config.max_context_tokens, "loss_type": config.loss_type, "beta": config.beta,
+        "bf16": config.dtype == "bf16" and not cpu, "fp16": config.dtype == "fp16", "use_cpu": cpu,
+        "gradient_checkpointing": config.gradient_checkpointing, "seed": config.seed,
+        "logging_steps": 1, "report_to": [], "disable_tqdm": False, "save_strategy": "steps" if config.save_steps else "no",
+        "save_steps": config.save_steps or 500, "shuffle_dataset": False, "dataloader_num_workers": 0,
+        "use_vllm": vllm, "log_completions": False,
+    }
     if vllm:
         kwargs.update(vllm_mode="colocate" if config.generation_backend == "vllm-colocate" else "server",
                       vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
                       vllm_tensor_parallel_size=config.vllm_tensor_parallel_size,
                       vllm_max_model_length=config.max_context_tokens)
         if config.vllm_server_url:
-            kwargs["vllm_server_base_url"] = config.vllm_server_url
+            kwargs["vllm_server_base_url"] = os.path.expandvars(config.vllm_server_url)
     if cpu:
         kwargs["model_init_kwargs"] = {"dtype": "float32"}
     elif config.dtype == "bf16":
@@ -109,17 +109,14 @@ def train(preset: str = "cpu-smoke", overrides: dict[str, Any] | None = None,
           out_dir: str | Path = "", config: TrainConfig | None = None) -> dict[str, Any]:
     """Run GRPO for `preset` (+ `overrides`); returns the summary also written to summary.json."""
     from tbrl_lib.notebook_tools import record_summary, run_dir
-    from tbrl_lib.train.memory import plan_memory
+    from tbrl_lib.train.memory import plan_text
     from tbrl_lib.train.reporting import MetricsWriter, plot_rewards, write_config
 
     config = config or load_preset(preset, overrides)
     out = run_dir(out_dir, f"train-{config.name}")
     started = time.monotonic()
     write_config(out / "config.json", config)
-    try:
-        (out / "memory_plan.txt").write_text(plan_memory(config).table() + "\n")
-    except ValueError as exc:  # unknown model shape: the run can still go on
-        (out / "memory_plan.txt").write_text(f"no plan: {exc}\n")
+    (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
     trainer, state = build_trainer(config, out)
     write_config(out / "config.json", config, trainer.args)
     writer = MetricsWriter(out / "metrics.jsonl", state.get("curriculum"))
@@ -225,28 +222,23 @@ def lora_config(config: TrainConfig):
 
 def prebuild_images(tasks: list, config: TrainConfig) -> None:
     """Build (or find cached) every task image before step 1, with progress."""
-    import asyncio
-
     from tqdm.auto import tqdm
 
     from tbrl_lib.sandbox import ensure_image
+    from tbrl_lib.train.rollout import run_coroutine
 
     async def build_all():
         for task in tqdm(tasks, desc="task images", leave=False):
             await ensure_image(task)
 
-    asyncio.run(build_all())
+    run_coroutine(build_all())
 
 
 def _close_sandbox_pools() -> None:
-    import asyncio
-
     from tbrl_lib.sandbox import close_pools
+    from tbrl_lib.train.rollout import run_coroutine
 
-    try:
-        asyncio.run(close_pools())
-    except RuntimeError:  # already inside a running loop (notebook): pools die with the process
-        pass
+    run_coroutine(close_pools())
 
 
 def _mean(values) -> float:

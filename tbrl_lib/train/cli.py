@@ -1,0 +1,79 @@
+"""`tbrl train ...`: run a preset, print its memory plan, write its launch files.
+
+    tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR]
+    tbrl train presets
+    tbrl train plan --preset 32xh100
+    tbrl train launch --preset 32xh100 --out launch/        (accelerate.yaml + commands.sh)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)
+
+
+def _config(preset: str, overrides: list[str]):
+    from tbrl_lib.train.presets import load_preset, parse_overrides
+
+    try:
+        return load_preset(preset, parse_overrides(overrides))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--preset/--set") from exc
+
+
+PresetOpt = typer.Option("cpu-smoke", "--preset", help="Preset name (see `tbrl train presets`).")
+SetOpt = typer.Option([], "--set", help="Override a setting: KEY=VALUE (YAML value).")
+
+
+@app.command("run")
+def run_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt,
+            out: str = typer.Option("", help="Run folder (default outputs/train-<preset>-<time>).")) -> None:
+    """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary."""
+    from tbrl_lib.train.run import train
+
+    config = _config(preset, overrides)
+    summary = train(config.name, out_dir=out, config=config)
+    for key, value in summary.items():
+        typer.echo(f"{key}: {value}")
+
+
+@app.command("presets")
+def presets_cmd() -> None:
+    """The shipped presets with their model, GPUs and rollouts per step."""
+    from tbrl_lib.train.presets import load_preset, preset_names
+
+    for name in preset_names():
+        c = load_preset(name)
+        gpus = "CPU" if c.gpus_per_node == 0 else f"{c.num_nodes}x{c.gpus_per_node} GPU"
+        typer.echo(f"{name:<10} {c.model:<16} {gpus:<10} {c.distributed:<6} {c.generation_backend:<14} "
+                   f"{c.tasks_per_step} tasks x {c.num_generations} rollouts/step")
+
+
+@app.command("plan")
+def plan_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt) -> None:
+    """Per-GPU memory estimate of a preset (weights, grads, optimizer, activations, logits, vLLM)."""
+    from tbrl_lib.train.memory import plan_memory
+
+    plan = plan_memory(_config(preset, overrides))
+    typer.echo(plan.table())
+    raise typer.Exit(0 if plan.fits else 1)
+
+
+@app.command("launch")
+def launch_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt,
+               out: Path = typer.Option(Path("launch"), help="Folder for accelerate.yaml and commands.sh.")) -> None:
+    """Write the accelerate config and the per-role commands for a (multi-node) preset."""
+    from tbrl_lib.train.launch import launch_commands, write_accelerate_config
+
+    config = _config(preset, overrides)
+    acc = write_accelerate_config(config, out / "accelerate.yaml")
+    commands = launch_commands(config, str(acc), out_dir=f"outputs/train-{config.name}")
+    lines = ["#!/usr/bin/env bash", "# Run each role on its machine; set MAIN_IP and MACHINE_RANK per node."]
+    lines += [f"# {role}\n{cmd}" for role, cmd in commands.items()]
+    (out / "commands.sh").write_text("\n".join(lines) + "\n")
+    typer.echo(f"wrote {acc} and {out / 'commands.sh'}")
+    for role, cmd in commands.items():
+        typer.echo(f"{role}: {cmd}")

@@ -1,0 +1,87 @@
+"""Batched generation on the trainer's model and the trainer policy's exact token ids."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tbrl_lib.policies.base import Conversation
+from tbrl_lib.train.episodes import TrainerPolicy
+from tbrl_lib.train.generation import BatchingGenerator, HFBackend, stop_token_ids
+from tests.train.test_rollout import make_task
+
+
+def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
+    backend = HFBackend(tiny_model, tiny_tokenizer, temperature=1.2)
+    generator = BatchingGenerator(backend, window_s=0.05)
+
+    async def main():
+        prompts = [[3, 5, 7], [3, 5, 8, 9, 10], [3, 6], [3, 5, 7, 7]]
+        try:
+            return await asyncio.gather(*(generator.generate(p, 6) for p in prompts))
+        finally:
+            await generator.aclose()
+
+    results = asyncio.run(main())
+    assert generator.calls == 1 and generator.batched_requests == 4
+    for r in results:
+        assert 1 <= len(r.ids) <= 6 and len(r.logprobs) == len(r.ids)
+        assert all(lp <= 0 for lp in r.logprobs)
+        assert r.stopped == (r.ids[-1] in backend.eos_ids)
+        assert all(t not in backend.eos_ids for t in r.ids[:-1])  # cut right after the first stop token
+
+
+def test_a_backend_failure_reaches_every_waiting_episode():
+    class Broken:
+        def generate(self, prompts, max_new_tokens):
+            raise RuntimeError("CUDA error: device lost")
+
+    generator = BatchingGenerator(Broken(), window_s=0.01)
+
+    async def main():
+        try:
+            return await asyncio.gather(*(generator.generate([1], 4) for _ in range(3)), return_exceptions=True)
+        finally:
+            await generator.aclose()
+
+    outcomes = asyncio.run(main())
+    assert all(isinstance(o, RuntimeError) and "device lost" in str(o) for o in outcomes)
+
+
+def test_stop_tokens_include_the_chat_end_token(tiny_tokenizer):
+    assert stop_token_ids(tiny_tokenizer) == [tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")]
+
+
+def test_trainer_policy_ids_equal_the_rendered_conversation(tiny_model, tiny_tokenizer):
+    # Prompt, a generated reply, an observation: the concatenated ids must be exactly what
+    # the chat template renders for the whole conversation (no re-tokenization drift).
+    policy = TrainerPolicy(tiny_tokenizer, BatchingGenerator(HFBackend(tiny_model, tiny_tokenizer, 1.0)), 512)
+    messages = [{"role": "system", "content": "t7"}, {"role": "user", "content": "t8 t9"}]
+    conversation = Conversation(task=make_task("a"), messages=list(messages))
+
+    async def turn():
+        try:
+            return await policy.generate(conversation, 5)
+        finally:
+            await policy.generator.aclose()
+
+    first = asyncio.run(turn())
+    assert first.env_ids == tiny_tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                                              tokenize=True, return_dict=False)
+    reply = [12, 13, tiny_tokenizer.eos_token_id]  # as if the model had written "t12 t13" and stopped
+    conversation.token_ids = first.env_ids + reply
+    conversation.messages += [{"role": "assistant", "content": "t12 t13"}, {"role": "user", "content": "t20"}]
+    env = policy.env_ids(conversation)
+    whole = tiny_tokenizer.apply_chat_template(conversation.messages, add_generation_prompt=True,
+                                               tokenize=True, return_dict=False)
+    assert conversation.token_ids + env == whole
+
+
+def test_context_overflow_is_raised_before_generating(tiny_model, tiny_tokenizer):
+    from tbrl_lib.policies.base import ContextOverflow
+
+    policy = TrainerPolicy(tiny_tokenizer, BatchingGenerator(HFBackend(tiny_model, tiny_tokenizer, 1.0)), 4)
+    conversation = Conversation(task=make_task("a"), messages=[{"role": "user", "content": "t8 t9 t10"}])
+    with pytest.raises(ContextOverflow, match="the context holds 4"):
+        asyncio.run(policy.generate(conversation, 5))

@@ -1,0 +1,36 @@
+"""End to end: `train()` on the tiny model with real Docker sandboxes leaves a run folder
+that explains itself (config, metrics with prefixed names, trajectories, plot, summary)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
+    from tbrl_lib.train.reporting import load_metrics, rollouts_frame
+    from tbrl_lib.train.run import train
+
+    out = tmp_path / "run"
+    summary = train("cpu-smoke", {"max_steps": 1, "task_ids": ["count-error-lines"], "num_generations": 2,
+                                  "gradient_accumulation_steps": 2, "max_new_tokens_per_turn": 16,
+                                  "max_turns": 1}, out)
+    assert summary["steps"] == 1 and summary["rollouts"] == 2
+    assert 0.0 <= summary["mean_reward"] <= 1.0 and summary["infra_error_rate"] == 0.0
+    for name in ["config.json", "metrics.jsonl", "reward.png", "summary.json", "memory_plan.txt"]:
+        assert (out / name).is_file(), name
+    config = json.loads((out / "config.json").read_text())
+    assert config["tbrl"]["num_generations"] == 2 and config["trl"]["num_generations"] == 2
+    metrics = load_metrics(out)
+    prefixes = ("train/", "rollout/", "reward/", "sandbox/", "curriculum/")
+    assert all(c == "step" or c.startswith(prefixes) for c in metrics.columns)
+    assert {"train/loss", "rollout/turns", "reward/tests_score", "sandbox/startup_seconds"} <= set(metrics.columns)
+    rollouts = rollouts_frame(out)
+    assert len(rollouts) == 2 and set(rollouts.task_id) == {"count-error-lines"}
+    assert (rollouts.completion_tokens >= rollouts.assistant_tokens).all()
+    # every container of the run is gone
+    leftovers = docker_client.containers.list(all=True, filters={"label": "tbrl.run"})
+    assert not [c for c in leftovers if c.labels.get("tbrl.run", "").startswith("train-cpu-smoke")]
