@@ -49,7 +49,8 @@ def decode_utf8(data: bytes, location: str, field: str) -> str:
 
 def write_text(path: Path, text: str) -> None:
     """Write text exactly (no newline translation); `.sh` files become executable."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():  # a stat is cheaper than mkdir on an existing directory
+        path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(text)
     if path.suffix == ".sh":

@@ -21,7 +21,6 @@ files (reported as non-UTF-8). TOML has no null, so metadata holding None cannot
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -60,7 +59,7 @@ def read_harbor_dir(root: Path) -> Task:
     """Read one Harbor task directory; any problem is a `TaskFormatError` naming the file."""
     loc = str(root)
     config = parse_toml(read_text(root / "task.toml", loc, "task.toml"), loc, "task.toml")
-    rest = copy.deepcopy(config)
+    rest = config  # tomllib returns a fresh dict; popped apart below
     if rest.get("version") == HARBOR_VERSION:
         del rest["version"]
     meta = _pop_table(rest, "metadata", loc)

@@ -11,6 +11,7 @@ sum.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import re
@@ -170,13 +171,20 @@ def test_function_names(source: str) -> list[str]:
     """Names of top-level `test_*` functions (and `Test*` class methods as `Class::test`).
 
     Falls back to a regex when the source does not parse, so a syntax error in a test
-    file is reported by the verifier (which runs it) rather than hidden here.
+    file is reported by the verifier (which runs it) rather than hidden here. Cached per
+    source text: a parse costs about a millisecond, and the same tests are validated and
+    scored many times (every format round trip, every rollout's reward).
     """
+    return list(_parsed_test_names(source))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_test_names(source: str) -> tuple[str, ...]:
     try:
         with _AST_LOCK:
             tree = ast.parse(source)
     except SyntaxError:
-        return re.findall(r"^(?:async\s+)?def\s+(test_\w*)\s*\(", source, flags=re.M)
+        return tuple(re.findall(r"^(?:async\s+)?def\s+(test_\w*)\s*\(", source, flags=re.M))
     names: list[str] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
@@ -185,7 +193,7 @@ def test_function_names(source: str) -> list[str]:
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
                     names.append(f"{node.name}::{item.name}")
-    return names
+    return tuple(names)
 
 
 # CPython 3.11's parser is not thread-safe ("AST constructor recursion depth mismatch"
