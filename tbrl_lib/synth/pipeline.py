@@ -237,4 +237,17 @@ class Pipeline:
 def run_pipeline(config: PipelineConfig, llm: StructuredLLM, validator: Validator,
                  existing: list[Task] | None = None, progress: bool = True) -> dict[str, Any]:
     """Synchronous entry point (CLI, notebook); see `Pipeline`."""
-    return asyncio.run(Pipeline(config, llm, validator, existing).run(progress))
+    return run_sync(lambda: Pipeline(config, llm, validator, existing).run(progress))
+
+
+def run_sync(make_coro: Callable[[], Awaitable[Any]]) -> Any:
+    """Run a coroutine to completion from sync code, also where an event loop is already
+    running in this thread (a Jupyter kernel): then it runs in a worker thread's own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make_coro())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make_coro())).result()

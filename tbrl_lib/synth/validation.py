@@ -21,7 +21,10 @@ from typing import Any
 import pandas as pd
 
 from tbrl_lib.tasks.model import Task
-from tbrl_lib.tasks.validate import ValidationConfig, ValidationResult, validate_task, validate_tasks
+from tbrl_lib.synth.pipeline import run_sync
+from tbrl_lib.tasks.validate import (
+    ValidationConfig, ValidationResult, validate_task, validate_tasks_async,
+)
 
 
 def task_validator(concurrency: int = 2, config: ValidationConfig | None = None):
@@ -49,8 +52,8 @@ def validate_many(tasks: list[Task], concurrency: int = 4, jsonl: str | Path | N
             sink.flush()
 
     try:
-        return validate_tasks(tasks, concurrency=concurrency, progress=progress,
-                              config=ValidationConfig(run_id="synth-validate"), on_result=record)
+        config = ValidationConfig(run_id="synth-validate")
+        return run_sync(lambda: validate_tasks_async(tasks, concurrency, config, progress, record))
     finally:
         if sink:
             sink.close()

@@ -1,0 +1,26 @@
+"""Fixtures for synth tests: a real validator that removes the task images it built."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def task_validator(docker_client, base_image):
+    """`tbrl_lib.synth.validation.task_validator`, recording tasks so their images go away."""
+    from tbrl_lib.sandbox.images import image_tag
+    from tbrl_lib.synth.validation import task_validator as make
+
+    seen = []
+    inner = make(concurrency=3)
+
+    async def validate(task):
+        seen.append(task)
+        return await inner(task)
+
+    yield validate
+    for task in seen:
+        try:
+            docker_client.images.remove(image_tag(task), force=True)
+        except Exception:  # already gone (or never built): nothing to clean
+            pass
