@@ -13,7 +13,7 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 # Smallest parameters per notebook; each notebook's owner keeps its line current.
 SMOKE_PARAMETERS: dict[str, dict] = {
-    "01_data_synthesis": {"n_tasks": 2},
+    "01_data_synthesis": {"n_tasks": 2, "llm_tasks": 0},
     "02_tool_design": {},
     "03_judge_comparison": {"attempts": 1},
     "04_train": {"preset": "cpu-smoke"},
