@@ -73,7 +73,11 @@ def read_harbor_dir(root: Path) -> Task:
         limits["test_timeout_sec"] = verifier.pop("timeout_sec")
     if "timeout_sec" in agent:
         limits["agent_timeout_sec"] = agent.pop("timeout_sec")
-    if isinstance(tbrl, dict) and "pids" in tbrl:
+    unknown = sorted(set(tbrl) - {"pids"}) if isinstance(tbrl, dict) else ["(not a table)"]
+    if unknown:
+        raise TaskFormatError(loc, "task.toml (metadata.tbrl)", f"unknown keys {unknown}",
+                              "tbrl reads only `pids` there; move other values to [metadata]")
+    if "pids" in tbrl:
         limits["pids"] = tbrl["pids"]
     image = env.pop("docker_image", None)
     leftovers = {name: table for name, table in

@@ -46,6 +46,8 @@ RESERVED_KEYS = {"instruction", "difficulty", "category", "tags", "max_agent_tim
 OWN_FILES = {"task.yaml", "Dockerfile", "docker-compose.yaml", "run-tests.sh", "solution.sh",
              "test_weights.json", "tests"}
 LIMIT_KEYS = ("build_timeout_sec", "cpus", "memory_mb", "storage_mb", "pids", "allow_internet")
+TBRL_KEYS = {"title", "use_case_category", "image", "created_at", "updated_at", "context_files_in_tests",
+             *LIMIT_KEYS}
 FIELD_NAMES = {
     "id": "directory name", "instruction": "task.yaml (instruction)", "difficulty": "task.yaml (difficulty)",
     "category": "task.yaml (category)", "tags": "task.yaml (tags)", "title": "task.yaml (tbrl.title)",
@@ -71,6 +73,10 @@ def read_tb1_dir(root: Path) -> Task:
     tbrl = config.get("tbrl") or {}
     if not isinstance(tbrl, dict):
         raise TaskFormatError(loc, "task.yaml (tbrl)", "is not a mapping", "write `tbrl:` as key: value lines")
+    unknown = sorted(set(tbrl) - TBRL_KEYS)
+    if unknown:
+        raise TaskFormatError(loc, "task.yaml (tbrl)", f"unknown keys {unknown}",
+                              f"use only {sorted(TBRL_KEYS)} there; put other values at the top level")
     if (root / "solution.yaml").exists():
         raise TaskFormatError(loc, "solution.yaml", "command-list solutions are not supported",
                               "write the solution as a bash script, solution.sh")

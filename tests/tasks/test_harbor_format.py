@@ -72,6 +72,8 @@ def test_unknown_task_toml_keys_are_kept_and_written_back(task_dir, tmp_path):
     (lambda d: (d / "task.toml").write_text((d / "task.toml").read_text().replace('"easy"', '"trivial"')),
      "metadata.difficulty", "Input should be"),
     (lambda d: (d / "solution/notes.txt").write_text("x"), "solution/notes.txt", "not supported"),
+    (lambda d: (d / "task.toml").write_text((d / "task.toml").read_text() + "\n[metadata.tbrl]\ncolour = 1\n"),
+     "metadata.tbrl", "unknown keys ['colour']"),
 ])
 def test_malformed_dir_error_names_file_field_and_problem(task_dir, mutate, field, problem):
     mutate(task_dir)

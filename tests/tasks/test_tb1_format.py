@@ -101,6 +101,8 @@ def test_tasks_tb1_cannot_hold_are_refused(tmp_path, task_changes, field, proble
     (lambda d: ((d / "tests/test_outputs.py").unlink(), (d / "run-tests.sh").unlink()),
      "tests/test_outputs.py", "missing"),
     (lambda d: (d / "solution.yaml").write_text("- command: ls\n"), "solution.yaml", "not supported"),
+    (lambda d: (d / "task.yaml").write_text("instruction: x\ntbrl:\n  colour: red\n"), "task.yaml (tbrl)",
+     "unknown keys ['colour']"),
 ])
 def test_malformed_dir_error_names_file_field_and_problem(task_dir, mutate, field, problem):
     mutate(task_dir)
