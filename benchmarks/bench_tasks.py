@@ -18,8 +18,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -27,8 +27,8 @@ from rich.table import Table
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tbrl_lib.tasks import load_tasks, write_tasks  # noqa: E402
-from tbrl_lib.tasks.model import _parsed_test_names  # noqa: E402  (cleared: time cold parses)
+from tbrl_lib.tasks import load_tasks, write_tasks
+from tbrl_lib.tasks.model import _parsed_test_names
 
 DEFAULT_CSV = REPO.parent / "shared" / "upstream" / "latest_verified.csv"
 
@@ -63,6 +63,21 @@ def baseline(csv_path: Path, out: Path) -> int:
     return len(frame)
 
 
+def stages(csv_path: Path, out: Path, workers: int, repeats: int, fresh) -> tuple[list[float], int]:
+    """Time each stage; returns [read csv, write harbor, read harbor, write parquet, read
+    parquet, csv->harbor->parquet total] and the number of tasks read back from Parquet."""
+    t_csv, result = timed(lambda: load_tasks(csv_path, progress=False), repeats)
+    tasks = result.tasks
+    t_wh, _ = timed(lambda: write_tasks(tasks, "harbor", out / f"harbor{next(fresh)}", workers=workers,
+                                        progress=False), repeats)
+    harbor_dir = next(out.glob("harbor*"))
+    t_rh, result = timed(lambda: load_tasks(harbor_dir, workers=workers, progress=False), repeats)
+    harbor_tasks = result.tasks
+    t_wp, _ = timed(lambda: write_tasks(harbor_tasks, "parquet", out / "t.parquet", progress=False), repeats)
+    t_rp, result = timed(lambda: load_tasks(out / "t.parquet", progress=False), repeats)
+    return [t_csv, t_wh, t_rh, t_wp, t_rp, t_csv + t_wh + t_rh + t_wp], len(result.tasks)
+
+
 def run(csv_path: Path, repeats: int, worker_counts: list[int], tmp_root: Path | None) -> Table:
     table = Table(title=f"{csv_path.name} -> Harbor dirs -> Parquet, median of {repeats} (seconds)")
     for column in ("pipeline", "read csv", "write harbor", "read harbor", "write parquet", "read parquet",
@@ -74,18 +89,9 @@ def run(csv_path: Path, repeats: int, worker_counts: list[int], tmp_root: Path |
         table.add_row("baseline (pandas, no checks)", "-", f"{base_time:.2f}", "-", "-", "-", f"{base_time:.2f}")
         for workers in worker_counts:
             out = Path(tmp) / f"w{workers}"
-            t_csv, result = timed(lambda: load_tasks(csv_path, progress=False), repeats)
-            tasks = result.tasks
-            t_wh, _ = timed(lambda: write_tasks(tasks, "harbor", out / f"harbor{next(fresh)}", workers=workers,
-                                                progress=False), repeats)
-            harbor_dir = next(out.glob("harbor*"))
-            t_rh, result = timed(lambda: load_tasks(harbor_dir, workers=workers, progress=False), repeats)
-            harbor_tasks = result.tasks
-            t_wp, _ = timed(lambda: write_tasks(harbor_tasks, "parquet", out / "t.parquet", progress=False), repeats)
-            t_rp, result = timed(lambda: load_tasks(out / "t.parquet", progress=False), repeats)
-            assert len(result.tasks) == len(tasks) == count, "tasks were lost on the way"
-            total = t_csv + t_wh + t_rh + t_wp
-            table.add_row(f"tbrl, {workers} worker(s)", *(f"{t:.2f}" for t in (t_csv, t_wh, t_rh, t_wp, t_rp, total)))
+            times, count_back = stages(csv_path, out, workers, repeats, fresh)
+            assert count_back == count, "tasks were lost on the way"
+            table.add_row(f"tbrl, {workers} worker(s)", *(f"{t:.2f}" for t in times))
         size_kb = (out / "t.parquet").stat().st_size / 1024
         table.caption = (f"{count} tasks; parquet {size_kb:,.0f} KiB; task dirs under {tmp_root or tempfile.gettempdir()}"
                          "; writing dirs is file-system bound (compare with the baseline row)")

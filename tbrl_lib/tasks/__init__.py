@@ -7,7 +7,14 @@ Public API: `Task` (model.py), `load_tasks(path, mode)` -> `LoadResult(tasks, re
 """
 
 from tbrl_lib.tasks.errors import LoadReport, LoadResult, TaskFormatError
-from tbrl_lib.tasks.loader import FORMATS, WriteReport, convert, detect_format, load_tasks, write_tasks
+from tbrl_lib.tasks.loader import (
+    FORMATS,
+    WriteReport,
+    convert,
+    detect_format,
+    load_tasks,
+    write_tasks,
+)
 from tbrl_lib.tasks.model import Difficulty, Environment, Limits, Provenance, Task, Tests
 from tbrl_lib.tasks.weights import weighted_score
 

@@ -9,8 +9,9 @@ them into a `LoadReport` instead, so nothing is ever dropped without a recorded 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 

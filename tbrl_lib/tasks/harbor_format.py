@@ -30,7 +30,14 @@ from pydantic import ValidationError
 
 from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
 from tbrl_lib.tasks.files import (
-    check_file_tree, collect_files, parse_json_object, parse_toml, parse_weights, read_text, write_files, write_text,
+    check_file_tree,
+    collect_files,
+    parse_json_object,
+    parse_toml,
+    parse_weights,
+    read_text,
+    write_files,
+    write_text,
 )
 from tbrl_lib.tasks.model import Limits, Task
 from tbrl_lib.tasks.standard_files import harbor_test_sh

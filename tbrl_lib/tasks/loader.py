@@ -14,10 +14,11 @@ bar; the CSV and Parquet row conversions are cheap and run in order.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Literal, Sequence, TypeVar
+from typing import Literal, TypeVar
 
 from tqdm.auto import tqdm
 

@@ -32,8 +32,15 @@ from pydantic import ValidationError
 
 from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
 from tbrl_lib.tasks.files import (
-    check_file_tree, collect_files, dump_yaml, parse_json_object, parse_weights, parse_yaml_mapping, read_text,
-    write_files, write_text,
+    check_file_tree,
+    collect_files,
+    dump_yaml,
+    parse_json_object,
+    parse_weights,
+    parse_yaml_mapping,
+    read_text,
+    write_files,
+    write_text,
 )
 from tbrl_lib.tasks.model import Limits, Task
 from tbrl_lib.tasks.standard_files import TB1_RUN_TESTS, tb1_compose

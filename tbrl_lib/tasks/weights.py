@@ -26,7 +26,8 @@ from __future__ import annotations
 import json
 import sys
 import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; keeps the module stdlib-only at runtime
     from tbrl_lib.tasks.model import Tests

@@ -130,7 +130,7 @@ def test_generated_test_sh_writes_weighted_reward_in_a_container(docker_client, 
     try:
         assert container.put_archive("/", archive.getvalue())
         container.exec_run(["bash", "-c", "mkdir -p /app && printf 'wrong\\n' > /app/out.txt"])
-        code, output = container.exec_run(["bash", "/tests/test.sh"])
+        _, output = container.exec_run(["bash", "/tests/test.sh"])
         _, reward = container.exec_run(["cat", "/logs/verifier/reward.txt"])
         assert float(reward.decode()) == pytest.approx(0.3), output.decode()[-2000:]
         container.exec_run(["bash", "-c", "printf 'hello\\n' > /app/out.txt"])

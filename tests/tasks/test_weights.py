@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib.tasks import weights as weights_module
 from tbrl_lib.tasks import model
+from tbrl_lib.tasks import weights as weights_module
 from tbrl_lib.tasks.weights import function_key, outcomes_from_junit_xml, weighted_score
 
 PYTEST_SOURCE = """
@@ -88,7 +88,7 @@ def run_pytest_junit(tmp_path: Path) -> Path:
     test_file.write_text(PYTEST_SOURCE)
     junit = tmp_path / "junit.xml"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-                    str(test_file)], cwd=tmp_path, capture_output=True, timeout=120)
+                    str(test_file)], cwd=tmp_path, capture_output=True, timeout=120, check=False)
     return junit
 
 
@@ -105,7 +105,7 @@ def test_script_mode_writes_reward_file(tmp_path):
     (tmp_path / "w.json").write_text('{"test_a": 0.5, "TestGroup::test_inner": 0.3, "test_b": 0.2}')
     reward_file = tmp_path / "reward.txt"
     done = subprocess.run([sys.executable, weights_module.__file__, str(junit), str(tmp_path / "w.json"),
-                           str(reward_file)], capture_output=True, text=True, timeout=60)
+                           str(reward_file)], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert float(reward_file.read_text()) == pytest.approx(0.8)
 
@@ -114,6 +114,6 @@ def test_script_mode_scores_zero_without_a_report(tmp_path):
     reward_file = tmp_path / "reward.txt"
     done = subprocess.run([sys.executable, weights_module.__file__, str(tmp_path / "missing.xml"),
                            str(tmp_path / "no-weights.json"), str(reward_file)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and float(reward_file.read_text()) == 0.0
     assert "no usable JUnit report" in done.stderr
