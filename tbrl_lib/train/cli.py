@@ -26,6 +26,7 @@ def _config(preset: str, overrides: list[str]):
 
 PresetOpt = typer.Option("cpu-smoke", "--preset", help="Preset name (see `tbrl train presets`).")
 SetOpt = typer.Option([], "--set", help="Override a setting: KEY=VALUE (YAML value).")
+LaunchOutOpt = typer.Option(Path("launch"), "--out", help="Folder for accelerate.yaml and commands.sh.")
 
 
 @app.command("run")
@@ -64,7 +65,7 @@ def plan_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt) -> None:
 
 @app.command("launch")
 def launch_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt,
-               out: Path = typer.Option(Path("launch"), help="Folder for accelerate.yaml and commands.sh.")) -> None:
+               out: Path = LaunchOutOpt) -> None:
     """Write the accelerate config and the per-role commands for a (multi-node) preset."""
     from tbrl_lib.train.launch import launch_commands, write_accelerate_config
 
