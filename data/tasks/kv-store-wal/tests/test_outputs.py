@@ -75,7 +75,7 @@ def test_corruption_detected():
 
 def test_compact():
     d = tempfile.mkdtemp()
-    for i in range(30):
+    for i in range(10):
         kv(d, "set", f"key{i % 4}", f"value{i}")
     kv(d, "delete", "key2")
     before = kv(d, "list").stdout
