@@ -16,8 +16,8 @@ TAG = TEXT.filter(lambda s: s and s == s.strip() and "|" not in s)
 # Reserved by some format for its own keys: metadata keys get a prefix so they never clash.
 META_VALUE = st.recursive(
     st.text(st.characters(blacklist_categories=("Cs",)), max_size=10)
-    | st.integers(-(2**62), 2**62) | st.booleans(),
-    lambda inner: st.lists(inner, max_size=3), max_leaves=5,
+    | st.integers(-(2**62), 2**62) | st.booleans() | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(NAME, inner, max_size=2), max_leaves=5,
 )
 def _is_tree(files: dict[str, str]) -> bool:
     """No path is both a file and a directory (no filesystem can hold that; writers refuse it)."""
