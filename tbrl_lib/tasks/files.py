@@ -149,8 +149,13 @@ def _is_bytecode(rel: str) -> bool:
 
 
 def check_file_tree(files: dict[str, str], location: str, field: str) -> None:
-    """A directory cannot hold both `a` and `a/b`: such a file set is a `TaskFormatError`."""
+    """A directory cannot hold both `a` and `a/b`, and bytecode is never written: either is
+    a `TaskFormatError`."""
     dirs = {"/".join(rel.split("/")[:cut]) for rel in files for cut in range(1, rel.count("/") + 1)}
+    bytecode = sorted(rel for rel in files if _is_bytecode(rel))
+    if bytecode:  # readers ignore these, so writing them would not round-trip
+        raise TaskFormatError(location, f"{field} ({bytecode[0]})", "is Python bytecode",
+                              "drop compiled files; they are regenerated when the code runs")
     clash = sorted(set(files) & dirs)
     if clash:
         raise TaskFormatError(location, f"{field} ({clash[0]})", "is both a file and a directory",

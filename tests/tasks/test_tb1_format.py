@@ -76,6 +76,7 @@ def test_prebuilt_image_only(tmp_path):
     ({"metadata": {"difficulty": "x"}}, "metadata", "collide"),
     ({"environment": {"dockerfile": "FROM a\n", "files": {"run-tests.sh": ""}}}, "run-tests.sh", "collides"),
     ({"environment": {"dockerfile": "FROM a\n", "files": {"a": "", "a/b": ""}}}, "(a)", "both a file and a directory"),
+    ({"environment": {"dockerfile": "FROM a\n", "files": {"__pycache__/m.pyc": ""}}}, "__pycache__", "bytecode"),
 ])
 def test_tasks_tb1_cannot_hold_are_refused(tmp_path, task_changes, field, problem):
     with pytest.raises(TaskFormatError) as err:
