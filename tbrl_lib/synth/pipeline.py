@@ -71,6 +71,10 @@ class PipelineConfig:
             Difficulty(difficulty)  # raises naming the bad value
 
 
+INFRA_RETRIES = 1
+"""Extra validation attempts when the validator reports an infrastructure error."""
+
+
 def slot_id(index: int, category: str, difficulty: str) -> str:
     return f"{index:04d}-{category}-{difficulty.replace('_', '-')}"
 
@@ -151,7 +155,7 @@ class Pipeline:
                         f"near-duplicate of {twin} (instruction similarity {sim:.2f})"])
                 self._step(state, "validate", "built", [])
             elif state["stage"] == "validate":
-                verdict = await self.validator(self._task(state))
+                verdict = await self._validate(self._task(state))
                 if verdict.ok:
                     self._step(state, "review", "validated", [])
                 else:
@@ -162,6 +166,16 @@ class Pipeline:
                     return self._finish(state, "accepted", [review.get("summary", "")])
                 self._step(state, "build", "critic found issues",
                            review["issues"] or ["critic: not aligned"], repair=True)
+
+    async def _validate(self, task: Task) -> Verdict:
+        """The validator's verdict; an infrastructure error (Docker failed, nothing is known
+        about the task) is retried instead of being blamed on the builder."""
+        for attempt in range(INFRA_RETRIES + 1):
+            verdict = await self.validator(task)
+            if getattr(verdict, "verdict", None) != "error":
+                return verdict
+        raise RuntimeError(f"validation of {task.id} hit infrastructure errors "
+                           f"{INFRA_RETRIES + 1} times: {'; '.join(verdict.reasons)}")
 
     def _step(self, state: dict[str, Any], next_stage: str, outcome: str, notes: list[str],
               repair: bool = False) -> None:

@@ -5,8 +5,8 @@ Three task requests, told apart by category:
 - `text-processing`: a good task, accepted on the first build;
 - `file-operations`: the first build's solution is wrong (validation fails), the repair
   passes validation but the critic finds a gap, the third build is accepted;
-- `debugging`: every build has a test that already passes on the untouched environment,
-  so validation fails every round and the task is rejected.
+- `debugging`: every build's image fails to build (its Dockerfile checks for a file
+  that is not there), so validation fails every round and the task is rejected.
 """
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ REPAIR = [
           "awk '{s+=$1} END {print s}' /app/data/nums.txt > /app/sum.txt\n"),
 ]
 
-REJECT = _task(
-    "Make sure /app/data/config.txt exists.", {"config.txt": "x=1\n"},
-    "import os\n\ndef test_exists():\n    assert os.path.exists('/app/data/config.txt')\n",
-    {"test_exists": 1.0}, "true\n")
+REJECT = {**_task(
+    "Write the value of x from /app/data/config.txt to /app/x.txt.", {"config.txt": "x=1\n"},
+    "from pathlib import Path\n\ndef test_x():\n    assert Path('/app/x.txt').read_text().strip() == '1'\n",
+    {"test_x": 1.0}, "cut -d= -f2 /app/data/config.txt > /app/x.txt\n"),
+    "dockerfile": DOCKERFILE + "RUN test -f /app/data/settings.ini\n"}
 
 PROPOSALS = {
     "text-processing": {"title": "Count lines", "summary": "count lines of a file",
