@@ -148,6 +148,7 @@ SCRIPT = '''
 """Summarise a scores CSV (name,team,score): per-team count, mean and best player."""
 import csv
 import json
+import math
 import sys
 
 
@@ -163,7 +164,7 @@ def summarize(path):
     out = {{}}
     for team in {ORDER}:
         entries = teams[team]
-        total = sum(s for s, _ in entries)
+        total = math.fsum(s for s, _ in entries)
         best = entries[0]
         for entry in entries[1:]:
             if {BEST}:
