@@ -79,7 +79,7 @@ async def _turn(traj: Trajectory, conversation: Conversation, policy: Policy, to
     try:
         gen = await asyncio.wait_for(policy.generate(conversation, min(limits.max_tokens_per_turn, budget)),
                                      timeout=max(time_left(), 0.001))
-    except (asyncio.TimeoutError, TimeoutError) as exc:
+    except TimeoutError as exc:
         raise EpisodeEnd(Termination.time_limit, "the time limit passed while the policy was generating") from exc
     except ContextOverflow as exc:
         raise EpisodeEnd(Termination.context_overflow, str(exc)) from exc

@@ -71,7 +71,7 @@ def parse_actions(text: str) -> ParseResult:
     """All tags of one assistant reply, as actions or errors. Never raises."""
     try:
         return _parse(text if isinstance(text, str) else str(text))
-    except Exception as exc:  # a bug here must not kill a rollout; the model sees it
+    except Exception as exc:  # noqa: BLE001 - a parser bug must not kill a rollout; the model sees it
         return ParseResult([ParseError("reply", 1, f"internal parser error ({type(exc).__name__}: {exc})")])
 
 
@@ -188,7 +188,7 @@ def _one_tag(name: str, attributes: str, body: str, index: int) -> Action | Pars
 class _NoAliasLoader(yaml.SafeLoader):
     """SafeLoader without anchors/aliases: no exponential expansion, and `*.py` gets a hint."""
 
-    def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML signature
+    def compose_node(self, parent, index):
         if self.check_event(yaml.events.AliasEvent):
             event = self.peek_event()
             raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed; "
@@ -197,12 +197,12 @@ class _NoAliasLoader(yaml.SafeLoader):
 
 
 def _load_yaml(body: str) -> Any:
-    return yaml.load(_body_lines(body), Loader=_NoAliasLoader)  # noqa: S506 - safe loader subclass
+    return yaml.load(_body_lines(body), Loader=_NoAliasLoader)
 
 
 def _body_lines(body: str) -> str:
     """The body as YAML text: the newline after the tag dropped, common indentation removed."""
-    text = body[1:] if body.startswith("\n") else body
+    text = body.removeprefix("\n")
     return textwrap.dedent(text)
 
 
@@ -275,7 +275,7 @@ def _did_you_mean(word: str, options: list[str]) -> str:
 
 
 def _guess_mode(body: str) -> str | None:
-    found = re.search(r"^\s*action:\s*['\"]?(\w+)", body, flags=re.M)
+    found = re.search(r"^\s*action:\s*['\"]?(\w+)", body, flags=re.MULTILINE)
     return found.group(1) if found else None
 
 

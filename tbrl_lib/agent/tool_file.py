@@ -12,7 +12,14 @@ from __future__ import annotations
 import difflib
 import posixpath
 
-from tbrl_lib.agent.actions import EditSpec, FileEdit, FileMetadata, FileMultiEdit, FileRead, FileWrite
+from tbrl_lib.agent.actions import (
+    EditSpec,
+    FileEdit,
+    FileMetadata,
+    FileMultiEdit,
+    FileRead,
+    FileWrite,
+)
 from tbrl_lib.agent.config import ToolConfig
 from tbrl_lib.agent.tool_base import PathInfo, ToolError, probe, q
 from tbrl_lib.sandbox.base import Sandbox

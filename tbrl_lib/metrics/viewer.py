@@ -35,9 +35,10 @@ def header_html(traj: Trajectory) -> str:
 def turn_html(traj: Trajectory, index: int) -> str:
     """One turn (0-based `index`) as HTML."""
     turn = traj.turns[index]
-    parts = [f"<div><b>Turn {turn.index}</b> &middot; policy {turn.policy_seconds:.2f}s &middot; tools "
-             f"{turn.tools_seconds:.2f}s &middot; prompt {turn.prompt_tokens:,} / reply {turn.completion_tokens:,} "
-             f"tokens{' &middot; finish: ' + html.escape(turn.finish_reason) if turn.finish_reason else ''}</div>"]
+    finish = f" &middot; finish: {html.escape(turn.finish_reason)}" if turn.finish_reason else ""
+    parts = [(f"<div><b>Turn {turn.index}</b> &middot; policy {turn.policy_seconds:.2f}s &middot; tools "
+              f"{turn.tools_seconds:.2f}s &middot; prompt {turn.prompt_tokens:,} / reply {turn.completion_tokens:,} "
+              f"tokens{finish}</div>")]
     if turn.thinking:
         parts.append(_block("thinking", turn.thinking, "thinking"))
     visible, _ = visible_text(turn.assistant)

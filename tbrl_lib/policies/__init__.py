@@ -39,4 +39,4 @@ def make_policy(spec: str, **kwargs: Any) -> Policy:
                      "(e.g. openai:http://localhost:8000/v1+Qwen/Qwen3-8B)")
 
 
-__all__ = ["ContextOverflow", "Conversation", "Generation", "Policy", "PolicyError", "SPEC_HELP", "make_policy"]
+__all__ = ["SPEC_HELP", "ContextOverflow", "Conversation", "Generation", "Policy", "PolicyError", "make_policy"]

@@ -76,6 +76,9 @@ class OpenAIPolicy:
                                       "far (chat template drift); ids dropped for this rollout")
         else:
             gen.env_ids, gen.completion_ids = prompt_ids[len(so_far):], completion_ids
+            content = ((data["choices"][0].get("logprobs") or {}).get("content")) or []
+            if len(content) == len(completion_ids):  # vLLM with logprobs=True: one entry per token
+                gen.logprobs = [entry["logprob"] for entry in content]
 
 
 class AnthropicPolicy:

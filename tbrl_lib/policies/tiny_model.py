@@ -33,9 +33,9 @@ CHAT_TEMPLATE = (
     "{%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\\n\\n</think>\\n\\n' -}}{%- endif -%}"
     "{%- endif -%}"
 )
-MODEL_CONFIG = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                    num_key_value_heads=2, head_dim=16, max_position_embeddings=32768, tie_word_embeddings=True,
-                    rope_theta=1_000_000.0)
+MODEL_CONFIG = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 32768,
+                "tie_word_embeddings": True, "rope_theta": 1_000_000.0}
 VOCAB_SIZE = 2048
 
 

@@ -15,16 +15,16 @@ def toy_task(solution: str | None = None, task_id: str = "agent-toy", timeout: f
     tests = Tests(pytest="from pathlib import Path\n\n\ndef test_answer():\n"
                          "    assert Path('/app/answer.txt').read_text().strip() == '42'\n")
     return Task(id=task_id, instruction="Write the number 42 to /app/answer.txt.",
-                environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
+                environment=Environment(image="tbrl/base:trixie"),
                 tests=tests, solution=solution, limits={"agent_timeout_sec": timeout})
 
 
 def in_sandbox(coro_fn, task: Task | None = None):
     """Run `await coro_fn(sandbox)` inside a fresh sandbox and return its result."""
-    from tbrl_lib.sandbox import open_sandbox
+    from tbrl_lib.sandbox import SandboxConfig, open_sandbox
 
-    async def main():
-        async with open_sandbox(task or toy_task()) as sandbox:
+    async def main():  # a generous start timeout: the shared test machine is often busy
+        async with open_sandbox(task or toy_task(), SandboxConfig(start_timeout_s=300)) as sandbox:
             return await coro_fn(sandbox)
 
     return asyncio.run(main())

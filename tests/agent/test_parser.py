@@ -101,7 +101,7 @@ _tagged = st.builds(
 )
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.text(max_size=60), _tagged), max_size=6).map("".join))
 def test_never_raises_and_every_error_is_explained(text):
     result = parse_actions(text)

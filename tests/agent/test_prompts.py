@@ -29,7 +29,7 @@ def test_every_tag_mode_and_field_is_documented():
 
 def test_every_example_in_the_prompt_parses_and_covers_every_mode():
     prompt = system_prompt()
-    blocks = [m.group(0) for m in re.finditer(r"^<(\w+)>\n.*?^</\1>$", prompt, flags=re.S | re.M)]
+    blocks = [m.group(0) for m in re.finditer(r"^<(\w+)>\n.*?^</\1>$", prompt, flags=re.DOTALL | re.MULTILINE)]
     result = parse_actions("\n".join(blocks))
     assert not result.errors, result.errors[0].message
     covered = {action.kind for action in result.actions}
@@ -40,7 +40,7 @@ def test_every_example_in_the_prompt_parses_and_covers_every_mode():
 
 def test_only_documented_tags_exist():
     prompt = system_prompt()
-    written = set(re.findall(r"^<(\w+)>$", prompt, flags=re.M))
+    written = set(re.findall(r"^<(\w+)>$", prompt, flags=re.MULTILINE))
     assert written == set(ACTION_TAGS)
 
 

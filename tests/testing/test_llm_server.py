@@ -61,10 +61,9 @@ def test_anthropic_tool_use_for_structured_output():
     (Reply.server_error(), anthropic.InternalServerError),
 ])
 def test_anthropic_faults_raise_the_sdk_error_without_retries(fault, error):
-    with LLMServer([fault]) as server:
-        with pytest.raises(error) as info:
-            _anthropic(server, max_retries=0).messages.create(
-                model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    with LLMServer([fault]) as server, pytest.raises(error) as info:
+        _anthropic(server, max_retries=0).messages.create(
+            model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}])
     assert info.value.status_code == fault.status
     if fault.status == 529:
         assert info.value.body["error"]["type"] == "overloaded_error"
