@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass, field
 
 import docker
-from docker.errors import DockerException, NotFound
+from docker.errors import NotFound
 
 LABEL_OWNER = "tbrl.owner"
 LABEL_RUN = "tbrl.run"
@@ -165,21 +165,21 @@ def reap(client: docker.DockerClient, foreign: bool = False) -> ReapReport:
                 report.containers.append(c["Id"][:12])
             except NotFound:
                 pass
-            except DockerException as err:
+            except Exception as err:  # keep reaping the rest; report what failed
                 report.errors.append(f"container {c['Id'][:12]}: {err}")
     for n in client.api.networks(filters=flt):
         if _should_remove(n.get("Labels") or {}, foreign, report):
             try:
                 client.api.remove_network(n["Id"])
                 report.networks.append(n["Name"])
-            except DockerException as err:
+            except Exception as err:
                 report.errors.append(f"network {n['Name']}: {err}")
     for v in (client.api.volumes(filters=flt) or {}).get("Volumes") or []:
         if _should_remove(v.get("Labels") or {}, foreign, report):
             try:
                 client.api.remove_volume(v["Name"], force=True)
                 report.volumes.append(v["Name"])
-            except DockerException as err:
+            except Exception as err:
                 report.errors.append(f"volume {v['Name']}: {err}")
     return report
 

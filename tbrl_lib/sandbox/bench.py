@@ -1,0 +1,172 @@
+"""`tbrl bench sandbox`: the sandbox's costs, each next to the upstream way, in one run.
+
+Rows (median and p90 where it is a latency):
+- per-command cost of a trivial command: persistent shell vs a fresh `docker exec`;
+- container ready for its first command: cold start (create + start + shell) vs a warm
+  pool hand-off; teardown (forced remove);
+- rollouts/hour of a scripted 20-command episode at each concurrency level: tbrl
+  (start, persistent shell, remove) vs upstream (`docker run` with default settings,
+  one `docker exec` per command, `docker rm -f`).
+
+Everything runs on the offline base image and removes what it creates. Numbers depend on
+the machine and on whatever else runs on it; compare columns of one run, not runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+from tqdm import tqdm
+
+from tbrl_lib.sandbox import base_images, engine
+from tbrl_lib.sandbox.config import SandboxConfig
+from tbrl_lib.sandbox.container import DockerSandbox
+from tbrl_lib.sandbox.pool import SandboxPool
+from tbrl_lib.sandbox.reaper import LABEL_OWNER, LABEL_RUN, owner_label
+from tbrl_lib.tasks.model import Environment, Limits, Task, Tests
+
+EPISODE = [
+    "cd /app", "mkdir -p work && cd work", "echo 'hello world' > a.txt", "cat a.txt",
+    "ls -la", "wc -c a.txt", "export STEP=7", "echo $STEP", "grep -c hello a.txt",
+    "cp a.txt b.txt", "sort a.txt b.txt | uniq -c", "head -n 1 b.txt", "pwd",
+    "printf '%s\\n' 3 1 2 | sort -n", "test -f b.txt && echo yes", "rm b.txt", "ls",
+    "echo done > status", "cat status", "true",
+]
+"""A scripted 20-command episode (trivial commands: the cost measured is the sandbox's)."""
+
+
+def bench_task() -> Task:
+    return Task(id="bench-sandbox", instruction="benchmark",
+                environment=Environment(dockerfile=f"FROM {base_images.BASE_IMAGE}\n"),
+                tests=Tests(pytest="def test_ok():\n    pass\n"),
+                limits=Limits(cpus=1, memory_mb=512))
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+    return statistics.median(ordered), p90
+
+
+async def per_command(config: SandboxConfig, n: int) -> dict[str, list[float]]:
+    task = bench_task()
+    shell, fresh = [], []
+    async with DockerSandbox(task, config) as sb:
+        container = sb.host.client.containers.get(sb.container_id)
+        for _ in tqdm(range(n), desc="per-command", leave=False):
+            t0 = time.perf_counter()
+            await sb.run("true")
+            shell.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            await asyncio.to_thread(container.exec_run, ["bash", "-c", "true"])
+            fresh.append(time.perf_counter() - t0)
+    return {"persistent shell": shell, "fresh docker exec": fresh}
+
+
+async def start_and_teardown(config: SandboxConfig, n: int) -> dict[str, list[float]]:
+    task = bench_task()
+    cold, warm, teardown = [], [], []
+    for _ in tqdm(range(n), desc="cold start", leave=False):
+        t0 = time.perf_counter()
+        sb = DockerSandbox(task, config)
+        await sb.start()
+        await sb.run("true")
+        cold.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        await sb.close()
+        teardown.append(time.perf_counter() - t0)
+    async with SandboxPool(task, 2, config) as pool:
+        for _ in tqdm(range(n), desc="warm pool", leave=False):
+            await pool.wait_ready(120)
+            t0 = time.perf_counter()
+            sb = await pool.acquire()
+            await sb.run("true")
+            warm.append(time.perf_counter() - t0)
+            await sb.close()
+    return {"cold start": cold, "warm pool": warm, "teardown": teardown}
+
+
+async def _episode_tbrl(task: Task, config: SandboxConfig) -> None:
+    async with DockerSandbox(task, config) as sb:
+        for cmd in EPISODE:
+            await sb.run(cmd)
+
+
+def _episode_upstream(client, image: str, run_label: str) -> None:
+    container = client.containers.run(image, ["sleep", "infinity"], detach=True,
+                                      labels={LABEL_OWNER: owner_label(), LABEL_RUN: run_label})
+    try:
+        for cmd in EPISODE:
+            container.exec_run(["bash", "-c", f"cd /app && {cmd}"])
+    finally:
+        container.remove(force=True)
+
+
+async def throughput(config: SandboxConfig, levels: list[int], episodes: int) -> dict[str, dict[int, float]]:
+    task = bench_task()
+    client = engine.client(timeout=300)
+    out: dict[str, dict[int, float]] = {"tbrl": {}, "upstream": {}}
+
+    async def level(concurrency: int, one: Callable) -> float:
+        count = max(episodes, concurrency)
+        gate = asyncio.Semaphore(concurrency)
+        bar = tqdm(total=count, desc=f"episodes x{concurrency}", leave=False)
+
+        async def guarded():
+            async with gate:
+                await one()
+                bar.update()
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(guarded() for _ in range(count)))
+        bar.close()
+        return count / (time.perf_counter() - t0) * 3600
+
+    for c in levels:
+        out["tbrl"][c] = await level(c, lambda: _episode_tbrl(task, config))
+        out["upstream"][c] = await level(c, lambda: asyncio.to_thread(
+            _episode_upstream, client, base_images.BASE_IMAGE, config.run_id))
+    client.close()
+    return out
+
+
+def run_benchmark(commands: int = 200, starts: int = 10, episodes: int = 32,
+                  levels: list[int] | None = None, out: str | None = None, echo=print) -> dict:
+    """Run every measurement, print the table, return (and optionally save) the numbers."""
+    levels = levels or [1, 8, 32]
+    config = SandboxConfig(run_id="bench", hosts=[(None, max(levels) + 4)])
+
+    async def main():
+        await asyncio.to_thread(engine.ensure_engine)
+        latencies = await per_command(config, commands)
+        latencies |= await start_and_teardown(config, starts)
+        rates = await throughput(config, levels, episodes)
+        return latencies, rates
+
+    latencies, rates = asyncio.run(main())
+    result = {"latency_ms": {k: dict(zip(("p50", "p90"), (x * 1000 for x in _stats(v))))
+                             for k, v in latencies.items()},
+              "episodes_per_hour": rates}
+    _print(result, echo)
+    if out:
+        with open(out, "w") as handle:
+            json.dump(result, handle, indent=2)
+    return result
+
+
+def _print(result: dict, echo) -> None:
+    lat = result["latency_ms"]
+    echo(f"{'measure':<34}{'p50 ms':>10}{'p90 ms':>10}")
+    for name in ("persistent shell", "fresh docker exec", "cold start", "warm pool", "teardown"):
+        echo(f"{name:<34}{lat[name]['p50']:>10.2f}{lat[name]['p90']:>10.2f}")
+    ratio = lat["fresh docker exec"]["p50"] / max(lat["persistent shell"]["p50"], 1e-9)
+    echo(f"{'per-command speed-up (p50)':<34}{ratio:>10.1f}x")
+    echo("")
+    echo(f"{'20-command episodes / hour':<34}{'tbrl':>10}{'upstream':>10}{'ratio':>8}")
+    for c, ours in result["episodes_per_hour"]["tbrl"].items():
+        theirs = result["episodes_per_hour"]["upstream"][c]
+        echo(f"{'concurrency ' + str(c):<34}{ours:>10.0f}{theirs:>10.0f}{ours / theirs:>7.1f}x")
