@@ -11,7 +11,7 @@ import typer
 
 from tbrl_lib.evaluate.cli import app as eval_app
 from tbrl_lib.rewards.cli import app as judge_app
-from tbrl_lib.sandbox.cli import docker_app, images_app
+from tbrl_lib.sandbox.cli import bench_app, docker_app, images_app
 from tbrl_lib.tasks.cli import app as tasks_app
 from tbrl_lib.train.cli import app as train_app
 
@@ -22,6 +22,7 @@ app = typer.Typer(
 )
 app.add_typer(images_app, name="images", help="Base images (offline Debian substitutes).")
 app.add_typer(docker_app, name="docker", help="Docker engine: ensure it runs, reap leftovers.")
+app.add_typer(bench_app, name="bench", help="Benchmarks that print a table against a baseline.")
 app.add_typer(tasks_app, name="tasks", help="Convert, validate, generate and describe tasks.")
 app.add_typer(judge_app, name="judge", help="LLM and rule-based judges: evaluate them.")
 app.add_typer(eval_app, name="eval", help="Benchmark a policy on tasks (pass@k, CIs).")
