@@ -50,12 +50,14 @@ def test_bash_shell_persists_reports_exit_codes_times_out_and_backgrounds(sandbo
     sandbox_run(check)
 
 
-def test_output_is_capped_with_a_notice(sandbox_run):
+def test_output_is_capped_and_default_timeout_applies(sandbox_run):
     async def check(sb):
-        tb = Toolbox(sb, ToolConfig(max_observation_chars=1000))
+        tb = Toolbox(sb, ToolConfig(max_observation_chars=1000, bash_default_timeout=1))
         (out,) = await act(tb, bash("seq 1 20000"))
         assert len(out) < 1300 and "characters omitted" in out
         assert out.startswith("1\n2\n") and out.rstrip().endswith("20000")  # head and tail kept
+        (out,) = await act(tb, bash("sleep 5"))
+        assert "timed out after 1s" in out  # promise: timeout_secs defaults to the configured value
 
     sandbox_run(check)
 
@@ -69,6 +71,9 @@ def test_file_read_write_with_line_numbers_offsets_and_errors(sandbox_run):
         assert out.splitlines()[0] == "     1\tline 1" and "showing lines 1-3 of 10; continue with offset: 4" in out
         (out,) = await act(tb, "<file>\naction: read\nfile_path: /app/ten.txt\noffset: 9\nlimit: 5\n</file>")
         assert out.splitlines() == ["     9\tline 9", "    10\tline 10"]
+        await sb.write_file("/app/wide.txt", "x" * 3000 + "\n")
+        (out,) = await act(tb, "<file>\naction: read\nfile_path: /app/wide.txt\n</file>")
+        assert out == "     1\t" + "x" * 2000 + " [... 1,000 more characters]"  # long lines are cut
         (out,) = await act(tb, "<file>\naction: read\nfile_path: /app/missing.txt\n</file>")
         assert out == "[ERROR] File not found: /app/missing.txt"
         (out,) = await act(tb, "<file>\naction: read\nfile_path: /app\n</file>")
@@ -144,5 +149,10 @@ def test_search_grep_glob_ls(sandbox_run):
         assert "0 entries (1 hidden by ignore)" in out
         (out,) = await act(tb, "<search>\naction: ls\npath: /app/src\n</search>")
         assert [line.split()[-1] for line in out.splitlines()[1:]] == ["pkg/", "notes.txt"]
+        few = Toolbox(sb, ToolConfig(search_max_results=1))
+        (out,) = await act(few, '<search>\naction: grep\npattern: load_config\npath: /app/src\n</search>')
+        assert out.startswith("1 matches (more exist; showing the first 1") and len(out.splitlines()) == 2
+        (out,) = await act(few, '<search>\naction: glob\npattern: "**"\npath: /app/src\n</search>')
+        assert "(showing the first 1;" in out and len(out.splitlines()) == 2  # promise: at most N paths
 
     sandbox_run(check)
