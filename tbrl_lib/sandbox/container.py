@@ -13,11 +13,15 @@ Storage limits need overlay2 on xfs with pquota (or another driver that supports
 `limits_applied["storage"]` says why (also logged once per host).
 
 Infrastructure failures are raised, never returned as a command result: a dead daemon
-(`SandboxError` kind `daemon_unreachable`), a dead container (`container_died`), the
-shell OOM-killed (`SandboxLimitExceeded` kind `memory`), the pids limit exhausted
-(`pids`), the rollout's wall-clock limit (`wall_clock`, after which the container is
-killed so nothing keeps running). A *command* killed by the OOM killer while the shell
-survives is returned with exit code 137 and a notice, like a terminal shows "Killed".
+(`SandboxError` kind `daemon_unreachable`), a dead container (`container_died`), an OOM
+kill that took the shell or container down (`SandboxLimitExceeded` kind `memory`), the
+pids limit exhausted (`pids`: checked when a command times out, every 5 s while one runs
+long, and after output showing a failed fork), the rollout's wall-clock limit
+(`wall_clock`; commands are clipped to the deadline, and a timer kills the container a
+few seconds after it as a backstop). Once raised, every later call re-raises it. A
+*command* killed by the OOM killer while the shell survives is returned with exit code
+137 and a notice (like a terminal's "Killed"); OOM kills are read from the daemon's
+`oom` events, since Docker sets `State.OOMKilled` only when pid 1 dies.
 """
 
 from __future__ import annotations
