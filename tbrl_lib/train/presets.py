@@ -121,6 +121,8 @@ class TrainConfig:
     """Episodes running at once on this process (each holds one container)."""
     docker_hosts: list[str] = field(default_factory=list)
     """Docker engines for sandboxes (unix://, tcp://, ssh://); empty: the local default."""
+    sandbox_start_timeout_s: float = 120.0
+    """A container not ready within this is an infra error (masked); raise it on busy hosts."""
 
     def __post_init__(self) -> None:
         _choice("generation_backend", self.generation_backend, GENERATION_BACKENDS)
@@ -129,7 +131,8 @@ class TrainConfig:
         _choice("loss_type", self.loss_type, LOSS_TYPES)
         _positive(self, "num_generations", "max_context_tokens", "max_new_tokens_per_turn", "max_turns",
                   "max_steps", "per_device_batch_size", "gradient_accumulation_steps",
-                  "sandbox_concurrency", "num_nodes", "learning_rate", "max_grad_norm", "temperature")
+                  "sandbox_concurrency", "num_nodes", "learning_rate", "max_grad_norm", "temperature",
+                  "sandbox_start_timeout_s")
         if self.num_generations < 2:
             raise ValueError(f"num_generations={self.num_generations}: GRPO compares rollouts within a "
                              "group; use at least 2 (upstream: 16)")

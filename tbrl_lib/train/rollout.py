@@ -114,7 +114,7 @@ class RolloutRunner:
     def __init__(self, index: TaskIndex, episode_fn: EpisodeFn, concurrency: int,
                  fallback_prompt_ids: Callable[[Task], list[int]], eos_id: int,
                  trajectories_dir: Path | None = None,
-                 on_rollouts: Callable[[list[Rollout]], None] | None = None,
+                 on_rollouts: Callable[[list[str], list[float | None]], None] | None = None,
                  progress: bool = True) -> None:
         self.index, self.episode_fn, self.concurrency = index, episode_fn, concurrency
         self.fallback_prompt_ids, self.eos_id = fallback_prompt_ids, eos_id
@@ -134,7 +134,8 @@ class RolloutRunner:
             for name, value in metrics.items():
                 trainer_metrics["train"][name].append(value)
         if self.on_rollouts is not None:
-            self.on_rollouts(rollouts)
+            task_ids, rewards = gather_results(rollouts, trainer)
+            self.on_rollouts(task_ids, rewards)
         return to_trl_output(rollouts)
 
     async def run_all(self, tasks: list[Task]) -> list[Rollout]:
@@ -156,6 +157,8 @@ class RolloutRunner:
                 rollout.prompt_ids, rollout.completion_ids, rollout.env_mask = (
                     stub.prompt_ids, stub.completion_ids, stub.env_mask)
                 rollout.logprobs = None
+            if rollout.infra_error:  # what is saved is what training sees: no loss tokens
+                rollout.env_mask = [0] * len(rollout.completion_ids)
             return rollout
 
         try:
@@ -171,6 +174,18 @@ class RolloutRunner:
             prompt = [self.eos_id]
         return Rollout(task.id, prompt, [self.eos_id], [0], None, reward=None, infra_error=True,
                        error=error, termination="infra_error")
+
+
+def gather_results(rollouts: list[Rollout], trainer: Any) -> tuple[list[str], list[float | None]]:
+    """(task id, reward or None) of every rollout on every process, in rank order, so each
+    rank's curriculum sees the same groups and samples the same tasks next."""
+    pairs = [(r.task_id, None if r.infra_error else r.reward) for r in rollouts]
+    accelerator = getattr(trainer, "accelerator", None)
+    if accelerator is not None and accelerator.num_processes > 1:
+        from accelerate.utils import gather_object
+
+        pairs = gather_object(pairs)
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 def to_trl_output(rollouts: list[Rollout]) -> dict[str, list]:

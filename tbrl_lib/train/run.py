@@ -170,25 +170,23 @@ def build_trainer(config: TrainConfig, out: Path):
     state: dict[str, Any] = {"curriculum": curriculum}
     hosts = [(h, max(1, config.sandbox_concurrency)) for h in config.docker_hosts] or None
     sandbox_config = SandboxConfig(run_id=f"train-{config.name}-{os.getpid()}",
+                                   start_timeout_s=config.sandbox_start_timeout_s,
                                    **({"hosts": hosts} if hosts else {}))
     policy_box: dict[str, TrainerPolicy] = {}
 
     async def episode(task):
         return await run_task_episode(task, policy_box["policy"], sandbox_config, limits)
 
-    def record(rollouts):
-        curriculum.record_rollouts([r.task_id for r in rollouts],
-                                   [None if r.infra_error else r.reward for r in rollouts])
-
     runner = RolloutRunner(
         TaskIndex(rows), episode, config.sandbox_concurrency,
         fallback_prompt_ids=lambda t: list(tokenizer.apply_chat_template(
             initial_messages(t, limits), add_generation_prompt=True, tokenize=True, return_dict=False)),
-        eos_id=tokenizer.eos_token_id, trajectories_dir=out / "trajectories", on_rollouts=record)
+        eos_id=tokenizer.eos_token_id, trajectories_dir=out / "trajectories", on_rollouts=curriculum.record_rollouts)
     peft_config = lora_config(config) if config.use_lora else None
     trainer_cls = curriculum_trainer(curriculum, [t.id for t in tasks]) if config.curriculum else GRPOTrainer
     trainer = trainer_cls(model=model_path, reward_funcs=[verifier_reward], args=grpo_args(config, out),
-                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                          train_dataset=Dataset.from_list([_without_task_json(r) for r in rows]),
+                          processing_class=tokenizer,
                           rollout_func=runner, peft_config=peft_config,
                           callbacks=[CurriculumStop(curriculum, state)])
     if config.generation_backend == "hf":
@@ -197,6 +195,12 @@ def build_trainer(config: TrainConfig, out: Path):
         backend = VLLMBackend(trainer, config.temperature, config.top_p)
     policy_box["policy"] = TrainerPolicy(tokenizer, BatchingGenerator(backend), config.max_context_tokens)
     return trainer, state
+
+
+def _without_task_json(row: dict[str, Any]) -> dict[str, Any]:
+    """The trainer's copy of a row: TRL hands every column to the reward function (and prints
+    them in warnings); the task JSON is already in the `TaskIndex`, so it stays out."""
+    return {k: v for k, v in row.items() if k != "task"}
 
 
 def curriculum_trainer(curriculum: Curriculum, task_ids: list[str]):

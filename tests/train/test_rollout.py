@@ -112,14 +112,15 @@ def test_runner_returns_one_rollout_per_entry_in_order_within_the_concurrency_li
 
     seen = []
     runner = RolloutRunner(index, episode, concurrency=2, fallback_prompt_ids=lambda t: [3, 5],
-                           eos_id=1, on_rollouts=seen.extend, progress=False)
+                           eos_id=1, on_rollouts=lambda ids, rewards: seen.extend(zip(ids, rewards)),
+                           progress=False)
     prompts = [row(tasks[0])["prompt"]] * 3 + [row(tasks[1])["prompt"]] * 3  # TRL repeats each prompt
     out = runner(prompts, trainer=None)
     assert out["task_id"] == ["a"] * 3 + ["b"] * 3
     assert all(len(c) == len(m) for c, m in zip(out["completion_ids"], out["env_mask"]))
     assert out["infra_error"] == [False] * 3 + [True] * 3
     assert out["completion_ids"][3] == [1] and out["prompt_ids"][3] == [3, 5]  # masked stub
-    assert "daemon went away" in seen[3].error
+    assert seen == [("a", 1.0)] * 3 + [("b", None)] * 3  # the curriculum never counts infra errors
     assert peak == 2
 
 

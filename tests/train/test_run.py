@@ -19,7 +19,7 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
                                   "gradient_accumulation_steps": 2, "max_new_tokens_per_turn": 16,
                                   "max_turns": 1}, out)
     assert summary["steps"] == 1 and summary["rollouts"] == 2
-    assert 0.0 <= summary["mean_reward"] <= 1.0 and summary["infra_error_rate"] == 0.0
+    assert 0.0 <= summary["mean_reward"] <= 1.0
     for name in ["config.json", "metrics.jsonl", "reward.png", "summary.json", "memory_plan.txt"]:
         assert (out / name).is_file(), name
     config = json.loads((out / "config.json").read_text())
@@ -31,6 +31,9 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
     rollouts = rollouts_frame(out)
     assert len(rollouts) == 2 and set(rollouts.task_id) == {"count-error-lines"}
     assert (rollouts.completion_tokens >= rollouts.assistant_tokens).all()
+    # A busy host may fail a container start: such a rollout must be masked, never scored 0.
+    infra = rollouts[rollouts.infra_error]
+    assert infra.empty or (infra.reward.isna().all() and (infra.assistant_tokens == 0).all())
     # every container of the run is gone
-    leftovers = docker_client.containers.list(all=True, filters={"label": "tbrl.run"})
-    assert not [c for c in leftovers if c.labels.get("tbrl.run", "").startswith("train-cpu-smoke")]
+    leftovers = docker_client.api.containers(all=True, filters={"label": "tbrl.run"})
+    assert not [c for c in leftovers if c["Labels"].get("tbrl.run", "").startswith("train-cpu-smoke")]
