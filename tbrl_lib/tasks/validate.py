@@ -61,6 +61,9 @@ class ValidationConfig(BaseModel):
     """Limit per test run; None = the task's test timeout."""
     run_id: str = "validate"
     """Label `tbrl.run` on every container validation starts."""
+    start_timeout_s: float = Field(default=300.0, gt=0)
+    """Container start limit. Generous: validation is not latency-bound, and a loaded
+    machine (or the sandbox's first-use reap of leftovers) can take minutes."""
 
 
 @dataclass
@@ -198,7 +201,7 @@ async def _solution_phase(task: Task, config: ValidationConfig, result: Validati
 def _sandbox_config(config: ValidationConfig):
     from tbrl_lib.sandbox import SandboxConfig
 
-    return SandboxConfig(run_id=config.run_id)
+    return SandboxConfig(run_id=config.run_id, start_timeout_s=config.start_timeout_s)
 
 
 def _short(text: str, limit: int = 600) -> str:
