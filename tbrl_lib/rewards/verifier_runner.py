@@ -1,0 +1,200 @@
+"""In-container test runner, executed by the verifier's own runtime (see `runtime.py`).
+
+Standard library only: this file is copied into the task container after the episode and
+run as `<root>/lib/ld.so ... <root>/usr/bin/interp -I -S -B <root>/run <root>/config.json`.
+It never imports anything from the container before the tests themselves do.
+
+What it does, in order:
+1. becomes its own process group (so the verifier can kill everything it started);
+2. builds `sys.path`: its own stdlib and pytest first, then the container's site-packages
+   directories (path lines of `.pth` files only; `import` lines, `sitecustomize` and
+   `usercustomize` are never executed); pins common stdlib modules and blocks pytest's
+   optional imports (pygments, colorama, ...) so nothing planted can load first;
+3. moves an existing `/tests` (file, dir or symlink) aside and copies the pristine tests in;
+   pytest itself runs the verifier's *private* copy, hashed before and after collection;
+4. runs pytest in-process with no conftest, no plugins, no cache, an empty ini file, an
+   explicit rootdir and JUnit XML written into a pipe (never a file anyone can rewrite);
+   or, for script-only tasks, runs `tests/test.sh` with the runtime's bash and reads
+   `/logs/verifier/reward.txt|json` (after clearing that directory);
+5. prints one line `<frame-marker> <base64 JSON>` on a duplicate of the original stdout.
+An alarm emits a partial report (the outcomes seen so far) when the time limit is hit.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+CONFIG = json.load(open(sys.argv[1], encoding="utf-8"))
+ROOT = CONFIG["root"]
+REPORT_FD = os.dup(1)
+STATE = {"outcomes": {}, "hash_before": None, "hash_after": None, "notes": []}
+PIN = ("os", "re", "json", "subprocess", "pathlib", "shutil", "tempfile", "csv", "hashlib",
+       "time", "datetime", "collections", "itertools", "functools", "typing", "io", "glob",
+       "socket", "math", "random", "string", "struct", "base64", "stat", "signal",
+       "sqlite3", "urllib.request", "http.client", "unittest", "unittest.mock", "textwrap")
+BLOCKED = ("pygments", "colorama", "argcomplete", "exceptiongroup", "tomli", "xdist")
+
+
+def emit(extra):
+    payload = dict(STATE, **extra)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    line = "\n" + CONFIG["marker"] + " " + base64.b64encode(json.dumps(payload).encode()).decode() + "\n"
+    os.write(REPORT_FD, line.encode())
+
+
+def on_alarm(signum, frame):
+    emit({"timed_out": True, "junit": None})
+    os.killpg(0, signal.SIGKILL)
+
+
+def tree_hash(path):
+    digest = hashlib.sha256()
+    for base, dirs, files in sorted(os.walk(path)):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(base, name)
+            digest.update(full[len(path):].encode())
+            with open(full, "rb") as fh:
+                digest.update(fh.read())
+    return digest.hexdigest()
+
+
+def container_site_dirs():
+    dirs = []
+    for d in CONFIG["site_dirs"]:
+        if os.path.isdir(d) and not os.path.islink(d):
+            dirs.append(d)
+            for name in sorted(os.listdir(d)):
+                if not name.endswith(".pth"):
+                    continue
+                try:
+                    lines = open(os.path.join(d, name), encoding="utf-8").read().splitlines()
+                except (OSError, UnicodeDecodeError):
+                    continue
+                for line in lines:
+                    line = line.strip()
+                    if line and not line.startswith(("#", "import ", "import\t")):
+                        full = os.path.normpath(os.path.join(d, line))
+                        if os.path.isdir(full):
+                            dirs.append(full)
+    return dirs
+
+
+def isolate_imports():
+    rt = ROOT + "/rt"
+    sys.path[:] = [p for p in sys.path if p.startswith(rt)] + [rt + "/site"]
+    for name in PIN:
+        __import__(name)
+    for name in BLOCKED:
+        sys.modules[name] = None
+    sys.path.extend(container_site_dirs())
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONSTARTUP", "PY_COLORS"):
+        os.environ.pop(var, None)
+    if os.path.exists("/usr/bin/python3"):
+        sys.executable = "/usr/bin/python3"
+
+
+def place_tests():
+    import shutil
+
+    dst = CONFIG["tests_dst"]
+    if os.path.lexists(dst):
+        aside = dst + ".agent-" + CONFIG["marker"][-8:]
+        os.rename(dst, aside)
+        STATE["notes"].append(f"moved the container's {dst} to {aside}")
+    shutil.copytree(ROOT + "/tests", dst, symlinks=False)
+    logs = CONFIG["logs_dir"]
+    if os.path.lexists(logs):
+        os.rename(logs, logs + ".agent-" + CONFIG["marker"][-8:])
+        STATE["notes"].append(f"moved the container's {logs} aside")
+    os.makedirs(logs, mode=0o755)
+
+
+class Recorder:
+    """Outcomes as they happen (for partial credit on timeout) and the test-file hash."""
+
+    def pytest_collection_finish(self, session):
+        STATE["hash_after"] = tree_hash(ROOT + "/tests")
+
+    def pytest_runtest_logreport(self, report):
+        ok = report.passed if report.when == "call" else not report.failed
+        prev = STATE["outcomes"].get(report.nodeid, True)
+        STATE["outcomes"][report.nodeid] = prev and ok and not (report.when == "setup" and report.skipped)
+
+
+def isolation_flags(rootdir):
+    return ["-p", "no:cacheprovider", "--noconftest", "--rootdir", rootdir, "-c",
+            ROOT + "/pytest.ini", "-o", "addopts=", "--color=no", "-p", "no:faulthandler"]
+
+
+def run_pytest(targets):
+    import pytest
+
+    read_fd, write_fd = os.pipe()
+    chunks = []
+    reader = threading.Thread(target=lambda: chunks.extend(iter(lambda: os.read(read_fd, 65536), b"")),
+                              daemon=True)
+    reader.start()
+    args = [*targets, *isolation_flags(ROOT + "/tests"), "-o", "junit_family=xunit1",
+            "--junitxml", f"/dev/fd/{write_fd}", "-rA"]
+    exit_code = pytest.main(args, plugins=[Recorder()])
+    os.close(write_fd)
+    reader.join(timeout=10)
+    return int(exit_code), b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def run_script():
+    rt = ROOT + "/rt"
+    loader = [rt + "/lib/ld.so", "--inhibit-cache", "--library-path", rt + "/lib"]
+    me = " ".join(loader + [rt + "/usr/bin/interp", "-I", "-S", "-B", ROOT + "/run",
+                            ROOT + "/cli.json"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BASH_FUNC_", "BASH_ENV", "ENV"))}
+    env["BASH_FUNC_pytest%%"] = "() { " + me + ' "$@"; }'
+    proc = subprocess.run(loader + [rt + "/usr/bin/bash", "--noprofile", "--norc",
+                                    CONFIG["tests_dst"] + "/test.sh"],
+                          env=env, cwd=CONFIG["workdir"])
+    reward = {}
+    for name in ("reward.txt", "reward.json"):
+        path = os.path.join(CONFIG["logs_dir"], name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            reward[name] = open(path, encoding="utf-8", errors="replace").read(4096)
+    return proc.returncode, reward
+
+
+def main():
+    isolate_imports()
+    if CONFIG.get("cli"):  # `pytest` called from a Harbor test.sh: same isolation, its args
+        import pytest
+
+        sys.exit(int(pytest.main([*sys.argv[2:], *isolation_flags(CONFIG["tests_dst"])])))
+    try:
+        os.setpgid(0, 0)
+    except PermissionError:  # already a session leader (docker exec): its group is ours
+        pass
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(max(1, int(CONFIG["timeout_s"])))
+    place_tests()
+    os.chdir(CONFIG["workdir"] if os.path.isdir(CONFIG["workdir"]) else "/")
+    STATE["hash_before"] = tree_hash(ROOT + "/tests")
+    if CONFIG["mode"] == "pytest":
+        code, junit = run_pytest([ROOT + "/tests/" + name for name in CONFIG["test_files"]])
+        emit({"timed_out": False, "exit_code": code, "junit": junit})
+    else:
+        code, reward = run_script()
+        emit({"timed_out": False, "exit_code": code, "junit": None, "reward_files": reward})
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
