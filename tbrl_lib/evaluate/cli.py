@@ -76,18 +76,17 @@ def run(
 
     from tbrl_lib.evaluate.harness import run_eval
     from tbrl_lib.evaluate.report import summary_table
-    from tbrl_lib.evaluate.results import ConfigMismatch
     from tbrl_lib.notebook_tools import run_dir
-    from tbrl_lib.tasks import load_tasks
+    from tbrl_lib.tasks import TaskFormatError, load_tasks
 
-    loaded = load_tasks(tasks)
-    run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
     try:
+        loaded = load_tasks(tasks)
+        run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
         results = run_eval(
             loaded.tasks, policy, attempts, concurrency, run_folder,
             timeout_scale=timeout_scale, tasks_source=str(tasks), limit=limit,
         )
-    except ConfigMismatch as exc:
+    except (TaskFormatError, ValueError) as exc:  # bad input or a refused resume: say why
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     Console().print(summary_table(results))

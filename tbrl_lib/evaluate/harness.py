@@ -114,9 +114,18 @@ async def run_eval_async(
         policy=policy_spec, tasks_source=tasks_source or "(python)", attempts=attempts,
         timeout_scale=timeout_scale, limit=limit, concurrency=concurrency,
     )
+    policy = make_policy(policy_spec)  # a bad spec fails here, before anything is written
     selected = list(tasks)[:limit] if limit else list(tasks)
     if not selected:
         raise ValueError(f"no tasks to evaluate in {config.tasks_source!r}")
+    if policy_spec == "oracle":
+        unsolved = [t.id for t in selected if not (t.solution or "").strip()]
+        if unsolved:
+            raise ValueError(
+                f"the oracle replays reference solutions, and {len(unsolved)} task(s) have none: "
+                f"{unsolved[:10]}{' ...' if len(unsolved) > 10 else ''}; evaluate them with another "
+                "policy or add solution/solve.sh to each"
+            )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results = RunResults.open(out, config)
@@ -128,7 +137,6 @@ async def run_eval_async(
         for task in selected
         if (task.id, attempt) not in done
     ]
-    policy = make_policy(policy_spec)
     runner = _TrialRunner(policy, out, timeout_scale, run_id=f"eval-{out.resolve().name}")
     wall_before, started = results.wall_seconds, time.monotonic()
     bar = tqdm(
@@ -274,7 +282,10 @@ class _TrialRunner:
 
 def _resolved(report: Any) -> bool:
     """Terminal-Bench's notion: every test passed (a zero-weight failure still counts).
-    Script-scored tasks (Harbor test.sh writing a reward) have no per-test outcomes: 1.0."""
+    Script-scored tasks (Harbor test.sh writing a reward) have no per-test outcomes: 1.0.
+    A verifier that ran out of time never resolves a trial, whatever it recorded before."""
+    if report.timed_out:
+        return False
     if report.outcomes:
         return all(report.outcomes.values()) and not report.missing
     return report.score >= 1.0 - 1e-9

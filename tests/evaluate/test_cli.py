@@ -56,3 +56,36 @@ def test_bare_eval_prints_help():
     result = runner.invoke(app, ["eval"])
     assert result.exit_code == 0
     assert "compare" in result.output and "--tasks" in result.output
+
+
+def test_run_refuses_a_bad_policy_spec_before_writing(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "run", "--tasks", "data/tasks", "--policy", "gpt5",
+                                 "--out", str(out)])
+    assert result.exit_code == 2
+    assert "unknown policy spec 'gpt5'" in result.output
+    assert not (out / "results.json").exists()
+
+
+def test_oracle_on_tasks_without_solutions_says_which(tmp_path):
+    from tbrl_lib.tasks import Environment, Task, Tests, write_tasks
+
+    task = Task(id="no-solution", instruction="do it", environment=Environment(dockerfile="FROM x\n"),
+                tests=Tests(pytest="def test_a():\n    pass\n"))
+    write_tasks([task], "csv", tmp_path / "tasks.csv", progress=False)
+    result = runner.invoke(app, ["eval", "run", "--tasks", str(tmp_path / "tasks.csv"),
+                                 "--policy", "oracle", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert "['no-solution']" in result.output and "solution/solve.sh" in result.output
+
+
+def test_resuming_with_another_policy_is_refused(tmp_path):
+    out = save_run(tmp_path / "run", {"count-error-lines": True}, policy="oracle")
+    # the saved run's tasks_source must match for the policy to be the only difference
+    run = RunResults.load(out)
+    run.config = run.config.model_copy(update={"tasks_source": "data/tasks"})
+    run.save(out)
+    result = runner.invoke(app, ["eval", "run", "--tasks", "data/tasks", "--policy", "noop",
+                                 "--out", str(out)], terminal_width=200)
+    assert result.exit_code == 2
+    assert "cannot resume" in result.output and "policy: run has 'oracle', now 'noop'" in result.output

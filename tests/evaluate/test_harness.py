@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,13 +53,23 @@ def test_failure_mode(termination, resolved, test_timed_out, expected):
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = REPO / "data" / "tasks"
-# The first bundled tasks in load order (as the CLI's --limit picks them).
-SUBSET = 3
+# Quick bundled tasks (each trial a few seconds), copied so that work in progress elsewhere
+# in data/tasks cannot break these tests.
+SUBSET = ("word-frequency", "sqlite-top-customers", "find-leaked-secrets")
 
 
 @pytest.fixture(scope="module")
-def bundled():
-    return load_tasks(BUNDLED).tasks
+def subset_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("tasks")
+    for name in SUBSET:
+        assert (BUNDLED / name).is_dir(), f"bundled task {name} is gone; pick another in SUBSET"
+        shutil.copytree(BUNDLED / name, root / name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def bundled(subset_dir):
+    return load_tasks(subset_dir, progress=False).tasks
 
 
 @pytest.fixture
@@ -88,21 +99,20 @@ DONE_TEST = "import os\n\ndef test_done():\n    assert os.path.exists('/app/done
 @pytest.mark.docker
 @pytest.mark.slow
 def test_oracle_resolves_and_noop_does_not(bundled, tmp_path):
-    oracle = run_eval(bundled, "oracle", 1, 3, tmp_path / "oracle", tasks_source="data/tasks",
-                      limit=SUBSET, progress=False)
+    n = len(SUBSET)
+    oracle = run_eval(bundled, "oracle", 1, 3, tmp_path / "oracle", progress=False)
     assert oracle.summary["accuracy"] == 1.0, oracle.summary["failure_modes"]
-    assert oracle.summary["failure_modes"]["resolved"] == SUBSET
+    assert oracle.summary["failure_modes"]["resolved"] == n
     for trial in oracle.trials:
         assert trial.turns >= 1 and trial.termination == "finished"
         assert (tmp_path / "oracle" / trial.trajectory).exists()
-    noop = run_eval(bundled, "noop", 1, 3, tmp_path / "noop", tasks_source="data/tasks",
-                    limit=SUBSET, progress=False)
+    noop = run_eval(bundled, "noop", 1, 3, tmp_path / "noop", progress=False)
     assert noop.summary["accuracy"] == 0.0
     modes = {m for m, n in noop.summary["failure_modes"].items() if n}
     assert modes <= {"no_action", "unresolved"}, noop.summary["failure_modes"]
     # paired comparison on the same tasks: +100 points, every task won by the oracle
     cmp = compare_runs(tmp_path / "oracle", tmp_path / "noop")
-    assert (cmp.difference, cmp.a_better, cmp.n_tasks) == (1.0, SUBSET, SUBSET)
+    assert (cmp.difference, cmp.a_better, cmp.n_tasks) == (1.0, n, n)
 
 
 @pytest.mark.docker
@@ -146,12 +156,12 @@ def test_infra_errors_are_retried_once_recorded_and_redone_on_resume(tiny_tasks,
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_killed_run_resumes_to_the_same_summary(bundled, tmp_path):
+def test_killed_run_resumes_to_the_same_summary(subset_dir, tmp_path):
     """SIGKILL a real `tbrl eval run` mid-run, rerun it, compare with an uninterrupted run."""
     tbrl = str(Path(sys.executable).parent / "tbrl")
     out = tmp_path / "killed"
-    cmd = [tbrl, "eval", "run", "--tasks", str(BUNDLED), "--policy", "oracle", "--attempts", "2",
-           "--limit", "2", "--concurrency", "1", "--out", str(out)]
+    cmd = [tbrl, "eval", "run", "--tasks", str(subset_dir), "--policy", "oracle", "--attempts", "2",
+           "--limit", "2", "--concurrency", "2", "--out", str(out)]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
     results = out / "results.json"
@@ -180,6 +190,6 @@ def test_killed_run_resumes_to_the_same_summary(bundled, tmp_path):
     kept = {t.key: t.finished_at for t in final.trials if t.key in before}
     assert kept == before, "finished trials were redone"
 
-    straight = run_eval(load_tasks(BUNDLED).tasks, "oracle", 2, 1, tmp_path / "straight",
-                        tasks_source=str(BUNDLED), limit=2, progress=False)
+    straight = run_eval(load_tasks(subset_dir, progress=False).tasks, "oracle", 2, 2,
+                        tmp_path / "straight", tasks_source=str(subset_dir), limit=2, progress=False)
     assert final.summary == straight.summary
