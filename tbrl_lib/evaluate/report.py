@@ -153,6 +153,8 @@ def plot_comparison(run_a: RunResults, run_b: RunResults, name_a: str = "A", nam
     for (x, y), n in points.items():
         ax.annotate(str(n), (x, y), ha="center", va="center", fontsize=8)
     ax.plot([0, 1], [0, 1], color="grey", linewidth=1)
+    ax.set_xlim(-0.08, 1.08)
+    ax.set_ylim(-0.08, 1.08)
     ax.set_xlabel(f"{name_b}: per-task success")
     ax.set_ylabel(f"{name_a}: per-task success")
     ax.set_title("paired per-task comparison")

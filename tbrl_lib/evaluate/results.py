@@ -169,6 +169,7 @@ class RunResults(BaseModel):
                 fh.write(self.model_dump_json(indent=1))
                 fh.flush()
                 os.fsync(fh.fileno())
+            os.chmod(tmp, 0o644)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
