@@ -61,8 +61,9 @@ class HFPolicy:
                                                       tokenize=False, enable_thinking=self.enable_thinking)
         else:
             last_assistant = max(i for i, m in enumerate(conversation.messages) if m["role"] == "assistant")
+            last = conversation.token_ids[-1]  # only a stop token stands for the template's end-of-turn
             text = continuation_text(self.tokenizer, conversation.messages[last_assistant + 1:],
-                                     conversation.token_ids[-1], self.enable_thinking)
+                                     last if last in self.stop_ids else None, self.enable_thinking)
         return self.tokenizer.encode(text, add_special_tokens=False)
 
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:

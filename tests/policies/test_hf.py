@@ -98,3 +98,17 @@ def test_episode_with_the_random_model_ends_cleanly(tiny_model, base_image):
                       task)
     assert traj.termination in {Termination.no_action, Termination.max_turns, Termination.parse_error_streak}
     assert len(traj.prompt_ids) > 1000 and traj.env_mask.count(1) == sum(t.completion_tokens for t in traj.turns)
+
+
+def test_a_reply_cut_by_the_token_limit_gets_the_end_of_turn_added(tiny_model):
+    policy = HFPolicy(tiny_model)
+    tok = policy.tokenizer
+    task = toy_task()
+    messages = initial_messages(task)
+    cut = tok.encode("<bash>\ncmd: ls <", add_special_tokens=False)  # no <|im_end|>: hit max_new_tokens
+    conv = Conversation(task=task, messages=messages + [{"role": "assistant", "content": tok.decode(cut)},
+                                                        {"role": "user", "content": "obs"}],
+                        token_ids=[1, 2] + cut)
+    assert tok.decode(policy.env_ids(conv)) == "<|im_end|>\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
+    conv.token_ids = [1, 2] + cut + [tok.eos_token_id]
+    assert tok.decode(policy.env_ids(conv)) == "\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
