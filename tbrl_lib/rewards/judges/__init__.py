@@ -1,0 +1,47 @@
+"""Judges: the `Judge` seam, the rule-based judge, LLM backends and the fallback chain.
+
+`make_judge(spec)` picks an implementation from a short spec string:
+
+| spec | judge |
+|---|---|
+| `rule`, `rule-nocaps` | offline rule-based judge (with / without the hard caps) |
+| `anthropic:MODEL` | Anthropic Messages API (native SDK, prompt caching) |
+| `openai:MODEL` | any OpenAI-compatible endpoint (`base_url=` for vLLM / OpenRouter) |
+| `claude-cli[:MODEL]` | the Claude Code CLI in print mode |
+| `config:PATH` | a `ConfiguredJudge`: a chain from a YAML file, re-read when it changes |
+| `A,B,C` | a `JudgeChain` trying A, then B, then C |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tbrl_lib.rewards.judges.base import Judge, JudgeError, JudgeFormatError, JudgeInput, JudgeResult, Usage
+from tbrl_lib.rewards.judges.chain import (ConfiguredJudge, CostLedger, JudgeCache, JudgeChain, JudgeConfig,
+                                           JudgeMissing, metrics_of)
+from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge
+
+
+def make_judge(spec: str, **options: Any):
+    """A judge from a spec string (see the module docstring); `options` go to the backend."""
+    spec = spec.strip()
+    if "," in spec:
+        return JudgeChain([make_judge(part, **options) for part in spec.split(",") if part.strip()])
+    if spec in ("rule", "rule-nocaps"):
+        return RuleBasedJudge(name=options.get("name") or spec, caps=spec == "rule")
+    if spec.startswith("config:"):
+        return ConfiguredJudge(spec.split(":", 1)[1])
+    backend, _, model = spec.partition(":")
+    if backend in ("anthropic", "openai", "claude-cli"):
+        if backend != "claude-cli" and not model:
+            raise ValueError(f"judge spec {spec!r} names no model; e.g. {backend}:MODEL")
+        from tbrl_lib.rewards.judges.llm import LLMJudge
+
+        return LLMJudge(backend, model or "default", **options)
+    raise ValueError(f"unknown judge spec {spec!r}; use rule, rule-nocaps, anthropic:MODEL, "
+                     "openai:MODEL, claude-cli[:MODEL], config:PATH, or a comma-separated chain")
+
+
+__all__ = ["ConfiguredJudge", "CostLedger", "Judge", "JudgeCache", "JudgeChain", "JudgeConfig", "JudgeError",
+           "JudgeFormatError", "JudgeInput", "JudgeMissing", "JudgeResult", "RuleBasedJudge", "Usage",
+           "make_judge", "metrics_of"]
