@@ -139,6 +139,14 @@ def _parse(text: str) -> ParseResult:
     visible, unclosed_think = visible_text(text)
     result = ParseResult()
     pos, index = 0, 0
+    closes: dict[str, int] = {}  # name -> next </name> at or after the last lookup (-1: none): keeps it linear
+
+    def find_close(name: str, start: int) -> int:
+        known = closes.get(name)
+        if known is None or (known != -1 and known < start):
+            known = closes[name] = visible.find(f"</{name}>", start)
+        return known
+
     while (match := _TAG.search(visible, pos)) is not None:
         closing, name, attributes = match.group(1), match.group(2), match.group(3)
         pos = match.end()
@@ -147,7 +155,7 @@ def _parse(text: str) -> ParseResult:
                 index += 1
                 result.items.append(ParseError(name, index, f"found </{name}> with no <{name}> before it"))
             continue
-        end = visible.find(f"</{name}>", match.end())
+        end = find_close(name, match.end())
         if name not in ACTION_TAGS and end == -1:
             continue  # prose like `a <b`, `List<T>` or a mention of `<bash_output>`, not a tag
         index += 1

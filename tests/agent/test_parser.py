@@ -126,3 +126,12 @@ def test_deep_nesting_and_alias_bombs_are_errors_not_crashes():
     bomb = "<todo>\na: &a [x, x]\nb: &b [*a, *a]\noperations: [*b, *b]\n</todo>"
     (error,) = parse_actions(bomb).errors
     assert "aliases" in error.problem
+
+
+def test_many_unclosed_brackets_stay_fast():
+    import time
+
+    start = time.monotonic()
+    assert parse_actions("<a> x " * 100_000).items == []  # prose brackets, no tag attempts
+    assert len(parse_actions("<a>x</a>" * 20_000).errors) == 20_000
+    assert time.monotonic() - start < 20  # linear, not quadratic (quadratic takes minutes)
