@@ -9,6 +9,8 @@ programs (no terminal) and stdin.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tbrl_lib.agent.actions import BashAction, FinishAction
 from tbrl_lib.agent.config import ToolConfig
 from tbrl_lib.agent.tool_base import ToolError, q
@@ -18,7 +20,7 @@ from tbrl_lib.sandbox.base import Sandbox
 class BashTool:
     tag = "bash"
 
-    def __init__(self, sandbox: Sandbox, config: ToolConfig, time_left: callable | None = None) -> None:
+    def __init__(self, sandbox: Sandbox, config: ToolConfig, time_left: Callable[[], float] | None = None) -> None:
         self.sandbox = sandbox
         self.config = config
         self.time_left = time_left or (lambda: float("inf"))
