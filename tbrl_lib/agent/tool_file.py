@@ -66,7 +66,9 @@ class FileTool:
         info = await probe(self.sandbox, action.file_path)
         if info.kind == "directory":
             raise ToolError(f"{info.path} is a directory; give a file path")
-        await self.sandbox.run(f"mkdir -p -- {q(posixpath.dirname(info.path))}", timeout=30)
+        made = await self.sandbox.run(f"mkdir -p -- {q(posixpath.dirname(info.path))}", timeout=30)
+        if not made.ok:
+            raise ToolError(f"cannot create the directory for {info.path}: {made.output.strip()[:300]}")
         mode = info.mode if info.kind == "file" else 0o644
         await self.sandbox.write_file(info.path, action.content, mode=mode)
         n_lines = action.content.count("\n") + (0 if action.content.endswith("\n") or not action.content else 1)

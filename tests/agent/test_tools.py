@@ -85,6 +85,8 @@ def test_file_read_write_with_line_numbers_offsets_and_errors(sandbox_run):
         out = await act(tb, "<file>\naction: write\nfile_path: /app/run.sh\ncontent: |\n  #!/bin/sh\n  echo new\n</file>"
                             "<file>\naction: write\nfile_path: /app/deep/er/x.txt\ncontent: hi\n</file>")
         assert out[0].startswith("Replaced /app/run.sh") and out[1].startswith("Created /app/deep/er/x.txt")
+        (out,) = await act(tb, "<file>\naction: write\nfile_path: /app/run.sh/inside.txt\ncontent: x\n</file>")
+        assert out.startswith("[ERROR] cannot create the directory")  # a model mistake, not an infra error
         res = await sb.run("/app/run.sh; stat -c %a /app/run.sh; cat /app/deep/er/x.txt")
         assert res.output.split() == ["new", "755", "hi"]  # mode kept, parents created
 
