@@ -1,7 +1,69 @@
-"""`tbrl rewards` commands (filled in by the rewards package)."""
+"""`tbrl judge ...`: evaluate judges on labelled cases, score one trajectory, check a config."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
 app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("eval")
+def eval_judges(
+    judges: str = typer.Option("rule", help="Comma-separated judge specs, each judged separately "
+                               "(rule, rule-nocaps, anthropic:MODEL, openai:MODEL, claude-cli, config:PATH)."),
+    cases: list[Path] = typer.Option(None, help="Judge-case directories (cases.yaml + one dir per case); "
+                                     "default: the upstream six and data/judge_cases."),
+    attempts: int = typer.Option(1, min=1, help="Attempts per case per judge."),
+    concurrency: int = typer.Option(4, min=1, help="Judge calls in flight at once."),
+    out: Path = typer.Option(..., help="Output folder for results.csv/.parquet, summary.csv, report.md."),
+    base_url: str = typer.Option(None, help="Base URL for the API judges (vLLM, OpenRouter, loopback)."),
+) -> None:
+    """Score labelled cases with each judge; write the results and the rendered report."""
+    from tbrl_lib.judge_eval import OUR_CASES, UPSTREAM_CASES, load_cases, run_comparison, write_report
+    from tbrl_lib.rewards.judges import make_judge
+
+    dirs = cases or [d for d in (UPSTREAM_CASES, OUR_CASES) if (d / "cases.yaml").exists()]
+    loaded = [c for d in dirs for c in load_cases(d).cases]
+    options = {"base_url": base_url} if base_url else {}
+    built = [make_judge(s, **(options if ":" in s and not s.startswith("config:") else {}))
+             for s in judges.split(",") if s.strip()]
+    results = run_comparison(built, loaded, attempts=attempts, concurrency=concurrency)
+    paths = write_report(results, out, title=f"Judge comparison on {', '.join(d.name for d in dirs)}")
+    from tbrl_lib.judge_eval import summarize
+
+    typer.echo(summarize(results)[["rank", "judge", "pass_rate", "spearman", "mean_distance", "cost_usd"]]
+               .to_string(index=False))
+    typer.echo(f"report: {paths['report']}")
+
+
+@app.command("score")
+def score_one(
+    messages: Path = typer.Argument(..., help="messages.json of a trajectory (OpenAI-style chat)."),
+    dockerfile: Path = typer.Option(None, help="The task's Dockerfile (environment description)."),
+    judge: str = typer.Option("rule", help="Judge spec; a comma-separated list is a fallback chain."),
+) -> None:
+    """Score one trajectory and print the judge's result as JSON."""
+    import asyncio
+    import json
+
+    from tbrl_lib.rewards.judges import JudgeInput, make_judge
+
+    item = JudgeInput.from_messages(json.loads(messages.read_text()),
+                                    environment=dockerfile.read_text() if dockerfile else "")
+    result = asyncio.run(make_judge(judge).score(item))
+    typer.echo(json.dumps(result.to_dict() if hasattr(result, "to_dict") else vars(result), indent=2, default=str))
+
+
+@app.command("check-config")
+def check_config(path: Path = typer.Argument(..., help="Judge config YAML.")) -> None:
+    """Validate a judge config file and print the chain it builds."""
+    from tbrl_lib.rewards.judges import JudgeConfig
+
+    try:
+        chain = JudgeConfig.load(path).build()
+    except ValueError as err:
+        typer.echo(str(err), err=True)
+        raise typer.Exit(1) from err
+    typer.echo(f"ok: {chain.name} (prompt {chain.prompt_version}, concurrency {chain.max_concurrency})")

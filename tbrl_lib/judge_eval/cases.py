@@ -1,0 +1,97 @@
+"""Labelled judge cases: a trajectory plus the score range a good process judge should give.
+
+Format (the upstream one, read in place from `../shared/upstream/judge_cases/`, and ours in
+`data/judge_cases/`): a directory with `cases.yaml` listing `{id, expected_range: [lo, hi],
+note, rubric?, source?}` and one sub-directory per case holding `messages.json` (OpenAI-style
+chat: the task first, tool outputs as user turns) and `dockerfile` (the environment).
+`rubric` (ours) names the rubric items / caps the case exercises; `source` says whether the
+trajectory came from a real episode of our agent or was written by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from tbrl_lib.rewards.judges.base import JudgeInput
+
+
+class CaseFormatError(ValueError):
+    """A judge-case directory is malformed; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class JudgeCase:
+    id: str
+    expected_range: tuple[float, float]
+    messages: list[dict]
+    dockerfile: str
+    note: str = ""
+    rubric: tuple[str, ...] = ()
+    source: str = ""
+    suite: str = ""
+
+    @property
+    def center(self) -> float:
+        return (self.expected_range[0] + self.expected_range[1]) / 2
+
+    def judge_input(self) -> JudgeInput:
+        return JudgeInput.from_messages(self.messages, environment=self.dockerfile, task_id=self.id)
+
+
+@dataclass
+class CaseSet:
+    root: Path
+    cases: list[JudgeCase] = field(default_factory=list)
+
+
+def load_cases(root: str | Path) -> CaseSet:
+    """Read `root/cases.yaml` and every case directory it lists (strictly)."""
+    root = Path(root)
+    index = root / "cases.yaml"
+    if not index.exists():
+        raise CaseFormatError(f"{index} not found: a judge-case directory needs cases.yaml")
+    try:
+        raw = yaml.safe_load(index.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise CaseFormatError(f"{index}: not valid YAML ({err})") from err
+    entries = raw.get("cases")
+    if not isinstance(entries, list) or not entries:
+        raise CaseFormatError(f"{index}: needs a non-empty `cases:` list")
+    out = CaseSet(root=root)
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        where = f"{index}: cases[{i}]"
+        if not isinstance(entry, dict) or "id" not in entry:
+            raise CaseFormatError(f"{where}: each case needs an `id`")
+        cid = str(entry["id"])
+        if cid in seen:
+            raise CaseFormatError(f"{where}: duplicate id {cid!r}")
+        seen.add(cid)
+        rng = entry.get("expected_range")
+        if (not isinstance(rng, list) or len(rng) != 2 or not all(isinstance(v, (int, float)) for v in rng)
+                or not 0 <= rng[0] <= rng[1] <= 1):
+            raise CaseFormatError(f"{where} ({cid}): expected_range must be [lo, hi] with 0 <= lo <= hi <= 1, "
+                                  f"got {rng!r}")
+        case_dir = root / cid
+        messages_path, docker_path = case_dir / "messages.json", case_dir / "dockerfile"
+        for path in (messages_path, docker_path):
+            if not path.exists():
+                raise CaseFormatError(f"{where} ({cid}): {path} is missing")
+        try:
+            messages = json.loads(messages_path.read_text())
+        except json.JSONDecodeError as err:
+            raise CaseFormatError(f"{messages_path}: not valid JSON ({err})") from err
+        bad = [j for j, m in enumerate(messages) if not isinstance(m, dict) or m.get("role") not in
+               ("system", "user", "assistant") or "content" not in m]
+        if not isinstance(messages, list) or not messages or bad:
+            raise CaseFormatError(f"{messages_path}: must be a list of {{role, content}} messages "
+                                  f"(bad entries at {bad[:5]})")
+        out.cases.append(JudgeCase(
+            id=cid, expected_range=(float(rng[0]), float(rng[1])), messages=messages,
+            dockerfile=docker_path.read_text(), note=str(entry.get("note", "")),
+            rubric=tuple(entry.get("rubric") or ()), source=str(entry.get("source", "")), suite=root.name))
+    return out
