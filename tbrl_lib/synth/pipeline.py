@@ -140,11 +140,16 @@ class Pipeline:
             if state["stage"] == "build":
                 if state["round"] >= self.config.max_rounds:
                     return self._finish(state, "rejected", state["feedback"] or ["no rounds left"])
-                previous = state["spec"]
+                try:  # a round counts once the builder answered (not on API errors)
+                    spec = await roles.build(self.llm, meter, state["proposal"], level,
+                                             state["spec"], state["feedback"])
+                except roles.SpecError as err:
+                    spec, problem = None, err
                 state["round"] += 1
                 try:
-                    state["spec"] = await roles.build(self.llm, meter, state["proposal"], level,
-                                                      previous, state["feedback"])
+                    if spec is None:
+                        raise problem
+                    state["spec"] = spec
                     task = self._task(state)
                 except roles.SpecError as err:
                     self._step(state, "build", "unusable build", [str(err)], repair=True)
