@@ -234,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tiny", action="store_true", help="tiny model and contexts (CPU check)")
     parser.add_argument("--model-size", choices=sorted(SHAPES), default="1.7b")
-    parser.add_argument("--contexts", type=int, nargs="+", default=[8192, 32768])
+    parser.add_argument("--contexts", type=int, nargs="+", default=None,
+                        help="trajectory lengths in tokens (default 8192 32768; --tiny: 256 512)")
     parser.add_argument("--steps", type=int, default=2, help="timed optimizer steps per phase")
     parser.add_argument("--num-generations", type=int, default=4, help="trajectories per TRL step")
     parser.add_argument("--budget-s", type=float, default=240.0, help="skip phases starting after this")
@@ -242,9 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-trl", action="store_true")
     args = parser.parse_args(argv)
     if args.tiny:
-        args.model_size, args.contexts, vocab = "tiny", [256, 512], 1000
+        args.model_size, args.contexts, vocab = "tiny", args.contexts or [256, 512], 1000
     else:
-        vocab = VOCAB
+        args.contexts, vocab = args.contexts or [8192, 32768], VOCAB
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     gpu = torch.cuda.get_device_name(0) if device.type == "cuda" else "none"
