@@ -34,8 +34,9 @@ CHANGE_HINT = re.compile(r"(>|\btee\b|(?:^|[;&|(]\s*|sudo\s+)(rm|mv|cp|mkdir|tou
                          r"git (commit|checkout|reset|apply)|systemctl|service |python3? -m venv|npm install)")
 INSTALL = re.compile(r"^\s*(sudo\s+)?(pip3?|python3? -m pip|apt(-get)?|uv|npm|yarn|cargo|go|gem)\s+(install|add|get|update)\b")
 FAILURE = re.compile(r"(Traceback \(most recent call last\)|command not found|No such file or directory|"
-                     r"\berror\b|\bfailed\b|exit code:? [1-9]|returned non-zero|Permission denied|"
-                     r"\[ERROR\])", re.I)
+                     r"^(error|fatal|E):|exit code:? [1-9]|returned non-zero|Permission denied|\[ERROR\])",
+                     re.I | re.M)
+"""Signs that a tool call failed (not the word "error" anywhere: logs under study contain it)."""
 CHECK_CMD = re.compile(r"(pytest|unittest|\btest\b|python3? [\w/.-]+\.py|python3? -c|curl|cat |ls|"
                        r"diff|grep|--version|sqlite3|bash [\w/.-]+\.sh|\./|node |go test|cargo test)")
 GAMING = re.compile(r"(/tests/|test_outputs\.py|conftest\.py|reward\.txt|reward\.json|"

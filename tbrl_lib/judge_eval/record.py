@@ -1,0 +1,43 @@
+"""Turn real episodes of our agent into judge cases (messages.json + dockerfile + cases.yaml row).
+
+    await record_case(task, policy, out_root, case_id, expected_range, note, rubric)
+
+Runs `run_episode` in a real sandbox, drops the agent's system prompt (judge cases start
+with the task, like the upstream ones), and writes the case directory. The expected range
+is the author's label for the *process* the policy acts out; the tool outputs are real.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from tbrl_lib.tasks.model import Task
+
+
+async def record_case(task: Task, policy, out_root: str | Path, case_id: str, expected_range: tuple[float, float],
+                      note: str, rubric: list[str]) -> Path:
+    from tbrl_lib.agent import run_episode
+    from tbrl_lib.sandbox import open_sandbox
+
+    async with open_sandbox(task) as sandbox:
+        trajectory = await run_episode(task, policy, sandbox)
+    messages = [{"role": m["role"], "content": m["content"]} for m in trajectory.messages if m["role"] != "system"]
+    case_dir = Path(out_root) / case_id
+    case_dir.mkdir(parents=True, exist_ok=True)
+    (case_dir / "messages.json").write_text(json.dumps(messages, indent=1, ensure_ascii=False) + "\n")
+    (case_dir / "dockerfile").write_text(task.environment.dockerfile or f"FROM {task.environment.image}\n")
+    upsert_index(Path(out_root) / "cases.yaml", {
+        "id": case_id, "expected_range": list(expected_range), "note": note, "rubric": rubric,
+        "source": f"episode: task {task.id}, policy {policy.name}, termination {trajectory.termination.value}"})
+    return case_dir
+
+
+def upsert_index(index: Path, entry: dict) -> None:
+    """Add or replace one case in `cases.yaml` (keeps the others and their order)."""
+    data = yaml.safe_load(index.read_text()) if index.exists() else None
+    cases = (data or {}).get("cases", [])
+    cases = [c for c in cases if c.get("id") != entry["id"]] + [entry]
+    index.write_text(yaml.safe_dump({"cases": cases}, sort_keys=False, width=100, allow_unicode=True))
