@@ -20,10 +20,13 @@ from typing import Any
 
 import pandas as pd
 
-from tbrl_lib.tasks.model import Task
 from tbrl_lib.synth.pipeline import run_sync
+from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.validate import (
-    ValidationConfig, ValidationResult, validate_task, validate_tasks_async,
+    ValidationConfig,
+    ValidationResult,
+    validate_task,
+    validate_tasks_async,
 )
 
 

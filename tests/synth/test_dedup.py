@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from tbrl_lib.synth.dedup import (
-    DedupConfig, balance_report, balance_table, jaccard, most_similar, near_duplicates, shingles,
+    DedupConfig,
+    balance_report,
+    balance_table,
+    jaccard,
+    most_similar,
+    near_duplicates,
+    shingles,
 )
 from tbrl_lib.synth.generate import generate, make_task
 

@@ -8,8 +8,17 @@ import asyncio
 import pytest
 
 from tbrl_lib.synth.llm import (
-    AnthropicLLM, Answer, BudgetExceeded, CostMeter, OpenAICompatibleLLM, Tool, Usage, ask_metered,
-    cost_of, make_llm, price_for,
+    Answer,
+    AnthropicLLM,
+    BudgetExceeded,
+    CostMeter,
+    OpenAICompatibleLLM,
+    Tool,
+    Usage,
+    ask_metered,
+    cost_of,
+    make_llm,
+    price_for,
 )
 from tbrl_lib.testing.llm_server import LLMServer, Reply
 

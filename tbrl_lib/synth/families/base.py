@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import random
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from tbrl_lib.tasks.model import Difficulty, Environment, Limits, Provenance, Task, Tests
 

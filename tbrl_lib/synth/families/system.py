@@ -367,7 +367,7 @@ def service_port(rng: random.Random, difficulty: Difficulty) -> Draft:
         weights.update(test_post_requires_key=1.0, test_post_stores_item=1.0)
     instruction = f"""
 Set up the `{name}` HTTP service on port {port} of this machine (JSON responses):
-""" + "\n".join(spec) + f"""
+""" + "\n".join(spec) + """
 
 Write `/app/start.sh`: running `bash /app/start.sh` must start the service in the
 background and return; then start it so it is running when you finish. Only the Python
