@@ -31,7 +31,16 @@ def run_comparison(judges: Sequence[Any], cases: Sequence[JudgeCase], attempts: 
     if attempts < 1:
         raise ValueError(f"attempts must be >= 1, got {attempts}")
     built = [make_judge(j) if isinstance(j, str) else j for j in judges]
-    return asyncio.run(_run(built, list(cases), attempts, concurrency, progress))
+    coro = _run(built, list(cases), attempts, concurrency, progress)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    # Called from a running loop (Jupyter): run on a fresh loop in a worker thread.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 async def _run(judges, cases, attempts, concurrency, progress) -> pd.DataFrame:
