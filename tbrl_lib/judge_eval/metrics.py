@@ -15,6 +15,9 @@ from typing import Sequence
 
 import pandas as pd
 
+EPS = 1e-9
+"""Means of scores are float sums: 0.2 and 0.4 average to 0.30000000000000004, still "in 0.3"."""
+
 
 def average_ranks(values: Sequence[float]) -> list[float]:
     order = sorted(range(len(values)), key=lambda i: values[i])
@@ -47,7 +50,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 
 def distance_to_range(score: float, lo: float, hi: float) -> float:
-    return 0.0 if lo <= score <= hi else min(abs(score - lo), abs(score - hi))
+    return 0.0 if lo - EPS <= score <= hi + EPS else min(abs(score - lo), abs(score - hi))
 
 
 def per_case(results: pd.DataFrame) -> pd.DataFrame:
@@ -57,7 +60,7 @@ def per_case(results: pd.DataFrame) -> pd.DataFrame:
     table = grouped.agg(mean_score=("score", "mean"), spread=("score", "std"), attempts=("score", "size"),
                         lo=("lo", "first"), hi=("hi", "first")).reset_index()
     table["spread"] = table["spread"].fillna(0.0)
-    table["in_range"] = (table["mean_score"] >= table["lo"]) & (table["mean_score"] <= table["hi"])
+    table["in_range"] = ((table["mean_score"] >= table["lo"] - EPS) & (table["mean_score"] <= table["hi"] + EPS))
     table["distance"] = [distance_to_range(s, lo, hi) for s, lo, hi in
                          zip(table["mean_score"], table["lo"], table["hi"])]
     table["center"] = (table["lo"] + table["hi"]) / 2

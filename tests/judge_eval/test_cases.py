@@ -1,0 +1,65 @@
+"""Judge-case loading: the upstream six read in place, ours, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tbrl_lib.judge_eval import OUR_CASES, UPSTREAM_CASES, CaseFormatError, load_cases
+from tbrl_lib.rewards.judges.prompt import CAPS, RUBRIC_WEIGHTS
+
+
+def test_upstream_cases_load_in_place():
+    if not (UPSTREAM_CASES / "cases.yaml").exists():
+        pytest.skip(f"upstream judge cases not found at {UPSTREAM_CASES}")
+    cases = load_cases(UPSTREAM_CASES).cases
+    assert len(cases) == 6 and {c.id for c in cases} >= {"perfect_agent", "no_exploration"}
+    perfect = next(c for c in cases if c.id == "perfect_agent")
+    assert perfect.expected_range == (0.9, 1.0) and perfect.messages[0]["role"] == "user"
+    assert "FROM" in perfect.dockerfile and perfect.judge_input().instruction.startswith("The venv")
+
+
+def test_our_cases_cover_every_rubric_item_and_include_real_episodes():
+    cases = load_cases(OUR_CASES).cases
+    assert len(cases) >= 12
+    covered = {item for c in cases for item in c.rubric}
+    assert set(RUBRIC_WEIGHTS) <= covered | {"efficiency"} and "gaming" in covered
+    assert "efficiency" in covered
+    episodes = [c for c in cases if c.source.startswith("episode:")]
+    assert len(episodes) >= 5, "several cases must come from real episodes of our agent"
+    assert set(CAPS) - {"no_todo", "change_before_exploration", "no_verification", "parse_errors",
+                        "overthinking", "flailing", "gaming"} == set()
+
+
+def _write(root, entries, messages=None):
+    root.mkdir(exist_ok=True)
+    (root / "cases.yaml").write_text(json.dumps({"cases": entries}))
+    for entry in entries:
+        d = root / str(entry.get("id"))
+        d.mkdir(exist_ok=True)
+        (d / "messages.json").write_text(json.dumps(messages if messages is not None else
+                                                    [{"role": "user", "content": "t"}]))
+        (d / "dockerfile").write_text("FROM x\n")
+
+
+@pytest.mark.parametrize("entries,messages,match", [
+    ([{"id": "a", "expected_range": [0.5, 0.2]}], None, "0 <= lo <= hi <= 1"),
+    ([{"id": "a", "expected_range": [0.1]}], None, "expected_range"),
+    ([{"id": "a", "expected_range": [0, 1]}, {"id": "a", "expected_range": [0, 1]}], None, "duplicate id"),
+    ([{"id": "a", "expected_range": [0, 1]}], [{"role": "robot", "content": "x"}], "bad entries"),
+    ([{"expected_range": [0, 1]}], None, "needs an `id`"),
+])
+def test_bad_cases_name_the_file_and_field(tmp_path, entries, messages, match):
+    _write(tmp_path / "c", entries, messages)
+    with pytest.raises(CaseFormatError, match=match):
+        load_cases(tmp_path / "c")
+
+
+def test_missing_files_are_named(tmp_path):
+    with pytest.raises(CaseFormatError, match="cases.yaml"):
+        load_cases(tmp_path)
+    _write(tmp_path / "c", [{"id": "a", "expected_range": [0, 1]}])
+    (tmp_path / "c" / "a" / "dockerfile").unlink()
+    with pytest.raises(CaseFormatError, match="dockerfile is missing"):
+        load_cases(tmp_path / "c")
