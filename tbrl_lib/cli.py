@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import typer
 
+from tbrl_lib.agent.cli import app as agent_app
 from tbrl_lib.evaluate.cli import app as eval_app
 from tbrl_lib.rewards.cli import app as judge_app
 from tbrl_lib.sandbox.cli import bench_app, docker_app, images_app
@@ -24,6 +25,7 @@ app.add_typer(images_app, name="images", help="Base images (offline Debian subst
 app.add_typer(docker_app, name="docker", help="Docker engine: ensure it runs, reap leftovers.")
 app.add_typer(bench_app, name="bench", help="Benchmarks that print a table against a baseline.")
 app.add_typer(tasks_app, name="tasks", help="Convert, validate, generate and describe tasks.")
+app.add_typer(agent_app, name="agent", help="The agent: prompt, parse a reply, run an episode.")
 app.add_typer(judge_app, name="judge", help="LLM and rule-based judges: evaluate them.")
 app.add_typer(eval_app, name="eval", help="Benchmark a policy on tasks (pass@k, CIs).")
 app.add_typer(train_app, name="train", help="GRPO training: run a preset, memory plan, launch files.")
