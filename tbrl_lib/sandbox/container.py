@@ -33,7 +33,7 @@ import posixpath
 import tarfile
 import time
 
-from docker.errors import APIError, NotFound
+from docker.errors import APIError, InvalidVersion, NotFound
 from docker.types import LogConfig
 
 from tbrl_lib.sandbox import reaper
@@ -336,8 +336,13 @@ class DockerSandbox:
 
         Called before a timed-out command is killed, every few seconds during a long
         command, and (with a 20 % margin) after output that shows a failed fork."""
-        stats = await self.host.call(self.host.client.api.stats, self.container_id,
-                                     stream=False, one_shot=True, what="reading pids")
+        def read_stats() -> dict:
+            api = self.host.client.api
+            try:
+                return api.stats(self.container_id, stream=False, one_shot=True)
+            except InvalidVersion:  # daemons before API 1.41 sample twice (about 1 s)
+                return api.stats(self.container_id, stream=False)
+        stats = await self.host.call(read_stats, what="reading pids")
         pids = stats.get("pids_stats") or {}
         current, limit = pids.get("current", 0), pids.get("limit") or self.task.limits.pids
         if current >= min(limit - PIDS_NEAR_LIMIT, limit * (1 - margin)):

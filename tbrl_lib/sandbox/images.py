@@ -70,7 +70,8 @@ def build_context(task: Task) -> bytes:
     return buf.getvalue()
 
 
-_LOCKS: dict[tuple[str, str], asyncio.Lock] = {}
+_LOCKS: dict[tuple[int, str, str], asyncio.Lock] = {}
+"""One lock per (event loop, host, tag): asyncio locks must not cross event loops."""
 
 
 async def ensure_image(task: Task, host: DockerHost | Host | None = None) -> str:
@@ -88,7 +89,7 @@ async def ensure_image(task: Task, host: DockerHost | Host | None = None) -> str
     tag = image_tag(task)
     if await _exists(host, tag):
         return tag
-    lock = _LOCKS.setdefault((host.name, tag), asyncio.Lock())
+    lock = _LOCKS.setdefault((id(asyncio.get_running_loop()), host.name, tag), asyncio.Lock())
     async with lock:
         if await _exists(host, tag):
             return tag

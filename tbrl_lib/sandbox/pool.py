@@ -30,7 +30,9 @@ POOL_IDLE_S = 120.0
 
 
 class SandboxPool:
-    """`size` ready containers for one task; `acquire()` hands one out and refills."""
+    """`size` ready containers for one task; `acquire()` hands one out and refills.
+
+    Create it inside the event loop that will use it (it starts tasks on that loop)."""
 
     def __init__(self, task: Task, size: int, config: SandboxConfig | None = None) -> None:
         if size < 1:
@@ -125,7 +127,7 @@ _POOLS: dict[tuple, SandboxPool] = {}
 
 
 def _pool_key(task: Task, config: SandboxConfig) -> tuple:
-    return (task.content_hash(), config.model_dump_json())
+    return (id(asyncio.get_running_loop()), task.content_hash(), config.model_dump_json())
 
 
 def shared_pool(task: Task, config: SandboxConfig) -> SandboxPool:

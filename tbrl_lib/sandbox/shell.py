@@ -96,7 +96,9 @@ class _Transport:
         self.writer: asyncio.StreamWriter | None = None
 
     async def open(self) -> None:
-        if self.native:
+        if not self.native:
+            self._raw.settimeout(None)  # the SDK leaves its request timeout on the socket
+        else:
             self._raw.setblocking(False)
             self.reader, self.writer = await asyncio.open_connection(sock=self._raw, limit=1 << 20)
 

@@ -119,9 +119,10 @@ def test_fork_bomb_ends_the_rollout_as_a_pids_limit(docker_client, base_image, b
         async with open_sandbox(make_task("fork-bomb", pids=64)) as sb:
             t0 = time.monotonic()
             with pytest.raises(SandboxLimitExceeded) as info:
-                for _ in range(5):
-                    await sb.run(bomb if _ == 0 else "ls /", timeout=8)
-            assert info.value.kind == "pids" and time.monotonic() - t0 < 30
+                await sb.run(bomb, timeout=8)
+                while time.monotonic() - t0 < 40:  # the agent carries on; its forks fail
+                    await sb.run("sleep 0.2; ls /", timeout=8)
+            assert info.value.kind == "pids" and time.monotonic() - t0 < 40
             with pytest.raises(SandboxLimitExceeded):
                 await sb.run("echo more")  # the rollout stays ended
             return sb.container_id
