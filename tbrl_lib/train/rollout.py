@@ -3,6 +3,8 @@
 TRL hands `rollout_func(prompts, trainer)` this process's slice of the generation batch:
 each dataset prompt already repeated `num_generations` times in a row (TRL's
 `RepeatSampler` does that), so one rollout per prompt entry gives every task its group.
+(TRL 1.15's docstring says the slice comes without duplication; it does not, and
+tests/train/test_rollout.py pins what it actually does.)
 For each entry `RolloutRunner`:
 
 1. maps the prompt back to its `Task` (`TaskIndex`: dataset rows carry the task JSON, so a
@@ -34,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -263,6 +264,3 @@ def _mean(values) -> float:
     values = list(values)
     return float(sum(values) / len(values)) if values else 0.0
 
-
-def elapsed_since(start: float) -> float:
-    return time.monotonic() - start

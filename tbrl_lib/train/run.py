@@ -69,7 +69,7 @@ def resolve_model(config: TrainConfig, out_dir: Path) -> str:
         return config.model
     from tbrl_lib.policies.tiny_model import build_tiny_qwen3
 
-    return str(build_tiny_qwen3(out_dir / "tiny-model"))
+    return str(build_tiny_qwen3())  # cached by content hash under outputs/models
 
 
 def grpo_args(config: TrainConfig, out_dir: Path):
@@ -131,7 +131,8 @@ def train(preset: str = "cpu-smoke", overrides: dict[str, Any] | None = None,
     plot_rewards(records, out / "reward.png")
     rewards = [r["reward/tests_score"] for r in records if "reward/tests_score" in r]
     summary = {
-        "preset": config.name, "model": config.model, "steps": trainer.state.global_step,
+        "preset": config.name, "model": config.model, "model_path": state["model_path"],
+        "steps": trainer.state.global_step,
         "rollouts": sum(r.get("rollout/count", 0) for r in records),
         "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
         "infra_error_rate": _mean(r.get("rollout/infra_error_rate", 0.0) for r in records),
@@ -167,7 +168,7 @@ def build_trainer(config: TrainConfig, out: Path):
     model_path = resolve_model(config, out)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     curriculum = Curriculum({t.id: t.difficulty.value for t in tasks}, config.filter_after_groups)
-    state: dict[str, Any] = {"curriculum": curriculum}
+    state: dict[str, Any] = {"curriculum": curriculum, "model_path": model_path}
     hosts = [(h, max(1, config.sandbox_concurrency)) for h in config.docker_hosts] or None
     sandbox_config = SandboxConfig(run_id=f"train-{config.name}-{os.getpid()}",
                                    start_timeout_s=config.sandbox_start_timeout_s,
