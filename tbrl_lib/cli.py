@@ -54,8 +54,8 @@ def setup(
         typer.echo(f"base images: {'built ' + ', '.join(built) if built else 'present'}")
 
 
-DEMO_NOTEBOOK = "05_eval"
-"""The biggest end-to-end path that exists today; becomes 04_train once training lands."""
+DEMO_NOTEBOOK = "04_train"
+"""The biggest end-to-end path: GRPO with the cpu-smoke preset, real sandboxes, real TRL."""
 
 
 @app.command()

@@ -25,4 +25,4 @@ def test_demo_rejects_a_parameter_without_equals():
 def test_demo_names_the_notebooks_when_one_is_unknown():
     result = runner.invoke(app, ["demo", "--notebook", "nope"])
     assert result.exit_code != 0
-    assert "05_eval" in str(result.exception)
+    assert "04_train" in str(result.exception)
