@@ -13,7 +13,8 @@ from tbrl_lib.sandbox.base import (
     SandboxStats,
 )
 from tbrl_lib.sandbox.config import DockerHost, SandboxConfig
-from tbrl_lib.sandbox.container import DockerSandbox, FileTooLarge
+from tbrl_lib.sandbox.container import DockerSandbox
+from tbrl_lib.sandbox.files import FileTooLarge
 from tbrl_lib.sandbox.images import ImageBuildError, ensure_image, image_tag
 from tbrl_lib.sandbox.pool import SandboxPool, close_pools, open_sandbox, prewarm
 

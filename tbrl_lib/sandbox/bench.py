@@ -48,7 +48,7 @@ def bench_task() -> Task:
 
 def _stats(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
-    p90 = ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
     return statistics.median(ordered), p90
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import docker
 from docker.errors import DockerException
@@ -156,7 +157,7 @@ async def acquire_slot(specs: tuple[DockerHost, ...], timeout: float) -> Host:
     async with cond:
         try:
             await asyncio.wait_for(cond.wait_for(ready), timeout)
-        except asyncio.TimeoutError as err:
+        except TimeoutError as err:
             for host in chosen:  # picked in the same instant the wait timed out
                 host.active -= 1
             raise SandboxError(

@@ -70,7 +70,7 @@ class SandboxPool:
         sandbox = DockerSandbox(self.task, self.config)
         try:
             await sandbox.start()
-        except Exception as err:  # surfaced to acquirers through `errors` + a cold start
+        except Exception as err:  # noqa: BLE001 - surfaced via `errors` and wait_ready()
             self.errors.append(f"{type(err).__name__}: {err}")
             log.warning("tbrl: warm pool for %s could not start a container: %s", self.task.id, err)
             return

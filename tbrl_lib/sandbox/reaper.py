@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 def _start_ticks(pid: int) -> str | None:
     """Start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat)."""
     try:
-        stat = open(f"/proc/{pid}/stat").read()
+        with open(f"/proc/{pid}/stat") as handle:
+            stat = handle.read()
     except OSError:
         return None
     return stat.rsplit(")", 1)[1].split()[19]
@@ -97,7 +98,7 @@ def cleanup_registered() -> int:
             removed += 1
         except NotFound:
             pass
-        except Exception as err:  # exit path: report and continue with the rest
+        except Exception as err:  # noqa: BLE001 - exit path: report, go on with the rest
             log.warning("tbrl: could not remove container %s at exit: %s", cid[:12], err)
     return removed
 
@@ -165,21 +166,21 @@ def reap(client: docker.DockerClient, foreign: bool = False) -> ReapReport:
                 report.containers.append(c["Id"][:12])
             except NotFound:
                 pass
-            except Exception as err:  # keep reaping the rest; report what failed
+            except Exception as err:  # noqa: BLE001 - report it, keep reaping the rest
                 report.errors.append(f"container {c['Id'][:12]}: {err}")
     for n in client.api.networks(filters=flt):
         if _should_remove(n.get("Labels") or {}, foreign, report):
             try:
                 client.api.remove_network(n["Id"])
                 report.networks.append(n["Name"])
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - report it, keep reaping the rest
                 report.errors.append(f"network {n['Name']}: {err}")
     for v in (client.api.volumes(filters=flt) or {}).get("Volumes") or []:
         if _should_remove(v.get("Labels") or {}, foreign, report):
             try:
                 client.api.remove_volume(v["Name"], force=True)
                 report.volumes.append(v["Name"])
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - report it, keep reaping the rest
                 report.errors.append(f"volume {v['Name']}: {err}")
     return report
 

@@ -37,14 +37,17 @@ pending command on the docker thread pool.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import socket
 import struct
 import time
 from dataclasses import dataclass
 
+from docker.errors import DockerException
+
 from tbrl_lib.sandbox.base import CommandResult, SandboxError
-from tbrl_lib.sandbox.hosts import Host, _EXECUTOR
+from tbrl_lib.sandbox.hosts import _EXECUTOR, Host
 
 TRAILER_FD = 87
 READ_CHUNK = 1 << 18
@@ -122,12 +125,9 @@ class _Transport:
                 self.writer.close()
             else:
                 self._raw.close()
-        except Exception:
-            pass
-        try:
             self._sdk_sock.close()
-        except Exception:
-            pass
+        except OSError as err:
+            logging.getLogger(__name__).debug("closing the shell socket: %s", err)
 
 
 class _Capture:
@@ -232,7 +232,7 @@ class PersistentShell:
                 f"bash did not start in container {self.container_id[:12]}: "
                 f"{capture.text().strip()[-500:] or 'no output'} (does the image have bash?)",
                 kind="shell_failed") from err
-        except asyncio.TimeoutError as err:
+        except TimeoutError as err:
             raise SandboxError("the shell did not answer within 30 s", kind="shell_failed") from err
         self._apply(trailer)
 
@@ -342,10 +342,8 @@ class PersistentShell:
                 api.exec_start(eid)
             try:
                 await self.host.call(kill_shell, what="killing a stuck shell")
-            except SandboxError:
-                raise
-            except Exception:
-                pass  # already gone
+            except DockerException as err:  # the shell is already gone
+                logging.getLogger(__name__).debug("killing shell %s: %s", pid, err)
         await self.start()
 
     async def _exec_exit_code(self) -> int | None:

@@ -63,7 +63,8 @@ def _mini_rootfs() -> bytes:
         path = shutil.which(name)
         if path:
             files.add(path)
-            out = subprocess.run(["ldd", os.path.realpath(path)], capture_output=True, text=True).stdout
+            out = subprocess.run(["ldd", os.path.realpath(path)], capture_output=True, text=True,
+                                 check=False).stdout
             for line in out.splitlines():
                 for part in line.split():
                     if part.startswith("/"):
@@ -94,14 +95,16 @@ def second_daemon(docker_client):
     if not _answers(D2_URL):
         for d in ("/tmp/tbrl-d2", "/tmp/tbrl-d2x"):
             os.makedirs(d, exist_ok=True)
-        if subprocess.run(["ip", "link", "show", D2_BRIDGE], capture_output=True).returncode:
+        if subprocess.run(["ip", "link", "show", D2_BRIDGE], capture_output=True,
+                          check=False).returncode:
             subprocess.run(["ip", "link", "add", D2_BRIDGE, "type", "bridge"], check=True)
             subprocess.run(["ip", "addr", "add", "10.251.0.1/24", "dev", D2_BRIDGE], check=True)
-        log = open("/tmp/tbrl-d2.log", "ab")
-        started = subprocess.Popen(
-            ["dockerd", "--host", D2_URL, "--data-root", "/tmp/tbrl-d2", "--exec-root",
-             "/tmp/tbrl-d2x", "--pidfile", str(D2_PID), "--bridge", D2_BRIDGE, "--iptables=false",
-             "--ip-masq=false", "--shutdown-timeout", "1"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with open("/tmp/tbrl-d2.log", "ab") as log:
+            started = subprocess.Popen(
+                ["dockerd", "--host", D2_URL, "--data-root", "/tmp/tbrl-d2", "--exec-root",
+                 "/tmp/tbrl-d2x", "--pidfile", str(D2_PID), "--bridge", D2_BRIDGE,
+                 "--iptables=false", "--ip-masq=false", "--shutdown-timeout", "1"],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while not _answers(D2_URL):
             if time.monotonic() > deadline or started.poll() is not None:
@@ -118,7 +121,7 @@ def second_daemon(docker_client):
     docker_client.api.remove_image(MINI_IMAGE, force=True)
     if started is not None:
         stop_second_daemon(started.pid)
-        subprocess.run(["ip", "link", "del", D2_BRIDGE], capture_output=True)
+        subprocess.run(["ip", "link", "del", D2_BRIDGE], capture_output=True, check=False)
         shutil.rmtree("/tmp/tbrl-d2", ignore_errors=True)
         shutil.rmtree("/tmp/tbrl-d2x", ignore_errors=True)
 

@@ -16,7 +16,7 @@ from tbrl_lib.sandbox import (
     open_sandbox,
 )
 from tbrl_lib.sandbox.container import KEEP_CAPS
-from tests.sandbox.conftest import make_task, run, tbrl_containers
+from tests.sandbox.conftest import make_task, run
 
 pytestmark = pytest.mark.docker
 
@@ -37,7 +37,7 @@ def test_limits_labels_and_isolation_as_the_daemon_sees_them(docker_client, base
             assert hc["Init"] is True and not hc["Privileged"]
             assert not info["Mounts"] and not hc["Binds"]
             assert labels["tbrl.run"] == "run-42" and labels["tbrl.task"] == "limits-check"
-            host, pid, _ = labels["tbrl.owner"].rsplit(":", 2)
+            _, pid, _ = labels["tbrl.owner"].rsplit(":", 2)
             assert int(pid) > 0
             r = await sb.run("ls /var/run/docker.sock; cat /proc/self/status | grep CapEff")
             assert "No such file" in r.output and "0000000000000000" not in r.output

@@ -8,7 +8,13 @@ import time
 
 import pytest
 
-from tbrl_lib.sandbox import DockerHost, SandboxConfig, SandboxError, SandboxLimitExceeded, open_sandbox
+from tbrl_lib.sandbox import (
+    DockerHost,
+    SandboxConfig,
+    SandboxError,
+    SandboxLimitExceeded,
+    open_sandbox,
+)
 from tbrl_lib.sandbox.hosts import acquire_slot, get_host, release_slot
 from tests.sandbox.conftest import D2_URL, MINI_IMAGE, make_task, run, stop_second_daemon
 

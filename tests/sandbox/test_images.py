@@ -4,11 +4,13 @@ callers, clear failures with the log tail, a build timeout that really stops the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import time
 import uuid
 
+import docker
 import pytest
 
 from tbrl_lib.sandbox import ImageBuildError, SandboxError, ensure_image, image_tag
@@ -61,10 +63,8 @@ def unique_task(docker_client, base_image):
         for all_layers in (False, True):
             flt = {"label": f"tbrl.content-hash={image_hash(task)}"}
             for img in docker_client.api.images(all=all_layers, filters=flt):
-                try:
+                with contextlib.suppress(docker.errors.NotFound):  # gone with its child
                     docker_client.api.remove_image(img["Id"], force=True)
-                except Exception:
-                    pass  # already removed with its child
 
 
 @pytest.mark.docker

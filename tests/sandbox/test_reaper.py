@@ -3,12 +3,14 @@ SIGTERM cleans up on the way out, owners are identified by pid *and* start time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 
+import docker
 import pytest
 
 from tbrl_lib.sandbox import reaper
@@ -63,7 +65,7 @@ def test_sigkilled_driver_leaves_nothing_after_reap(docker_client, base_image):
 @pytest.mark.docker
 def test_sigterm_cleans_up_on_the_way_out(docker_client, base_image):
     run_id = f"term-{os.getpid()}-{time.time_ns()}"
-    proc, cid = _start_driver(run_id)
+    proc, _ = _start_driver(run_id)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) != 0
     assert tbrl_containers(docker_client, **{"tbrl.run": run_id}) == []
@@ -86,7 +88,5 @@ def test_reap_keeps_live_owners_and_other_machines(docker_client, base_image):
     finally:
         for cid in made:
             docker_client.api.remove_container(cid, force=True)
-        try:
+        with contextlib.suppress(docker.errors.NotFound):
             docker_client.api.remove_network(net)
-        except Exception:
-            pass

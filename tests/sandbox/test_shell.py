@@ -3,14 +3,13 @@ capped, timeouts kill exactly the command, background jobs survive, the shell re
 
 from __future__ import annotations
 
-import resource
+import asyncio
 import time
 
 import pytest
 
 from tbrl_lib.sandbox import SandboxConfig, open_sandbox
 from tbrl_lib.sandbox.shell import _Capture, _parse_trailer, _quote
-
 from tests.sandbox.conftest import run
 
 # ---------------------------------------------------------------- unit (no Docker)
@@ -137,7 +136,7 @@ def test_background_jobs_do_not_block_and_survive_later_timeouts(task):
             r = await sb.run("sleep 300 & nohup sleep 301 >/dev/null 2>&1 & echo started")
             assert r.output == "started\n" and time.monotonic() - t0 < 2
             r = await sb.run("(sleep 0.2; echo from-background) &")
-            time.sleep(0.5)
+            await asyncio.sleep(0.5)
             await sb.run("sleep 1000", timeout=1)
             r = await sb.run("ps -eo args= | grep -E '^sleep 30[01]$' | sort")
             assert r.output == "sleep 300\nsleep 301\n"
@@ -160,9 +159,10 @@ def test_exit_and_set_e_restart_the_shell_in_the_same_directory(task):
 
 
 def _rss_mb() -> float:
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
     return 0.0
 
 
