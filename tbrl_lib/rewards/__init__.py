@@ -1,6 +1,7 @@
 """Rewards: the tamper-resistant verifier, judges, and their combination into one reward.
 
 - `await verify(task, sandbox, timeout=None) -> TestReport` (see `verifier.py` for the attack table)
+- `await score_rollout(task, sandbox, messages, judge, config)` -> (breakdown, tests, judge result)
 - `combine(tests, judge, RewardConfig(...)) -> RewardBreakdown`; `reward_function()` for TRL
 - `judges`: `make_judge(spec)`, `JudgeChain`, `ConfiguredJudge`, `RuleBasedJudge`, ...
 
@@ -12,7 +13,8 @@ Metrics: `reward/total`, `reward/tests`, `reward/judge`, `reward/judge_missing`,
 """
 
 from tbrl_lib.rewards.reward import RewardBreakdown, RewardConfig, combine, reward_function
+from tbrl_lib.rewards.rollout import score_rollout
 from tbrl_lib.rewards.verifier import TestReport, VerifierSetupError, verify
 
 __all__ = ["RewardBreakdown", "RewardConfig", "TestReport", "VerifierSetupError", "combine", "reward_function",
-           "verify"]
+           "score_rollout", "verify"]

@@ -218,33 +218,40 @@ def _verify_blocking(task: Task, container, limit: float) -> TestReport:
 
 
 def _exec(container, argv, env, timeout_s) -> tuple[int | None, bytes, bytes, bool]:
-    """One `docker exec` as root with a socket timeout as the hard backstop."""
+    """One `docker exec` as root; the stream is read in a thread so a stopped or hung runner
+    cannot hold the verifier past `timeout_s` (the docker SDK's exec stream has no timeout)."""
+    import threading
+
     import docker
-    import requests
 
     api = docker.APIClient(base_url=_engine_url(container.client.api), timeout=int(timeout_s) + 5)
-    try:
-        exec_id = api.exec_create(container.id, argv, environment=env, workdir="/", user="0:0",
-                                  stdout=True, stderr=True)["Id"]
-        out, err = bytearray(), bytearray()
-        deadline = time.monotonic() + timeout_s
+    exec_id = api.exec_create(container.id, argv, environment=env, workdir="/", user="0:0",
+                              stdout=True, stderr=True)["Id"]
+    out, err = bytearray(), bytearray()
+    state: dict[str, Any] = {}
+
+    def read() -> None:
         try:
             for chunk_out, chunk_err in api.exec_start(exec_id, stream=True, demux=True):
                 if chunk_out:
-                    out += chunk_out
+                    out.extend(chunk_out)
                     if len(out) > MAX_STDOUT:
                         del out[: len(out) - MAX_STDOUT]
                 if chunk_err and len(err) < 256 * 1024:
-                    err += chunk_err
-                if time.monotonic() > deadline:
-                    return None, bytes(out), bytes(err), True
-        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as exc:
-            if time.monotonic() >= deadline - 1:
-                return None, bytes(out), bytes(err), True
-            raise RuntimeError(f"lost the exec stream: {exc}") from exc
-        return api.exec_inspect(exec_id).get("ExitCode"), bytes(out), bytes(err), False
-    finally:
-        api.close()
+                    err.extend(chunk_err)
+            state["exit"] = api.exec_inspect(exec_id).get("ExitCode")
+        except Exception as exc:  # surfaced below unless we already timed out
+            state["error"] = exc
+
+    reader = threading.Thread(target=read, name="tbrl-verify-exec", daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    if reader.is_alive():  # left to end when the container goes; its socket holds no lock
+        return None, bytes(out), bytes(err), True
+    api.close()
+    if "error" in state:
+        raise RuntimeError(f"the test exec failed: {state['error']!r}")
+    return state.get("exit"), bytes(out), bytes(err), False
 
 
 def _engine_url(api) -> str:
