@@ -127,9 +127,14 @@ class Recorder:
         STATE["hash_after"] = tree_hash(ROOT + "/tests")
 
     def pytest_runtest_logreport(self, report):
-        ok = report.passed if report.when == "call" else not report.failed
-        prev = STATE["outcomes"].get(report.nodeid, True)
-        STATE["outcomes"][report.nodeid] = prev and ok and not (report.when == "setup" and report.skipped)
+        # a test counts as passed only once its call phase passed (a hung call stays failed)
+        outcomes = STATE["outcomes"]
+        if report.when == "setup":
+            outcomes[report.nodeid] = False
+        elif report.when == "call":
+            outcomes[report.nodeid] = report.passed
+        elif report.failed:
+            outcomes[report.nodeid] = False
 
 
 def isolation_flags(rootdir):

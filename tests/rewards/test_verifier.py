@@ -128,3 +128,28 @@ def test_harbor_script_task_reads_reward_txt_and_ignores_a_prewritten_one():
     assert failed.mode == "script" and failed.score == 0.0
     passed = _in_sandbox(task, setup="echo yes > /app/ok")
     assert passed.score == 1.0, passed
+
+
+@pytest.mark.docker
+def test_score_rollout_combines_verifier_and_judge():
+    from tbrl_lib.rewards import RewardConfig, score_rollout
+    from tbrl_lib.rewards.judges import JudgeChain, make_judge
+    from tbrl_lib.sandbox import open_sandbox
+    from tbrl_lib.testing.llm_server import LLMServer, Reply
+
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "x"},
+                {"role": "assistant", "content": "<bash>\ncmd: ls /app\n</bash>"}]
+
+    async def go(server):
+        down = JudgeChain([make_judge("openai:gpt-4o", base_url=server.openai_base_url, api_key="t",
+                                      max_retries=0)])
+        async with open_sandbox(TASK) as sb:
+            judged = await score_rollout(TASK, sb, messages, make_judge("rule"))
+            missing = await score_rollout(TASK, sb, messages, down, RewardConfig(on_judge_missing="infra_error"))
+        return judged, missing
+
+    with LLMServer(default=Reply.server_error()) as server:
+        (b1, tests, j1), (b2, _, j2) = asyncio.run(go(server))
+    assert tests.score == 1.0 and j1.judge == "rule"
+    assert b1.total == pytest.approx(0.65 + 0.35 * j1.score)
+    assert b2.judge is None and b2.infra_error and b2.total == 1.0 and "every judge failed" in b2.judge_missing_reason
