@@ -193,3 +193,19 @@ def test_killed_run_resumes_to_the_same_summary(subset_dir, tmp_path):
     straight = run_eval(load_tasks(subset_dir, progress=False).tasks, "oracle", 2, 2,
                         tmp_path / "straight", tasks_source=str(subset_dir), limit=2, progress=False)
     assert final.summary == straight.summary
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_tiny_checkpoint_runs_end_to_end_with_token_counts(bundled, tmp_path):
+    """`hf:PATH` through the same harness; timeouts shrunk (x0.1: 60 s for the agent) and flagged."""
+    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+
+    model = build_tiny_qwen3(tmp_path / "models")
+    run = run_eval(bundled, f"hf:{model}", 1, 1, tmp_path / "run", timeout_scale=0.1, limit=1,
+                   progress=False)
+    trial = run.trials[0]
+    assert trial.failure_mode != FailureMode.infra_error, trial.error
+    assert not trial.resolved and trial.turns >= 1
+    assert trial.tokens_in > 0 and trial.tokens_out > 0
+    assert "NOT comparable" in run.summary["timeouts"]
