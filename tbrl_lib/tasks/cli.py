@@ -84,7 +84,7 @@ def validate(
     concurrency: int = typer.Option(4, min=1, help="Tasks validated at once."),
     only: list[str] = typer.Option([], "--only", help="Validate only these task ids (repeatable)."),
     repeats: int = typer.Option(3, min=1, help="Test runs on the solved container; all must agree."),
-    json_out: Path = typer.Option(None, "--json", help="Also write every result (reasons, timings) as JSON."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write every result (reasons, timings) as JSON."),
 ) -> None:
     """Build each task, check the untouched environment scores <= 0.2 and the reference
     solution 1.0 (stable over repeats); print a table; exit 1 if any task fails."""

@@ -98,7 +98,7 @@ def test_tests_import_only_what_the_container_has(tasks):
         own = set()
         for text in [t.solution, *t.environment.files]:
             own |= set(re.findall(r"/app/(\w+)(?:\.py|/)", text))
-            own |= set(re.findall(r"^(\w+)(?:\.py$|/)", text, flags=re.M))
+            own |= set(re.findall(r"^(\w+)(?:\.py$|/)", text, flags=re.MULTILINE))
         allowed = set(sys.stdlib_module_names) | {"pytest"} | own
         for node in ast.walk(ast.parse(t.tests.pytest)):
             if isinstance(node, ast.Import):

@@ -16,7 +16,12 @@ from typer.testing import CliRunner
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.validate import (
-    ValidationConfig, ValidationResult, Verdict, validate_tasks, validate_tasks_async, validation_table,
+    ValidationConfig,
+    ValidationResult,
+    Verdict,
+    validate_tasks,
+    validate_tasks_async,
+    validation_table,
 )
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tasks"
