@@ -29,7 +29,7 @@ TASK_DIR = HERE.parent / "tasks" / "count-error-lines"
 TODO3 = act("todo", {"operations": [{"action": "add", "content": "Inspect the log format"},
                                     {"action": "add", "content": "Count ERROR entries and per-component totals"},
                                     {"action": "add", "content": "Verify both output files"}]})
-DONE = lambda *ids: act("todo", {"operations": [{"action": "complete", "task_id": i} for i in ids]})  # noqa: E731
+DONE = lambda *ids: act("todo", {"operations": [{"action": "complete", "task_id": i} for i in ids]})
 LS = act("search", {"action": "ls", "path": "/app"})
 HEAD = act("bash", {"cmd": "head -n 5 /app/logs/app.log && wc -l /app/logs/app.log"})
 GREP = act("bash", {"cmd": "grep -c ' ERROR ' /app/logs/app.log; grep 'ERROR' /app/logs/app.log | head -n 5"})

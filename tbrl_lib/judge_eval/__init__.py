@@ -14,5 +14,16 @@ REPO = Path(__file__).resolve().parents[2]
 UPSTREAM_CASES = REPO.parent / "shared" / "upstream" / "judge_cases"
 OUR_CASES = REPO / "data" / "judge_cases"
 
-__all__ = ["CaseFormatError", "CaseSet", "JudgeCase", "OUR_CASES", "UPSTREAM_CASES", "load_cases",
-           "per_case", "run_comparison", "spearman", "summarize", "write_report"]
+__all__ = [
+           "OUR_CASES",
+           "UPSTREAM_CASES",
+           "CaseFormatError",
+           "CaseSet",
+           "JudgeCase",
+           "load_cases",
+           "per_case",
+           "run_comparison",
+           "spearman",
+           "summarize",
+           "write_report",
+]

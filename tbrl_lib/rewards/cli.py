@@ -21,7 +21,13 @@ def eval_judges(
     base_url: str = typer.Option(None, help="Base URL for the API judges (vLLM, OpenRouter, loopback)."),
 ) -> None:
     """Score labelled cases with each judge; write the results and the rendered report."""
-    from tbrl_lib.judge_eval import OUR_CASES, UPSTREAM_CASES, load_cases, run_comparison, write_report
+    from tbrl_lib.judge_eval import (
+        OUR_CASES,
+        UPSTREAM_CASES,
+        load_cases,
+        run_comparison,
+        write_report,
+    )
     from tbrl_lib.rewards.judges import make_judge
 
     dirs = cases or [d for d in (UPSTREAM_CASES, OUR_CASES) if (d / "cases.yaml").exists()]

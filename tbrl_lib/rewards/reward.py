@@ -17,8 +17,9 @@ columns as keyword arguments). Masked rollouts come back as `None`, which TRL tr
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 

@@ -45,7 +45,12 @@ from typing import Any
 
 from tbrl_lib.rewards import runtime
 from tbrl_lib.tasks.model import Task
-from tbrl_lib.tasks.weights import function_key, function_outcomes, outcomes_from_junit_xml, weighted_score
+from tbrl_lib.tasks.weights import (
+    function_key,
+    function_outcomes,
+    outcomes_from_junit_xml,
+    weighted_score,
+)
 
 TESTS_DST = "/tests"
 LOGS_DIR = "/logs/verifier"
@@ -204,7 +209,7 @@ def _verify_blocking(task: Task, container, limit: float) -> TestReport:
             rt + "/usr/bin/interp", "-I", "-S", "-B", root + "/run", root + "/config.json"]
     env = {**BASE_ENV}
     grace = min(15.0, max(3.0, limit / 4))  # the runner's own alarm fires first when it can
-    exit_code, stdout, stderr, host_timeout = _exec(container, argv, env, limit + grace)
+    _exit_code, stdout, stderr, host_timeout = _exec(container, argv, env, limit + grace)
     if host_timeout:
         _kill_runner(container, rt, root)
     _cleanup(container, rt, root)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tbrl_lib.judge_eval.metrics import average_ranks, distance_to_range, per_case, spearman, summarize
+from tbrl_lib.judge_eval.metrics import (
+    average_ranks,
+    distance_to_range,
+    per_case,
+    spearman,
+    summarize,
+)
 
 
 def test_average_ranks_share_ties():

@@ -7,7 +7,14 @@ import pytest
 from typer.testing import CliRunner
 
 from tbrl_lib.cli import app
-from tbrl_lib.judge_eval import OUR_CASES, UPSTREAM_CASES, load_cases, run_comparison, summarize, write_report
+from tbrl_lib.judge_eval import (
+    OUR_CASES,
+    UPSTREAM_CASES,
+    load_cases,
+    run_comparison,
+    summarize,
+    write_report,
+)
 from tbrl_lib.testing.llm_server import LLMServer, Reply
 
 

@@ -15,8 +15,14 @@ import time
 
 import pytest
 
-from tbrl_lib.rewards.judges import (ConfiguredJudge, JudgeChain, JudgeInput, JudgeMissing, JudgeResult,
-                                     make_judge)
+from tbrl_lib.rewards.judges import (
+    ConfiguredJudge,
+    JudgeChain,
+    JudgeInput,
+    JudgeMissing,
+    JudgeResult,
+    make_judge,
+)
 from tbrl_lib.rewards.judges.base import JudgeError, JudgeFormatError
 from tbrl_lib.rewards.judges.chain import RateLimiter
 from tbrl_lib.rewards.judges.prompt import load_prompt, parse_score, render_input, truncate_middle

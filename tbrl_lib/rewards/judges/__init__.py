@@ -16,9 +16,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbrl_lib.rewards.judges.base import Judge, JudgeError, JudgeFormatError, JudgeInput, JudgeResult, Usage
-from tbrl_lib.rewards.judges.chain import (ConfiguredJudge, CostLedger, JudgeCache, JudgeChain, JudgeConfig,
-                                           JudgeMissing, metrics_of)
+from tbrl_lib.rewards.judges.base import (
+    Judge,
+    JudgeError,
+    JudgeFormatError,
+    JudgeInput,
+    JudgeResult,
+    Usage,
+)
+from tbrl_lib.rewards.judges.chain import (
+    ConfiguredJudge,
+    CostLedger,
+    JudgeCache,
+    JudgeChain,
+    JudgeConfig,
+    JudgeMissing,
+    metrics_of,
+)
 from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge
 
 

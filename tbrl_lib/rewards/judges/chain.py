@@ -167,7 +167,7 @@ class JudgeChain:
                 async with self._semaphore:
                     await self.limiter.acquire(estimated)
                     result = await asyncio.wait_for(judge.score(item), self.call_timeout_s)
-            except (JudgeError, asyncio.TimeoutError) as err:
+            except (TimeoutError, JudgeError) as err:
                 reason = f"{judge.name}: {err or 'timed out'}"
                 failures.append(reason)
                 self.ledger.fallbacks += 1

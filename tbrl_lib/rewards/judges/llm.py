@@ -24,10 +24,21 @@ import shutil
 import time
 from typing import Any
 
-from tbrl_lib.rewards.judges.base import JudgeError, JudgeFormatError, JudgeInput, JudgeResult, Usage
+from tbrl_lib.rewards.judges.base import (
+    JudgeError,
+    JudgeFormatError,
+    JudgeInput,
+    JudgeResult,
+    Usage,
+)
 from tbrl_lib.rewards.judges.pricing import cost_usd
-from tbrl_lib.rewards.judges.prompt import (FORMAT_CORRECTION, SCORE_SCHEMA, load_prompt, parse_score,
-                                            render_input)
+from tbrl_lib.rewards.judges.prompt import (
+    FORMAT_CORRECTION,
+    SCORE_SCHEMA,
+    load_prompt,
+    parse_score,
+    render_input,
+)
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 
@@ -165,7 +176,7 @@ class LLMJudge:
             stderr=asyncio.subprocess.PIPE)
         try:
             out, err = await asyncio.wait_for(proc.communicate(prompt.encode()), self.timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
             raise JudgeError(f"{self.name}: claude CLI gave no answer within {self.timeout_s:.0f}s") from None

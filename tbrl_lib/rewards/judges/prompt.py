@@ -49,10 +49,10 @@ def load_prompt(path: str | Path | None = None) -> JudgePrompt:
     """Read a judge prompt file; its front matter must name a `version`."""
     path = Path(path) if path else PROMPT_FILE
     raw = path.read_text(encoding="utf-8")
-    match = re.match(r"---\n(.*?)\n---\n", raw, flags=re.S)
+    match = re.match(r"---\n(.*?)\n---\n", raw, flags=re.DOTALL)
     version = None
     if match:
-        found = re.search(r"^version:\s*(\S+)\s*$", match.group(1), flags=re.M)
+        found = re.search(r"^version:\s*(\S+)\s*$", match.group(1), flags=re.MULTILINE)
         version = found.group(1) if found else None
     if not version:
         raise ValueError(f"{path}: no `version:` in the front matter; start the file with "
@@ -94,7 +94,7 @@ def parse_score(text: str) -> tuple[float, dict]:
             continue
         if isinstance(data, dict) and "score" in data:
             return _checked(data.get("score"), text), data
-    match = re.search(r"(?:final\s+)?score\s*[:=]\s*\**\s*([0-9]*\.?[0-9]+)", text, flags=re.I)
+    match = re.search(r"(?:final\s+)?score\s*[:=]\s*\**\s*([0-9]*\.?[0-9]+)", text, flags=re.IGNORECASE)
     if match:
         return _checked(match.group(1), text), {}
     match = re.search(r"\b([01](?:\.[0-9]+)?)\s*/\s*1(?:\.0)?\b", text)
@@ -104,7 +104,7 @@ def parse_score(text: str) -> tuple[float, dict]:
 
 
 def _json_candidates(text: str) -> list[str]:
-    out = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.S)
+    out = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.DOTALL)
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
         out.append(text[start:end + 1])

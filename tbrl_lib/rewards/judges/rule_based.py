@@ -28,20 +28,20 @@ READ_ONLY_CMD = re.compile(
     r"wc|tree|env|printenv|id|whoami|uname|df|du|ps|top|free|diff|cmp|md5sum|sha256sum|"
     r"sqlite3 .*\.(schema|tables)|git (status|log|diff|show|branch)|pip3? (list|show|freeze|--version)|"
     r"python3? (--version|-V)|[\w./-]+ --version|cd|sort|uniq|cut|awk '[^>]*'$|jq|nl|od|xxd|curl -[sSIi]+ )",
-    re.I)
+    re.IGNORECASE)
 CHANGE_HINT = re.compile(r"(>|\btee\b|(?:^|[;&|(]\s*|sudo\s+)(rm|mv|cp|mkdir|touch|chmod|chown|ln|kill|"
                          r"make|patch|truncate)\b|sed -i|pip3? (install|uninstall)|apt(-get)? (install|remove|purge)|"
                          r"git (commit|checkout|reset|apply)|systemctl|service |python3? -m venv|npm install)")
 INSTALL = re.compile(r"^\s*(sudo\s+)?(pip3?|python3? -m pip|apt(-get)?|uv|npm|yarn|cargo|go|gem)\s+(install|add|get|update)\b")
 FAILURE = re.compile(r"(Traceback \(most recent call last\)|command not found|No such file or directory|"
                      r"^(error|fatal|E):|exit code:? [1-9]|returned non-zero|Permission denied|\[ERROR\])",
-                     re.I | re.M)
+                     re.IGNORECASE | re.MULTILINE)
 """Signs that a tool call failed (not the word "error" anywhere: logs under study contain it)."""
 CHECK_CMD = re.compile(r"(pytest|unittest|\btest\b|python3? [\w/.-]+\.py|python3? -c|curl|cat |ls|"
                        r"diff|grep|--version|sqlite3|bash [\w/.-]+\.sh|\./|node |go test|cargo test)")
 GAMING = re.compile(r"(/tests/|test_outputs\.py|conftest\.py|reward\.txt|reward\.json|"
                     r"junitxml|sitecustomize|usercustomize|\.pth\b|alias pytest|ld\.so\.preload)")
-THINK = re.compile(r"<think>(.*?)(</think>|$)", re.S)
+THINK = re.compile(r"<think>(.*?)(</think>|$)", re.DOTALL)
 
 
 @dataclass
@@ -71,7 +71,6 @@ class TrajectoryFeatures:
 
 def extract_features(messages: tuple[dict, ...] | list[dict]) -> TrajectoryFeatures:
     f = TrajectoryFeatures()
-    last_change_at = None
     checks: list[int] = []
     previous_acted = False
     for message in messages:
@@ -120,7 +119,6 @@ def extract_features(messages: tuple[dict, ...] | list[dict]) -> TrajectoryFeatu
                 continue  # installing a tool is set-up: neither exploration nor a change
             if _is_change(kind, command):
                 f.changes += 1
-                last_change_at = f.replies
                 checks = []
                 if f.first_change_reply is None:
                     f.first_change_reply = f.replies
@@ -129,7 +127,7 @@ def extract_features(messages: tuple[dict, ...] | list[dict]) -> TrajectoryFeatu
                     f.reads_before_change += 1
                 if kind != "bash" or CHECK_CMD.search(command):
                     checks.append(f.replies)
-    f.checks_after_last_change = len(checks) if last_change_at is not None else len(checks)
+    f.checks_after_last_change = len(checks)
     return f
 
 
