@@ -5,7 +5,10 @@
     tbrl eval show outputs/eval-oracle
     tbrl eval compare outputs/eval-a outputs/eval-b
 
-Running the same `run` command again on the same --out resumes the run.
+Running the same `run` command again on the same --out resumes the run: finished trials
+are kept, trials that ended in an infra error are redone, and a different policy, task
+source or timeout scale is refused. --attempts and --limit may grow on resume (to add
+attempts for pass@k); the summary covers every finished trial in the folder.
 """
 
 from __future__ import annotations

@@ -73,10 +73,12 @@ def test_oracle_on_tasks_without_solutions_says_which(tmp_path):
     task = Task(id="no-solution", instruction="do it", environment=Environment(dockerfile="FROM x\n"),
                 tests=Tests(pytest="def test_a():\n    pass\n"))
     write_tasks([task], "csv", tmp_path / "tasks.csv", progress=False)
-    result = runner.invoke(app, ["eval", "run", "--tasks", str(tmp_path / "tasks.csv"),
-                                 "--policy", "oracle", "--out", str(tmp_path / "run")])
-    assert result.exit_code == 2
-    assert "['no-solution']" in result.output and "solution/solve.sh" in result.output
+    # both spellings: `tbrl eval run --tasks ...` and the issue's `tbrl eval --tasks ...`
+    for prefix in (["eval", "run"], ["eval"]):
+        result = runner.invoke(app, [*prefix, "--tasks", str(tmp_path / "tasks.csv"),
+                                     "--policy", "oracle", "--out", str(tmp_path / "run")])
+        assert result.exit_code == 2, prefix
+        assert "['no-solution']" in result.output and "solution/solve.sh" in result.output
 
 
 def test_resuming_with_another_policy_is_refused(tmp_path):
