@@ -5,8 +5,9 @@ Rows (median and p90 where it is a latency):
 - container ready for its first command: cold start (create + start + shell) vs a warm
   pool hand-off; teardown (forced remove);
 - rollouts/hour of a scripted 20-command episode at each concurrency level: tbrl
-  (start, persistent shell, remove) vs upstream (`docker run` with default settings,
-  one `docker exec` per command, `docker rm -f`).
+  (start, persistent shell, remove), tbrl with a warm pool of `concurrency` containers
+  (the wave's start-up overlaps the previous episodes), and upstream (`docker run` with
+  default settings, one `docker exec` per command, `docker rm -f`).
 
 Everything runs on the offline base image and removes what it creates. Numbers depend on
 the machine and on whatever else runs on it; compare columns of one run, not runs.
@@ -25,7 +26,7 @@ from tqdm import tqdm
 from tbrl_lib.sandbox import base_images, engine
 from tbrl_lib.sandbox.config import SandboxConfig
 from tbrl_lib.sandbox.container import DockerSandbox
-from tbrl_lib.sandbox.pool import SandboxPool
+from tbrl_lib.sandbox.pool import SandboxPool, open_sandbox
 from tbrl_lib.sandbox.reaper import LABEL_OWNER, LABEL_RUN, owner_label
 from tbrl_lib.tasks.model import Environment, Limits, Task, Tests
 
@@ -90,8 +91,8 @@ async def start_and_teardown(config: SandboxConfig, n: int) -> dict[str, list[fl
     return {"cold start": cold, "warm pool": warm, "teardown": teardown}
 
 
-async def _episode_tbrl(task: Task, config: SandboxConfig) -> None:
-    async with DockerSandbox(task, config) as sb:
+async def _episode_tbrl(task: Task, config: SandboxConfig, pool: SandboxPool | None = None) -> None:
+    async with open_sandbox(task, config, pool=pool) as sb:
         for cmd in EPISODE:
             await sb.run(cmd)
 
@@ -109,7 +110,7 @@ def _episode_upstream(client, image: str, run_label: str) -> None:
 async def throughput(config: SandboxConfig, levels: list[int], episodes: int) -> dict[str, dict[int, float]]:
     task = bench_task()
     client = engine.client(timeout=300)
-    out: dict[str, dict[int, float]] = {"tbrl": {}, "upstream": {}}
+    out: dict[str, dict[int, float]] = {"tbrl": {}, "tbrl + warm pool": {}, "upstream": {}}
 
     async def level(concurrency: int, one: Callable) -> float:
         count = max(episodes, concurrency)
@@ -128,6 +129,9 @@ async def throughput(config: SandboxConfig, levels: list[int], episodes: int) ->
 
     for c in levels:
         out["tbrl"][c] = await level(c, lambda: _episode_tbrl(task, config))
+        async with SandboxPool(task, c, config) as pool:
+            await pool.wait_ready(300)
+            out["tbrl + warm pool"][c] = await level(c, lambda: _episode_tbrl(task, config, pool))
         out["upstream"][c] = await level(c, lambda: asyncio.to_thread(
             _episode_upstream, client, base_images.BASE_IMAGE, config.run_id))
     client.close()
@@ -166,7 +170,10 @@ def _print(result: dict, echo) -> None:
     ratio = lat["fresh docker exec"]["p50"] / max(lat["persistent shell"]["p50"], 1e-9)
     echo(f"{'per-command speed-up (p50)':<34}{ratio:>10.1f}x")
     echo("")
-    echo(f"{'20-command episodes / hour':<34}{'tbrl':>10}{'upstream':>10}{'ratio':>8}")
-    for c, ours in result["episodes_per_hour"]["tbrl"].items():
-        theirs = result["episodes_per_hour"]["upstream"][c]
-        echo(f"{'concurrency ' + str(c):<34}{ours:>10.0f}{theirs:>10.0f}{ours / theirs:>7.1f}x")
+    rates = result["episodes_per_hour"]
+    echo(f"{'20-command episodes / hour':<30}{'tbrl':>8}{'+pool':>8}{'upstream':>10}"
+         f"{'ratio':>7}{'+pool':>7}")
+    for c, ours in rates["tbrl"].items():
+        pooled, theirs = rates["tbrl + warm pool"][c], rates["upstream"][c]
+        echo(f"{'concurrency ' + str(c):<30}{ours:>8.0f}{pooled:>8.0f}{theirs:>10.0f}"
+             f"{ours / theirs:>6.1f}x{pooled / theirs:>6.1f}x")
