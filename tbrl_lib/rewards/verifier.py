@@ -14,10 +14,14 @@ How it resists an agent that spent the whole episode as root in the container:
 | printing fake `PASSED` lines | results come from JUnit XML, never from console text |
 | pre-created results file or dir; background process rewriting results | JUnit XML goes into a pipe inside the runner process (no file to rewrite); the report is a framed line on the exec's own stdout with a per-run marker |
 | background process rewriting the test files | pytest runs a private copy; its hash before run and after collection must equal the pristine hash |
-| killing or stopping the runner | no report or host-side timeout => every test failed (score 0), never `infra_error` |
+| killing or stopping the runner | no report, or the host-side deadline (the exec stream is read in a thread) => every test failed (score 0), never `infra_error` |
 | `/tests` made unwritable, a file, or a symlink | the container's `/tests` is renamed aside and a fresh copy placed; the private copy is what runs |
 | `/etc/ld.so.preload` | overwritten with an empty file through the Docker API before the run |
 | `/logs/verifier/reward.txt` pre-written (script tasks) | `/logs/verifier` is moved aside and recreated before `test.sh` runs |
+
+Found while building the suite (reported to the sandbox owner): a process that SIGSTOPs
+`runc init` wedges the Docker daemon for that container (`docker kill`/`rm` hang until it
+is SIGKILLed from the host); the hacking suite's stop attack spares `runc` for that reason.
 
 Not blocked (documented limits): code the tests themselves import from the agent's work runs
 inside the test process and could tamper with pytest in memory; a third-party library the
