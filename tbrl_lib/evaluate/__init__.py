@@ -1,1 +1,27 @@
-"""tbrl_lib.evaluate"""
+"""tbrl_lib.evaluate: the benchmark harness (Terminal-Bench style runs, pass@k, intervals).
+
+Public API:
+- `run_eval(tasks, policy_spec, attempts, concurrency, out_dir, timeout_scale=1.0, ...)`
+  (and `run_eval_async` inside an event loop) -> `RunResults`, resumable from `out_dir`;
+- `RunResults.load(run_dir)`, `.summary`, `.task_rates()`; `TrialResult`, `FailureMode`,
+  `RunConfig`; `eval_metrics(summary)` -> flat `eval/...` metrics for a trainer's log;
+- `report.compare_runs(a, b)` -> paired `stats.Comparison`; tables and plots in `report`;
+- `stats`: `pass_at_k`, `wilson_interval`, `bootstrap_mean_interval`, `paired_comparison`.
+CLI: `tbrl eval run|show|compare` (`evaluate/cli.py`); notebook: `notebooks/05_eval.ipynb`.
+"""
+
+from tbrl_lib.evaluate.harness import run_eval, run_eval_async
+from tbrl_lib.evaluate.report import compare_runs
+from tbrl_lib.evaluate.results import (
+    ConfigMismatch,
+    FailureMode,
+    RunConfig,
+    RunResults,
+    TrialResult,
+    eval_metrics,
+)
+
+__all__ = [
+    "ConfigMismatch", "FailureMode", "RunConfig", "RunResults", "TrialResult", "compare_runs",
+    "eval_metrics", "run_eval", "run_eval_async",
+]

@@ -253,3 +253,24 @@ def summarize(trials: list[TrialResult], config: RunConfig) -> dict[str, Any]:
         "timeouts": config.timeouts_note,
     }
 
+
+def eval_metrics(summary: dict[str, Any]) -> dict[str, float]:
+    """Flat `eval/...` metrics of a summary, for a trainer's or tracker's log.
+
+    eval/accuracy, eval/accuracy_ci_low, eval/accuracy_ci_high, eval/mean_score,
+    eval/pass@K for each K, eval/failure/<mode> (share of trials), eval/turns_mean,
+    eval/tokens_out_mean.
+    """
+    n = summary["n_trials"]
+    metrics = {
+        "eval/accuracy": summary["accuracy"],
+        "eval/accuracy_ci_low": summary["accuracy_ci"][0],
+        "eval/accuracy_ci_high": summary["accuracy_ci"][1],
+        "eval/mean_score": summary["mean_score"],
+        "eval/turns_mean": summary["turns"]["mean"],
+        "eval/tokens_out_mean": summary["tokens_out"]["mean"],
+    }
+    metrics |= {f"eval/pass@{k}": v for k, v in summary["pass_at_k"].items()}
+    metrics |= {f"eval/failure/{mode}": count / n for mode, count in summary["failure_modes"].items()}
+    return metrics
+

@@ -12,6 +12,7 @@ from tbrl_lib.evaluate.results import (
     RunConfig,
     RunResults,
     TrialResult,
+    eval_metrics,
     summarize,
 )
 
@@ -120,3 +121,12 @@ def test_open_rejects_a_foreign_file(tmp_path):
 def test_load_names_the_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="tbrl eval run"):
         RunResults.load(tmp_path)
+
+
+def test_eval_metrics_are_flat_and_prefixed():
+    # 1 of 2 tasks resolved; one no_action -> failure share 0.5
+    s = summarize([trial("a", 0, True), trial("b", 0, False, FailureMode.no_action)], CONFIG)
+    m = eval_metrics(s)
+    assert all(k.startswith("eval/") for k in m)
+    assert m["eval/accuracy"] == 0.5 and m["eval/pass@1"] == 0.5
+    assert m["eval/failure/no_action"] == 0.5 and m["eval/failure/resolved"] == 0.5
