@@ -252,6 +252,11 @@ class DockerSandbox(FileTransfer):
             raise self._failed
         if result.exit_code == 137 or result.timed_out:
             result = await self._note_oom(result, since)
+        if self.shell.pids_limit_hits:
+            self._failed = SandboxLimitExceeded(
+                "pids", f"task {self.task.id}: the process limit ({self.task.limits.pids} pids) "
+                "refused forks (a fork bomb or runaway spawning) - the rollout is ended")
+            raise self._failed
         if "Resource temporarily unavailable" in result.output[-4096:]:
             await self._check_pids(margin=0.2)  # a fork failed: is the pids limit exhausted?
         self.stats.commands += 1

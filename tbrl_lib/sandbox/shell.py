@@ -2,10 +2,13 @@
 
 How a command runs. The driver sends one line to bash's stdin:
 
-    __tbrl_c='<command, single-quote escaped>'; eval "$__tbrl_c" </dev/null; __tbrl_e=$?;
-    { printf '\\n%s%s %d %d %s\\n' A B "$__tbrl_e" "$$" "$PWD"; jobs -p; printf '%s%s\\n' B A; } >&87
+    __tbrl_c='<command, single-quote escaped>'; __tbrl_run; __tbrl_e=$?; <read pids_max>
+    { printf '\\n%s%s %d %d %s %s\\n' A B "$__tbrl_e" "$$" "$pids_max" "$PWD"; jobs -p;
+      printf '%s%s\\n' B A; } >&87
 
-`eval` runs in the shell itself, so `cd`, `export`, functions and aliases persist. stdin
+`__tbrl_run` is a function doing `eval "$__tbrl_c" </dev/null` in the shell itself, so
+`cd`, `export`, functions and aliases persist (a bare `declare`/`local` inside a command
+is local to that function: use `declare -g` or plain assignment to keep a variable). stdin
 is /dev/null, so a command that reads input gets EOF instead of eating the next command.
 The trailer goes to fd 87 (a copy of the original stdout made at start), so `exec >file`
 in a command cannot swallow it; its markers are random halves A, B printed as separate
@@ -18,9 +21,17 @@ group, and `jobs -p` in each trailer tells the driver which groups are backgroun
 builtins only, so it works in any image with bash) and SIGKILLs every descendant of the
 shell, and their process groups, except the background groups: the command's whole tree
 dies (also double-forked children that kept the group), the shell lives on and prints
-its trailer. If the shell itself is stuck (a `while :; do :; done` runs *in* the shell),
-it is killed and restarted in the last known directory; variables and functions are
-then lost, and the output says so. The same restart happens when a command `exit`s.
+its trailer. The killer first sends the shell SIGUSR1, whose trap `return`s from
+`__tbrl_run`, so the rest of the command line (`sleep 1000; rm -rf x`, loop iterations)
+does not run on after the kill, and a busy builtin loop is interrupted too. If the shell
+still does not answer (it replaced the trap), it is killed and restarted in the last
+known directory; variables and functions are then lost, and the output says so. The
+same restart happens when a command `exit`s (seen through an EXIT trap) or `exec`s.
+
+Limits. `$pids_max` is the pids cgroup's count of forks refused at the limit, read with
+builtins before each trailer; when it grows, `pids_limit_hits` grows and the sandbox ends
+the rollout as a `pids` limit (a fork bomb can burn out between two commands, so its
+traces, not the live process count, are what is checked).
 
 Output. Bytes are streamed off the socket and capped as they arrive: the first and last
 `cap/2` bytes are kept, the middle is counted and dropped, so `yes` or a 1 GB print keeps
@@ -50,6 +61,9 @@ from tbrl_lib.sandbox.base import CommandResult, SandboxError
 from tbrl_lib.sandbox.hosts import _EXECUTOR, Host
 
 TRAILER_FD = 87
+PIDS_EVENTS_READ = ("__tbrl_pm=; { read -r _ __tbrl_pm < /sys/fs/cgroup/pids/pids.events || "
+                    "read -r _ __tbrl_pm < /sys/fs/cgroup/pids.events; } 2>/dev/null;")
+"""Builtins only (no fork, so it works with the pids limit exhausted): cgroup v1, then v2."""
 READ_CHUNK = 1 << 18
 KILL_ROUNDS = 3
 """Kill rounds before giving up on the shell and restarting it."""
@@ -173,6 +187,8 @@ class _Trailer:
     pwd: str
     jobs: list[str]
     exited: bool = False
+    pids_max_events: int | None = None
+    """The pids cgroup's `max` event count (forks refused at the limit); None if unreadable."""
     """Printed by the EXIT trap: the shell is gone (the command ran `exit`, or `set -e`)."""
 
 
@@ -201,6 +217,9 @@ class PersistentShell:
         self._pending = b""  # bytes read past the last trailer (background output)
         self._lock = asyncio.Lock()
         self.bytes_out = 0
+        self.pids_limit_hits = 0
+        """Forks refused by the container's pids limit, seen in trailers since start."""
+        self._pids_events: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -216,7 +235,7 @@ class PersistentShell:
         self._frame_left, self._header, self._pending = 0, b"", b""
         q = _quote(self.pwd)
         a, b = self._a, self._b
-        on_exit = (f"__tbrl_e=$?; {{ printf '\\n%s%s %d -%d %s\\n' {a} {b} \"$__tbrl_e\" "
+        on_exit = (f"__tbrl_e=$?; {{ printf '\\n%s%s %d -%d - %s\\n' {a} {b} \"$__tbrl_e\" "
                    f"\"$$\" \"$PWD\"; printf '%s%s\\n' {b} {a}; }} >&{TRAILER_FD}")
         setup = (f"exec 2>&1 {TRAILER_FD}>&1; set -m; trap {_quote(on_exit)} EXIT; "
                  "trap '[[ -n $__tbrl_b ]] && return 137' USR1; "
@@ -243,10 +262,15 @@ class PersistentShell:
 
     def _trailer_cmd(self) -> str:
         a, b = self._a, self._b
-        return (f"{{ printf '\\n%s%s %d %d %s\\n' {a} {b} \"$__tbrl_e\" \"$$\" \"$PWD\"; "
+        return (f"{PIDS_EVENTS_READ} {{ printf '\\n%s%s %d %d %s %s\\n' {a} {b} \"$__tbrl_e\" "
+                f"\"$$\" \"${{__tbrl_pm:--}}\" \"$PWD\"; "
                 f"jobs -p; printf '%s%s\\n' {b} {a}; }} >&{TRAILER_FD}\n")
 
     def _apply(self, trailer: _Trailer) -> None:
+        if trailer.pids_max_events is not None:
+            if self._pids_events is not None and trailer.pids_max_events > self._pids_events:
+                self.pids_limit_hits += trailer.pids_max_events - self._pids_events
+            self._pids_events = trailer.pids_max_events
         self.shell_pid = trailer.shell_pid
         self.pwd = trailer.pwd or self.pwd
         self.bg_groups = trailer.jobs
@@ -421,14 +445,15 @@ class PersistentShell:
 def _parse_trailer(raw: bytes) -> _Trailer:
     text = raw.decode("utf-8", errors="replace")
     first, _, rest = text.partition("\n")
-    parts = first.lstrip(" ").split(" ", 2)
+    parts = first.lstrip(" ").split(" ", 3)
     try:
         code, pid = int(parts[0]), int(parts[1])
     except (ValueError, IndexError) as err:
         raise SandboxError(f"garbled shell trailer {first[:200]!r}", kind="shell_failed") from err
-    pwd = parts[2] if len(parts) > 2 else ""
+    pids_max = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+    pwd = parts[3] if len(parts) > 3 else ""
     jobs = [j for j in rest.split() if j.isdigit()]
-    return _Trailer(code, abs(pid), pwd, jobs, exited=pid < 0)
+    return _Trailer(code, abs(pid), pwd, jobs, exited=pid < 0, pids_max_events=pids_max)
 
 
 def _quote(text: str) -> str:

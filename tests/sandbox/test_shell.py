@@ -40,9 +40,11 @@ def test_capture_decodes_binary_with_replacement():
 
 
 def test_trailer_parsing_keeps_spaces_in_pwd_and_reads_jobs():
-    t = _parse_trailer(b" 3 42 /app/my dir\n17\n23\n")
+    t = _parse_trailer(b" 3 42 5 /app/my dir\n17\n23\n")
     assert (t.exit_code, t.shell_pid, t.pwd, t.jobs, t.exited) == (3, 42, "/app/my dir", ["17", "23"], False)
-    assert _parse_trailer(b" 0 -42 /\n").exited
+    assert t.pids_max_events == 5
+    exited = _parse_trailer(b" 0 -42 - /\n")
+    assert exited.exited and exited.pids_max_events is None and exited.pwd == "/"
 
 
 def test_quote_round_trips_single_quotes():
