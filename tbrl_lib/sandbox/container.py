@@ -211,6 +211,11 @@ class DockerSandbox(FileTransfer):
                     reaper.unregister(cid)
                 except NotFound:
                     reaper.unregister(cid)
+                except SandboxError as err:
+                    if err.kind == "daemon_unreachable":  # nothing to retry at exit
+                        reaper.unregister(cid)
+                    log.warning("tbrl: could not remove container %s on %s: %s (`tbrl docker "
+                                "reap` removes it once the daemon is back)", cid[:12], host.name, err)
                 except Exception as err:  # noqa: BLE001 - any failure: the reaper is the backstop
                     log.warning("tbrl: could not remove container %s on %s: %s (the reaper will)",
                                 cid[:12], host.name, err)
