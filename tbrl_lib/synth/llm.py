@@ -18,24 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
-    "claude-opus-4-6": (5.0, 25.0),
-    "claude-sonnet-4-6": (3.0, 15.0),
-    "claude-opus-4-5": (5.0, 25.0),
-    "claude-opus-4-1": (15.0, 75.0),
-    "claude-sonnet-4-5": (3.0, 15.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-haiku-4-5": (1.0, 5.0),
-    "gpt-4.1": (2.0, 8.0),
-    "gpt-4.1-mini": (0.4, 1.6),
-    "loopback": (3.0, 15.0),
-}
-"""USD per million (input, output) tokens, by model-name prefix (longest prefix wins).
-Anthropic cache writes cost 1.25x input, cache reads 0.1x. These are the list prices known
-when this was written; a model not in the table (newer ones included) needs `prices=`,
-and a budget is only as good as its prices, so check them."""
-
-CACHE_WRITE, CACHE_READ = 1.25, 0.10
+from tbrl_lib import pricing
+from tbrl_lib.pricing import Price
 
 
 class BudgetExceeded(RuntimeError):
@@ -78,14 +62,15 @@ class StructuredLLM(Protocol):
     async def ask(self, system: str, user: str, tool: Tool) -> Answer: ...
 
 
-def price_for(model: str, prices: dict[str, tuple[float, float]] | None = None) -> tuple[float, float]:
-    table = prices or PRICES_PER_MTOK
-    matches = [k for k in table if model.startswith(k)]
-    if not matches:
+def price_for(model: str, prices: dict[str, Price] | None = None) -> Price:
+    """The shared price (`tbrl_lib.pricing`); a budget cannot work without one, so an
+    unpriced model is an error here, raised before the first paid call."""
+    price = pricing.price_for(model, prices)
+    if price is None:
         raise ValueError(f"no price known for model {model!r}; add it with prices={{'{model}': "
-                         "(usd_per_mtok_in, usd_per_mtok_out)}} or pick one of: "
-                         f"{', '.join(sorted(table))}")
-    return table[max(matches, key=len)]
+                         "Price(usd_per_mtok_in, usd_per_mtok_out, cache_read, cache_write)}} "
+                         f"or pick one of: {', '.join(sorted(pricing.PRICES))}")
+    return price
 
 
 @dataclass
@@ -135,12 +120,9 @@ class ScopedMeter:
         self.spent_usd += answer.cost_usd
 
 
-def cost_of(usage: Usage, model: str, prices: dict[str, tuple[float, float]] | None = None) -> float:
-    p_in, p_out = price_for(model, prices)
-    dollars = (usage.input_tokens * p_in + usage.output_tokens * p_out
-               + usage.cache_write_tokens * p_in * CACHE_WRITE
-               + usage.cache_read_tokens * p_in * CACHE_READ)
-    return dollars / 1e6
+def cost_of(usage: Usage, model: str, prices: dict[str, Price] | None = None) -> float:
+    return pricing.cost_usd(price_for(model, prices), usage.input_tokens, usage.output_tokens,
+                            usage.cache_read_tokens, usage.cache_write_tokens)
 
 
 class AnthropicLLM:
@@ -148,7 +130,7 @@ class AnthropicLLM:
 
     def __init__(self, model: str = "claude-sonnet-4-6", *, base_url: str | None = None,
                  api_key: str | None = None, max_tokens: int = 8000, timeout_s: float = 300.0,
-                 max_retries: int = 4, prices: dict[str, tuple[float, float]] | None = None) -> None:
+                 max_retries: int = 4, prices: dict[str, Price] | None = None) -> None:
         import anthropic
 
         price_for(model, prices)  # fail at construction, not after the first paid call
@@ -180,7 +162,7 @@ class OpenAICompatibleLLM:
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  max_tokens: int = 8000, timeout_s: float = 300.0, max_retries: int = 4,
-                 prices: dict[str, tuple[float, float]] | None = None) -> None:
+                 prices: dict[str, Price] | None = None) -> None:
         import openai
 
         price_for(model, prices)

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from tbrl_lib.pricing import Price
 from tbrl_lib.synth.llm import (
     Answer,
     AnthropicLLM,
@@ -86,11 +87,11 @@ def test_openai_compatible_backend_rejects_json_that_is_not_an_object():
 
 
 def test_prices_longest_prefix_and_unknown_model():
-    assert price_for("claude-sonnet-4-5-20250929") == (3.0, 15.0)
+    assert price_for("claude-sonnet-4-5-20250929")[:2] == (3.0, 15.0)
     assert cost_of(Usage(1_000_000, 1_000_000), "claude-haiku-4-5") == pytest.approx(6.0)
     with pytest.raises(ValueError, match="no price known for model 'mystery-1'"):
         AnthropicLLM("mystery-1", api_key="x")
-    assert price_for("mystery-1", {"mystery": (1.0, 2.0)}) == (1.0, 2.0)
+    assert price_for("mystery-1", {"mystery": Price(1.0, 2.0)}) == (1.0, 2.0, 0.0, 0.0)
 
 
 @pytest.mark.parametrize("spec", ["anthropic:", "openai:http://x/v1", "vertex:foo"])

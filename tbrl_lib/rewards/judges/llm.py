@@ -24,6 +24,7 @@ import shutil
 import time
 from typing import Any
 
+from tbrl_lib import pricing
 from tbrl_lib.rewards.judges.base import (
     JudgeError,
     JudgeFormatError,
@@ -31,7 +32,6 @@ from tbrl_lib.rewards.judges.base import (
     JudgeResult,
     Usage,
 )
-from tbrl_lib.rewards.judges.pricing import cost_usd
 from tbrl_lib.rewards.judges.prompt import (
     FORMAT_CORRECTION,
     SCORE_SCHEMA,
@@ -83,7 +83,8 @@ class LLMJudge:
                     raise JudgeFormatError(f"{self.name}: {err} (after a format-correction retry)") from err
                 conversation = [user, reply or json.dumps(data), FORMAT_CORRECTION]
                 continue
-            usage.cost_usd = cost_usd(self.model, usage) if self.backend != "claude-cli" else usage.cost_usd
+            if self.backend != "claude-cli":  # the CLI reports its own dollars
+                usage.cost_usd = _dollars(self.model, usage)
             subscores = {k: float(v) for k, v in fields.items() if isinstance(v, (int, float)) and k != "score"}
             return JudgeResult(score=score, judge=self.name, prompt_version=self.prompt_version,
                                subscores=subscores, caps=list(fields.get("caps") or []),
@@ -194,3 +195,12 @@ class LLMJudge:
                       cache_write_tokens=int(u.get("cache_creation_input_tokens", 0)),
                       cost_usd=float(data.get("total_cost_usd") or 0.0))
         return str(data.get("result", "")), None, usage
+
+
+def _dollars(model: str, usage: Usage) -> float:
+    """Cost of a judge call; an unpriced model counts 0.0 (reports show its tokens)."""
+    price = pricing.price_for(model)
+    if price is None:
+        return 0.0
+    return pricing.cost_usd(price, usage.input_tokens, usage.output_tokens,
+                            usage.cached_tokens, usage.cache_write_tokens)
