@@ -49,6 +49,9 @@ KEEP_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SET
 """Capabilities a root shell needs for ordinary task work (apt, pip, chown, servers)."""
 KEEPER = "exec sleep infinity 2>/dev/null || while :; do sleep 3600; done"
 WALL_CLOCK_GRACE_S = 5.0
+REAP_WAIT_S = 30.0
+"""How long a first sandbox waits for the automatic reap of dead processes' leftovers before
+going on without it (a wedged leftover container can take minutes to remove)."""
 """`run()` clips each command to the deadline itself; the timer that kills the container
 fires this much later, as the backstop for anything still holding the sandbox."""
 PIDS_NEAR_LIMIT = 3
@@ -96,7 +99,8 @@ class DockerSandbox(FileTransfer):
             if host is None:
                 host = await acquire_slot(self.config.hosts, timeout=max(self.wall_clock_s, 60))
             self.host = host
-            await asyncio.wait_for(self._create_and_start(), self.config.start_timeout_s)
+            image = await self._prepare(host)  # reap + build have their own limits
+            await asyncio.wait_for(self._create_and_start(image), self.config.start_timeout_s)
         except TimeoutError as err:
             await self.close()
             raise SandboxError(f"task {self.task.id}: container not ready within "
@@ -132,11 +136,22 @@ class DockerSandbox(FileTransfer):
             except (DockerException, SandboxError) as err:
                 log.debug("wall-clock kill of %s: %s (close() removes it)", self.container_id[:12], err)
 
-    async def _create_and_start(self) -> None:
+    async def _prepare(self, host: Host) -> str:
+        """Reap leftovers (once per host and process) and build the image, outside the start
+        timeout: neither is the container being slow to start."""
+        reaping = asyncio.ensure_future(
+            host.call(reaper.reap_once, host.client, host.name, what="reaping leftovers"))
+        reaping.add_done_callback(_log_late_failure)
+        try:
+            await asyncio.wait_for(asyncio.shield(reaping), REAP_WAIT_S)
+        except TimeoutError:
+            log.warning("tbrl: reaping leftovers on %s takes over %.0fs; going on without "
+                        "waiting (`tbrl docker reap` finishes it)", host.name, REAP_WAIT_S)
+        return await ensure_image(self.task, host)
+
+    async def _create_and_start(self, image: str) -> None:
         host = self.host
         assert host is not None
-        await host.call(reaper.reap_once, host.client, host.name, what="reaping leftovers")
-        image = await ensure_image(self.task, host)
         self.container_id = await host.call(self._create, host, image, what="creating the container")
         await host.call(host.client.api.start, self.container_id, what="starting the container")
         self.shell = PersistentShell(host, self.container_id, self.config.workdir,
@@ -353,3 +368,9 @@ class DockerSandbox(FileTransfer):
             raise SandboxLimitExceeded(
                 "pids", f"task {self.task.id}: process limit reached ({current}/{limit} pids; "
                 "a fork bomb or runaway spawning) - the rollout is ended")
+
+
+def _log_late_failure(future: asyncio.Future) -> None:
+    """The reap nobody waits for any more: log its failure instead of losing it."""
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("tbrl: background reap failed: %s", future.exception())

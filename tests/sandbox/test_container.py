@@ -180,3 +180,22 @@ def test_container_removed_on_error_and_on_cancellation(docker_client, task):
     run(cancelled())
     for cid in seen:
         assert not docker_client.api.containers(all=True, filters={"id": cid})
+
+
+def test_a_slow_reap_of_leftovers_does_not_count_against_the_start(docker_client, base_image,
+                                                                  monkeypatch):
+    """A wedged leftover container can take minutes to remove; the first sandbox of a
+    process stops waiting for that reap and starts anyway, within its own start limit."""
+    from tbrl_lib.sandbox import container, reaper
+
+    def slow_reap(client, host_name):
+        time.sleep(15)  # longer than the start limit below: waiting for it would fail
+
+    monkeypatch.setattr(reaper, "reap_once", slow_reap)
+    monkeypatch.setattr(container, "REAP_WAIT_S", 0.5, raising=False)
+
+    async def body():
+        async with open_sandbox(make_task("slow-reap"), SandboxConfig(start_timeout_s=10)) as sb:
+            return (await sb.run("echo up")).output.strip()
+
+    assert run(body()) == "up"
