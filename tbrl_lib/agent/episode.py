@@ -48,7 +48,8 @@ async def run_episode(task: Task, policy: Policy, sandbox: Sandbox, limits: Epis
     except EpisodeEnd as end:
         traj.termination, traj.termination_message = end.reason, str(end)
     except SandboxLimitExceeded as exc:
-        traj.termination = Termination.time_limit if exc.kind == "wall_clock" else Termination.infra_error
+        traj.termination = {"wall_clock": Termination.time_limit, "pids": Termination.resource_limit,
+                            "memory": Termination.resource_limit}.get(exc.kind, Termination.infra_error)
         traj.termination_message, traj.error_kind = str(exc), exc.kind
     except (SandboxError, PolicyError) as exc:
         traj.termination, traj.termination_message = Termination.infra_error, str(exc)

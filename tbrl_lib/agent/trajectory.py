@@ -38,6 +38,9 @@ class Termination(str, Enum):
     token_budget = "token_budget"
     time_limit = "time_limit"
     context_overflow = "context_overflow"
+    resource_limit = "resource_limit"
+    """The agent's commands hit the container's pids or memory limit (a fork bomb, a memory
+    hog): the agent's doing, so the rollout is scored, not masked."""
     infra_error = "infra_error"
     """The sandbox or the model backend failed; rewards mask such rollouts."""
 

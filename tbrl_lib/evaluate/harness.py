@@ -53,7 +53,7 @@ TERMINATION_MODES: dict[str, FailureMode] = {
     "infra_error": FailureMode.infra_error,
 }
 """`Termination` value -> failure mode. `token_budget` (the conversation reached the
-episode's token limit) counts as a context overflow; `finished` and `max_turns` are
+episode's token limit) counts as a context overflow; `finished`, `max_turns` and `resource_limit` are
 `unresolved` when the tests fail. `agent_timeout` is the harness's own stop, for an
 episode that overran its limit by `GRACE_SECONDS`."""
 

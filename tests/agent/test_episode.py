@@ -139,3 +139,14 @@ def test_actions_after_finish_do_not_run_and_trajectory_round_trips(base_image, 
     path = Trajectory.save_jsonl([traj, traj], tmp_path / "t.jsonl")
     loaded = Trajectory.load_jsonl(path)
     assert loaded == [traj, traj]
+
+
+def test_a_fork_bomb_ends_the_episode_as_a_resource_limit_not_an_infra_error(base_image):
+    """The agent's own fork bomb is its doing: the rollout ends on a named limit and is
+    scored (an infra_error would be masked in training and go unpunished)."""
+    task = toy_task().model_copy(update={"limits": toy_task().limits.model_copy(update={"pids": 64})})
+    bomb = "<bash>\ncmd: 'bomb() { bomb | bomb & bomb; }; bomb'\ntimeout_secs: 8\n</bash>"
+    traj = episode(ScriptedPolicy(lambda conv: bomb if conv.turn == 0 else
+                                  "<bash>\ncmd: sleep 0.2; ls /\ntimeout_secs: 8\n</bash>"),
+                   EpisodeLimits(max_turns=60), task)
+    assert traj.termination == Termination.resource_limit and traj.error_kind == "pids"
