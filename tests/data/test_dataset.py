@@ -1,7 +1,7 @@
 """The bundled dataset `data/tasks/`: enough tasks, every difficulty, many categories, and
 each task complete (instruction, offline base image, weighted pytest tests, reference
-solution, limits). Runs without Docker; `tests/tasks/test_validate.py` and CI's
-`tbrl tasks validate data/tasks` run them in containers."""
+solution, limits). The last test validates every task in containers (docker, slow), as
+`tbrl tasks validate data/tasks` does."""
 
 from __future__ import annotations
 
@@ -108,3 +108,18 @@ def test_tests_import_only_what_the_container_has(tasks):
             else:
                 continue
             assert roots <= allowed, (t.id, roots - allowed)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_every_bundled_task_validates(tasks, base_image):
+    """What `tbrl tasks validate data/tasks` checks, for all of them: the image builds, the
+    untouched environment scores at most 0.2, the reference solution scores 1.0, and three
+    test runs agree."""
+    from tbrl_lib.tasks.validate import Verdict, validate_tasks, validation_table
+    from rich.console import Console
+
+    results = validate_tasks(tasks, concurrency=4, progress=False)
+    Console(width=200).print(validation_table(results))
+    failed = {r.task_id: r.reasons for r in results if r.verdict != Verdict.passed}
+    assert not failed, failed
