@@ -30,6 +30,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from tbrl_lib.aio import run_sync
 from tbrl_lib.evaluate.results import (
     ConfigMismatch,
     FailureMode,
@@ -87,7 +88,7 @@ def run_eval(
     progress: bool = True,
 ) -> RunResults:
     """Run (or resume) an evaluation; returns the finished `RunResults` (also on disk)."""
-    return asyncio.run(
+    return run_sync(
         run_eval_async(
             tasks, policy_spec, attempts, concurrency, out_dir,
             timeout_scale=timeout_scale, tasks_source=tasks_source, limit=limit,

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
+from tbrl_lib.aio import run_sync
 from tbrl_lib.judge_eval.cases import JudgeCase
 from tbrl_lib.judge_eval.metrics import per_case, summarize
 from tbrl_lib.rewards.judges import JudgeError, make_judge
@@ -32,16 +33,7 @@ def run_comparison(judges: Sequence[Any], cases: Sequence[JudgeCase], attempts: 
     if attempts < 1:
         raise ValueError(f"attempts must be >= 1, got {attempts}")
     built = [make_judge(j) if isinstance(j, str) else j for j in judges]
-    coro = _run(built, list(cases), attempts, concurrency, progress)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    # Called from a running loop (Jupyter): run on a fresh loop in a worker thread.
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+    return run_sync(_run(built, list(cases), attempts, concurrency, progress))
 
 
 async def _run(judges, cases, attempts, concurrency, progress) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tbrl_lib.aio import run_sync
 from tbrl_lib.synth import roles
 from tbrl_lib.synth.dedup import most_similar
 from tbrl_lib.synth.llm import BudgetExceeded, CostMeter, ScopedMeter, StructuredLLM
@@ -256,17 +257,5 @@ class Pipeline:
 def run_pipeline(config: PipelineConfig, llm: StructuredLLM, validator: Validator,
                  existing: list[Task] | None = None, progress: bool = True) -> dict[str, Any]:
     """Synchronous entry point (CLI, notebook); see `Pipeline`."""
-    return run_sync(lambda: Pipeline(config, llm, validator, existing).run(progress))
+    return run_sync(Pipeline(config, llm, validator, existing).run(progress))
 
-
-def run_sync(make_coro: Callable[[], Awaitable[Any]]) -> Any:
-    """Run a coroutine to completion from sync code, also where an event loop is already
-    running in this thread (a Jupyter kernel): then it runs in a worker thread's own loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make_coro())
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(lambda: asyncio.run(make_coro())).result()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from tbrl_lib.synth.pipeline import run_sync
+from tbrl_lib.aio import run_sync
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.validate import (
     ValidationConfig,
@@ -56,7 +56,7 @@ def validate_many(tasks: list[Task], concurrency: int = 4, jsonl: str | Path | N
 
     try:
         config = ValidationConfig(run_id="synth-validate")
-        return run_sync(lambda: validate_tasks_async(tasks, concurrency, config, progress, record))
+        return run_sync(validate_tasks_async(tasks, concurrency, config, progress, record))
     finally:
         if sink:
             sink.close()

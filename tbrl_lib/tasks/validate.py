@@ -251,8 +251,10 @@ def validate_tasks(
     progress: bool = True,
     on_result: Callable[[ValidationResult], None] | None = None,
 ) -> list[ValidationResult]:
-    """Synchronous entry point (runs its own event loop); see `validate_tasks_async`."""
-    return asyncio.run(validate_tasks_async(tasks, concurrency, config, progress, on_result))
+    """Synchronous entry point (also inside a notebook's loop); see `validate_tasks_async`."""
+    from tbrl_lib.aio import run_sync
+
+    return run_sync(validate_tasks_async(tasks, concurrency, config, progress, on_result))
 
 
 def validation_table(results: Sequence[ValidationResult]):

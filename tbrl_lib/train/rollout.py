@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tbrl_lib.aio import run_sync
 from tbrl_lib.tasks.model import Task
 
 
@@ -124,7 +125,7 @@ class RolloutRunner:
 
     def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
         tasks = [self.index.task_for(p) for p in prompts]
-        rollouts = run_coroutine(self.run_all(tasks))
+        rollouts = run_sync(self.run_all(tasks))
         self.calls += 1
         step = getattr(getattr(trainer, "state", None), "global_step", self.calls)
         if self.trajectories_dir is not None:
@@ -246,18 +247,6 @@ def save_rollouts(rollouts: list[Rollout], path: Path) -> None:
     with path.open("w") as fh:
         for r in rollouts:
             fh.write(json.dumps(asdict(r), default=str) + "\n")
-
-
-def run_coroutine(coro: Any) -> Any:
-    """`asyncio.run(coro)`, also from inside a running loop (Jupyter): then on a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def _mean(values) -> float:

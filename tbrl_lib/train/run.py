@@ -229,21 +229,21 @@ def prebuild_images(tasks: list, config: TrainConfig) -> None:
     """Build (or find cached) every task image before step 1, with progress."""
     from tqdm.auto import tqdm
 
+    from tbrl_lib.aio import run_sync
     from tbrl_lib.sandbox import ensure_image
-    from tbrl_lib.train.rollout import run_coroutine
 
     async def build_all():
         for task in tqdm(tasks, desc="task images", leave=False):
             await ensure_image(task)
 
-    run_coroutine(build_all())
+    run_sync(build_all())
 
 
 def _close_sandbox_pools() -> None:
+    from tbrl_lib.aio import run_sync
     from tbrl_lib.sandbox import close_pools
-    from tbrl_lib.train.rollout import run_coroutine
 
-    run_coroutine(close_pools())
+    run_sync(close_pools())
 
 
 def _mean(values) -> float:

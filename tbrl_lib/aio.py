@@ -1,0 +1,26 @@
+"""Running async code from sync callers: the CLI, scripts, and Jupyter kernels.
+
+The library is async throughout (hundreds of rollouts on one event loop). Its synchronous
+entry points call `run_sync`, which is `asyncio.run` where no loop is running and, inside
+a running loop (a notebook kernel), runs the coroutine on a fresh loop in a worker thread
+instead of failing with "asyncio.run() cannot be called from a running event loop".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` to completion and return its result, whether or not a loop is running."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
