@@ -1,14 +1,35 @@
-"""Offline base images: Debian packages -> debootstrap -> `docker import` -> a small layer.
+"""Offline base images: Debian packages -> debootstrap -> `docker import` -> small layers.
 
-No container registry is reachable from this workspace's machines, yet upstream task
-Dockerfiles start `FROM ghcr.io/laude-institute/t-bench/...`. We build one base image from
-Debian trixie (Python 3.13, like the image it stands for), then tag each public name onto
-a one-line layer whose labels say what it substitutes, so those Dockerfiles build
-unchanged and `tbrl doctor` can tell a substitute from the real thing. With a reachable
-registry, `bootstrap(pull=True)` pulls the real images instead.
+No container registry is reachable from this workspace's machines, yet task Dockerfiles
+start `FROM ghcr.io/laude-institute/t-bench/...` with many tags (`:latest`, `:20250620`,
+`:20250624`, ...). One Debian trixie root filesystem (Python 3.13) becomes two images, one
+per family of public images, each shaped like what it stands for:
 
-Rebuilds happen only when the recipe (suite, packages, layer) changes: the recipe hash
-is stored as a label and compared on every call, so a second call is a no-op.
+- `tbrl/base:trixie` (`BASE_IMAGE`) for `t-bench/python-3-13:*`: `python`, `python3` and
+  `pip` on PATH and `pip install` allowed system-wide, like the python images. The verifier
+  builds its runtime from it, so its name and contents stay stable.
+- `tbrl/ubuntu-like:trixie` (`UBUNTU_IMAGE`) for `t-bench/ubuntu-24-04:*`: `python3` but no
+  `python` alias (Dockerfiles add one with `ln -s /usr/bin/python3 /usr/bin/python`), the
+  PEP 668 guard kept as Ubuntu keeps it (`pip install --break-system-packages`), and
+  `apt-get install python3-pip` a no-op that works offline (the package is installed and
+  the package lists are present).
+
+A public name is a one-line layer on its family's image, labelled `tbrl.substitute-for`,
+so Dockerfiles build unchanged and `tbrl doctor` tells a substitute from the real thing.
+Which names exist is discovered from the Dockerfiles being built: `ensure_substitutes`
+(called by every task image build) tags any missing tag of a known family on the spot.
+`bootstrap` also tags the names the upstream data use (`PRETAGGED`), so a plain
+`docker build` of those works outside tbrl. With a reachable registry, `bootstrap(pull=True)`
+pulls the real images instead.
+
+What remains different from the originals (measured, see the README): Debian trixie, not
+Ubuntu noble (`/etc/os-release`, package names and versions; Python 3.13 where Ubuntu has
+3.12, since no offline Python 3.12 exists here); extra tools installed (pytest, jq, sqlite3);
+no asciinema.
+
+Rebuilds happen only when a recipe changes: the root filesystem's recipe (suite, mirror,
+packages, CAs) and the full recipe (plus the layers) are stored as labels and compared on
+every call, so a second call is a no-op.
 """
 
 from __future__ import annotations
@@ -19,6 +40,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +51,7 @@ SUITE = "trixie"
 MIRROR = os.environ.get("TBRL_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 ROOTFS_IMAGE = f"tbrl/rootfs:{SUITE}"
 BASE_IMAGE = f"tbrl/base:{SUITE}"
+UBUNTU_IMAGE = f"tbrl/ubuntu-like:{SUITE}"
 PACKAGES = [
     "bash", "coreutils", "procps", "psmisc", "findutils", "grep", "sed", "gawk", "less",
     "ca-certificates", "curl", "wget", "git", "tmux", "xz-utils", "gzip", "tar", "unzip",
@@ -49,15 +72,48 @@ WORKDIR /app
 CMD ["bash"]
 """
 
-SUBSTITUTES = {
-    "ghcr.io/laude-institute/t-bench/python-3-13:20250620": "Python 3.13, pip, pytest",
-    "ghcr.io/laude-institute/t-bench/python-3-13:latest": "Python 3.13, pip, pytest",
-    "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest": "tmux, curl, git, python3",
-}
-"""Public base-image names used by upstream Dockerfiles -> what the substitute provides."""
+UBUNTU_LAYER = """\
+FROM {rootfs}
+# Behave like the Terminal-Bench Ubuntu 24.04 image as published: python3 without a
+# `python` alias, and the PEP 668 guard in place (pip needs --break-system-packages).
+RUN mkdir -p /app /logs
+ENV LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /app
+CMD ["bash"]
+"""
+
+
+@dataclass(frozen=True)
+class Family:
+    """Every tag of one public repository, and the local image its substitutes are built from."""
+
+    repository: str
+    source: str
+    provides: str
+
+
+FAMILIES = (
+    Family("ghcr.io/laude-institute/t-bench/python-3-13", BASE_IMAGE,
+           "Python 3.13: python, python3, pip on PATH, pip installs system-wide; "
+           "pytest, git, curl, tmux"),
+    Family("ghcr.io/laude-institute/t-bench/ubuntu-24-04", UBUNTU_IMAGE,
+           "python3 without a python alias, python3-pip (apt), PEP 668 guard; curl, git, tmux"),
+)
+PRETAGGED = (
+    "ghcr.io/laude-institute/t-bench/python-3-13:20250620",
+    "ghcr.io/laude-institute/t-bench/python-3-13:latest",
+    "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest",
+)
+"""Names the upstream data use, tagged at bootstrap for `docker build` outside tbrl."""
 
 LABEL_RECIPE = "tbrl.recipe"
+LABEL_ROOTFS_RECIPE = "tbrl.rootfs-recipe"
 LABEL_SUBSTITUTE = "tbrl.substitute-for"
+LAYERS = {BASE_IMAGE: BASE_LAYER, UBUNTU_IMAGE: UBUNTU_LAYER}
+
+
+class SubstituteError(RuntimeError):
+    """A base image a build needs cannot be substituted; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -73,9 +129,16 @@ HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 image so `pip install` and `curl https://...` in task builds work where the host's do."""
 
 
-def recipe_hash() -> str:
+def rootfs_recipe() -> str:
+    """Hash of what goes into the root filesystem (a change means a new debootstrap)."""
     cas = [p.read_bytes().decode(errors="replace") for p in _host_cas()]
-    blob = "\n".join([SUITE, MIRROR, *PACKAGES, BASE_LAYER, *cas]).encode()
+    blob = "\n".join([SUITE, MIRROR, *PACKAGES, *cas]).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def recipe_hash() -> str:
+    """Hash of the whole recipe: the root filesystem and the layers on it."""
+    blob = "\n".join([rootfs_recipe(), BASE_LAYER, UBUNTU_LAYER]).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -83,16 +146,33 @@ def _host_cas() -> list[Path]:
     return sorted(HOST_CA_DIR.glob("*.crt")) if HOST_CA_DIR.is_dir() else []
 
 
+def family_of(name: str) -> Family | None:
+    """The family a public image name (`repo[:tag][@digest]`) belongs to, if any."""
+    repository = name.split("@")[0]
+    if ":" in repository.rsplit("/", 1)[-1]:
+        repository = repository.rsplit(":", 1)[0]
+    return next((f for f in FAMILIES if f.repository == repository), None)
+
+
+def substitutes(client: docker.DockerClient) -> list[str]:
+    """Every local image name tagged as a substitute: its label names that very tag (images
+    built on a substitute inherit the label, naming their base, not themselves)."""
+    names = {tag for image in client.images.list(filters={"label": LABEL_SUBSTITUTE})
+             for tag in image.tags if (image.labels or {}).get(LABEL_SUBSTITUTE) == tag}
+    return sorted(names)
+
+
 def status(client: docker.DockerClient) -> list[ImageStatus]:
-    """One row per image tbrl needs: the base and each public name."""
+    """One row per image tbrl needs or made: the family images and each public name."""
     rows = []
-    for name in [BASE_IMAGE, *SUBSTITUTES]:
+    for name in [BASE_IMAGE, UBUNTU_IMAGE, *sorted({*PRETAGGED, *substitutes(client)})]:
         labels = _labels(client, name)
         if labels is None:
             rows.append(ImageStatus(name, False, False, "missing: run `tbrl images bootstrap`"))
             continue
         substitute = LABEL_SUBSTITUTE in labels
-        detail = "local Debian substitute" if substitute else "present"
+        source = labels.get("tbrl.source", "local Debian")
+        detail = f"substitute ({source})" if substitute else "present"
         if labels.get(LABEL_RECIPE) not in (None, recipe_hash()):
             detail += " (stale recipe: `tbrl images bootstrap` rebuilds)"
         rows.append(ImageStatus(name, True, substitute, detail))
@@ -100,37 +180,69 @@ def status(client: docker.DockerClient) -> list[ImageStatus]:
 
 
 def bootstrap(client: docker.DockerClient, pull: bool = False, force: bool = False,
-              log=print) -> list[str]:
-    """Make every image in `status()` present. Returns the names it (re)built or pulled."""
+              log: Callable[[str], object] = print) -> list[str]:
+    """Make every image in `status()` present and current. Returns the names it (re)built."""
     done: list[str] = []
     if pull:
-        for name in SUBSTITUTES:
+        for name in PRETAGGED:
             log(f"pulling {name}")
             client.images.pull(name)
             done.append(name)
         return done
-    recipe = recipe_hash()
-    if force or _labels(client, BASE_IMAGE, {}).get(LABEL_RECIPE) != recipe:
-        if force or _labels(client, ROOTFS_IMAGE, {}).get(LABEL_RECIPE) != recipe:
-            _import_rootfs(client, recipe, log)
-            done.append(ROOTFS_IMAGE)
-        log(f"building {BASE_IMAGE}")
-        _build(client, BASE_LAYER.format(rootfs=ROOTFS_IMAGE), BASE_IMAGE,
-               {LABEL_RECIPE: recipe})
-        done.append(BASE_IMAGE)
-    for name, provides in SUBSTITUTES.items():
+    recipe, rootfs = recipe_hash(), rootfs_recipe()
+    if force or _labels(client, ROOTFS_IMAGE, {}).get(LABEL_ROOTFS_RECIPE) != rootfs:
+        _import_rootfs(client, rootfs, log)
+        done.append(ROOTFS_IMAGE)
+    for image, layer in LAYERS.items():
+        if force or ROOTFS_IMAGE in done or _labels(client, image, {}).get(LABEL_RECIPE) != recipe:
+            log(f"building {image}")
+            _build(client, layer.format(rootfs=ROOTFS_IMAGE), image, {LABEL_RECIPE: recipe})
+            done.append(image)
+    for name in sorted({*PRETAGGED, *substitutes(client)}):
         labels = _labels(client, name)
         if labels is not None and not force and labels.get(LABEL_RECIPE) == recipe:
             continue
-        if labels is not None and LABEL_SUBSTITUTE not in labels and not force:
+        if labels is not None and LABEL_SUBSTITUTE not in labels:
             continue  # the real image was pulled; leave it alone
-        _build(client, f"FROM {BASE_IMAGE}\n", name,
-               {LABEL_RECIPE: recipe, LABEL_SUBSTITUTE: name, "tbrl.provides": provides})
+        tag_substitute(client, name, recipe)
         done.append(name)
     return done
 
 
-def _import_rootfs(client: docker.DockerClient, recipe: str, log) -> None:
+def ensure_substitutes(client: docker.DockerClient, names: Iterable[str]) -> list[str]:
+    """Tag a substitute for each missing image in `names` that belongs to a known family
+    (the FROM images of a Dockerfile about to be built). Returns the names it tagged;
+    names of no known family are left to the build (which then says the image is missing)."""
+    tagged = []
+    for name in dict.fromkeys(names):
+        family = family_of(name)
+        if family is None or _labels(client, name) is not None:
+            continue
+        if "@" in name:
+            raise SubstituteError(
+                f"FROM {name} pins a digest of {family.repository}, which no local substitute "
+                f"can carry: use a tag instead (e.g. {family.repository}:latest)")
+        if _labels(client, family.source) is None:
+            raise SubstituteError(
+                f"FROM {name} needs the local image {family.source}, which is missing: "
+                "run `tbrl images bootstrap` (or `tbrl setup`)")
+        tag_substitute(client, name, recipe_hash())
+        tagged.append(name)
+    return tagged
+
+
+def tag_substitute(client: docker.DockerClient, name: str, recipe: str) -> None:
+    """Tag `name` as a one-line layer on its family's image, labelled as a substitute."""
+    family = family_of(name)
+    if family is None:
+        raise SubstituteError(f"{name} belongs to no known image family "
+                              f"({', '.join(f.repository for f in FAMILIES)})")
+    _build(client, f"FROM {family.source}\n", name,
+           {LABEL_RECIPE: recipe, LABEL_SUBSTITUTE: name, "tbrl.source": family.source,
+            "tbrl.provides": family.provides})
+
+
+def _import_rootfs(client: docker.DockerClient, recipe: str, log: Callable[[str], object]) -> None:
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
         raise RuntimeError(
@@ -167,7 +279,7 @@ def _import_rootfs(client: docker.DockerClient, recipe: str, log) -> None:
         repo, tag = ROOTFS_IMAGE.split(":")
         client.api.import_image(
             src=str(tarball), repository=repo, tag=tag,
-            changes=[f'LABEL {LABEL_RECIPE}="{recipe}"', 'CMD ["bash"]'],
+            changes=[f'LABEL {LABEL_ROOTFS_RECIPE}="{recipe}"', 'CMD ["bash"]'],
         )
 
 

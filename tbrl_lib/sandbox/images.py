@@ -1,16 +1,20 @@
 """Task images: build once per content hash, reuse everywhere after.
 
-The tag is `tbrl-task/<task-id>:<hash>` where the hash covers everything that goes into
-the build (Dockerfile text, every context file's path and bytes, and `BUILD_RECIPE`).
+The tag is `tbrl-task/<safe task id>:<hash>` where the hash covers everything that goes
+into the build (Dockerfile text, every context file's path and bytes, text or binary, and
+`BUILD_RECIPE`); `Task.safe_id` keeps ids Docker refuses (upper case, `+`) usable.
 The Docker daemon is the cache: a tag that exists is not rebuilt, by this process or any
 other. Concurrent builds of one hash wait for a single build (an asyncio lock within the
 process, an `flock` on a file across processes on this machine). A build has a timeout
 (`task.limits.build_timeout_sec`); a failure raises `ImageBuildError` (a `SandboxError`
 with kind `build_failed`/`build_timeout`) carrying the last lines of the build log.
 
-Images carry labels `tbrl.task` and `tbrl.content-hash`. Left out: pulling from a
-registry (none is reachable here) and garbage-collecting old task images (`docker
-image rm` of `tbrl-task/*` is safe: they rebuild on demand).
+Before a build, every FROM image of a known public family that is missing locally gets its
+offline substitute (`base_images.ensure_substitutes`), whatever its tag.
+
+Images carry labels `tbrl.task` (the original id) and `tbrl.content-hash`. Left out:
+pulling from a registry (none is reachable here) and garbage-collecting old task images
+(`docker image rm` of `tbrl-task/*` is safe: they rebuild on demand).
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ from pathlib import Path
 from docker.errors import ImageNotFound
 
 from tbrl_lib.sandbox.base import SandboxError
+from tbrl_lib.sandbox.base_images import SubstituteError, ensure_substitutes
 from tbrl_lib.sandbox.config import DockerHost
 from tbrl_lib.sandbox.hosts import Host, get_host
 from tbrl_lib.tasks.model import Task
+from tbrl_lib.tasks.stats import base_images
 
 BUILD_RECIPE = "tbrl-image-v1"
 """Bump to force every task image to rebuild (e.g. when the build context layout changes)."""
@@ -48,22 +54,21 @@ def image_hash(task: Task) -> str:
     for part in (BUILD_RECIPE, env.dockerfile or "", env.image or ""):
         digest.update(part.encode())
         digest.update(b"\0")
-    for path in sorted(env.files):
-        digest.update(path.encode() + b"\0" + env.files[path].encode() + b"\0")
+    for path, data in env.context_files().items():
+        digest.update(path.encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:20]
 
 
 def image_tag(task: Task) -> str:
-    return f"tbrl-task/{task.id}:{image_hash(task)}"
+    return f"tbrl-task/{task.safe_id}:{image_hash(task)}"
 
 
 def build_context(task: Task) -> bytes:
     """The build context as a tar: Dockerfile + the task's environment files."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        entries = {"Dockerfile": task.environment.dockerfile or ""} | dict(task.environment.files)
-        for name, text in entries.items():
-            data = text.encode()
+        dockerfile = (task.environment.dockerfile or "").encode()
+        for name, data in {"Dockerfile": dockerfile, **task.environment.context_files()}.items():
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(data), 0o644, 0
             tar.addfile(info, io.BytesIO(data))
@@ -80,6 +85,8 @@ async def ensure_image(task: Task, host: DockerHost | Host | None = None) -> str
     env = task.environment
     if not env.dockerfile:
         assert env.image is not None
+        if not await _exists(host, env.image):
+            await host.call(_substitute, host, task, [env.image], what=f"substituting {env.image}")
         if not await _exists(host, env.image):
             raise SandboxError(
                 f"task {task.id}: image {env.image!r} is not on docker host {host.name} and no "
@@ -121,7 +128,15 @@ def _build_locked(host: Host, task: Task, tag: str) -> None:
         _build(host, task, tag)
 
 
+def _substitute(host: Host, task: Task, names: list[str]) -> None:
+    try:
+        ensure_substitutes(host.client, names)
+    except SubstituteError as err:
+        raise ImageBuildError(f"task {task.id}: {err}", kind="image_missing") from err
+
+
 def _build(host: Host, task: Task, tag: str) -> None:
+    _substitute(host, task, base_images(task))
     timeout = task.limits.build_timeout_sec
     deadline = time.monotonic() + timeout
     log: list[str] = []

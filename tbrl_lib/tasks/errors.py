@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 # How to fix a bad value of each Task field (model path -> advice).
 FIELD_FIXES: dict[str, str] = {
-    "id": "use 1-128 characters of lowercase letters, digits, '.', '_' or '-', starting with a letter or digit",
+    "id": "name the task with 1-200 characters, without whitespace, '/', '\\' or control "
+    "characters, not starting with '.'",
     "instruction": "write the instruction the agent should follow (non-empty text)",
     "difficulty": "use one of easy, medium, hard, extremely_hard",
     "tags": "give each tag as non-empty text without surrounding spaces or '|'",
@@ -57,14 +58,18 @@ class LoadReport:
     source: str = ""
     loaded: int = 0
     skipped: list[TaskFormatError] = field(default_factory=list)
+    warnings: list[TaskFormatError] = field(default_factory=list)
+    """What lenient reading changed in tasks it loaded (mapped or dropped weights)."""
 
     @property
     def ok(self) -> bool:
         return not self.skipped
 
     def summary(self) -> str:
-        lines = [f"{self.source}: loaded {self.loaded} task(s), skipped {len(self.skipped)}"]
+        lines = [(f"{self.source}: loaded {self.loaded} task(s), skipped {len(self.skipped)}, "
+                  f"{len(self.warnings)} warning(s)")]
         lines += [f"  - {err}" for err in self.skipped]
+        lines += [f"  ~ {note}" for note in self.warnings]
         return "\n".join(lines)
 
 

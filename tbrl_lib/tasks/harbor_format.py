@@ -14,9 +14,11 @@ Layout (the directory name is the task id; see docs/INTERFACES):
     solution/solve.sh      reference solution
 
 task.toml keys tbrl does not model (e.g. `[verifier] env`, a `[task]` table) are kept in
-`Task.metadata["harbor"]` and written back, so nothing is lost. Left out: extra files under
+`Task.metadata["harbor"]` and written back, so nothing is lost. Files under `environment/`
+may be binary (data files, images, archives: carried byte-exact). Left out: extra files under
 `solution/` (reported as unsupported, since the Task's solution is one script) and binary
-files (reported as non-UTF-8). TOML has no null, so metadata holding None cannot be written.
+files under `tests/` (reported as non-UTF-8). TOML has no null, so metadata holding None
+cannot be written. With `lenient=True`, weights are read as `files.parse_weights` describes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
 from tbrl_lib.tasks.files import (
     check_file_tree,
     collect_files,
+    collect_tree,
     parse_json_object,
     parse_toml,
     parse_weights,
@@ -39,7 +42,7 @@ from tbrl_lib.tasks.files import (
     write_files,
     write_text,
 )
-from tbrl_lib.tasks.model import Limits, Task
+from tbrl_lib.tasks.model import Limits, Task, test_function_names
 from tbrl_lib.tasks.standard_files import harbor_test_sh
 
 HARBOR_VERSION = "1.0"
@@ -62,8 +65,9 @@ def is_harbor_dir(path: Path) -> bool:
     return (path / "task.toml").is_file()
 
 
-def read_harbor_dir(root: Path) -> Task:
-    """Read one Harbor task directory; any problem is a `TaskFormatError` naming the file."""
+def read_harbor_dir(root: Path, lenient: bool = False) -> Task:
+    """Read one Harbor task directory; any problem is a `TaskFormatError` naming the file.
+    `lenient` reads weights files that name tests loosely (see `files.parse_weights`)."""
     loc = str(root)
     config = parse_toml(read_text(root / "task.toml", loc, "task.toml"), loc, "task.toml")
     rest = config  # tomllib returns a fresh dict; popped apart below
@@ -109,28 +113,31 @@ def read_harbor_dir(root: Path) -> Task:
     if script == harbor_test_sh() and pytest is not None:
         script = None
     weights: dict[str, float] = {}
+    notes = []
     weights_path = tests_dir / "test_weights.json"
     if weights_path.exists():
         raw = parse_json_object(read_text(weights_path, loc, "tests/test_weights.json"), loc,
                                 "tests/test_weights.json", 'write {"test_name": weight, ...}')
-        weights = parse_weights(raw, loc, "tests/test_weights.json")
+        names = test_function_names(pytest) if pytest else None
+        weights, notes = parse_weights(raw, loc, "tests/test_weights.json", names, lenient)
     solution_dir = root / "solution"
     extra_solution = sorted(set(collect_files(solution_dir, loc, "solution", exclude={"solve.sh"})))
     if extra_solution:
         raise TaskFormatError(loc, f"solution/{extra_solution[0]}", "files besides solve.sh are not supported",
                               "fold them into solution/solve.sh (e.g. with a heredoc)")
     solve_path = solution_dir / "solve.sh"
+    env_text, env_binary = collect_tree(env_dir, loc, "environment", exclude={"Dockerfile"})
     data: dict[str, Any] = {
         "id": root.name,
         "instruction": read_text(root / "instruction.md", loc, "instruction.md"),
         **{key: own[key] for key in ("difficulty", "category", "tags", "title", "use_case_category") if key in own},
-        "environment": {"dockerfile": dockerfile, "image": image,
-                        "files": collect_files(env_dir, loc, "environment", exclude={"Dockerfile"})},
+        "environment": {"dockerfile": dockerfile, "image": image, "files": env_text,
+                        "binary_files": env_binary},
         "tests": {"pytest": pytest, "script": script, "weights": weights,
                   "files": collect_files(tests_dir, loc, "tests", exclude=TEST_OWN_FILES)},
         "solution": read_text(solve_path, loc, "solution/solve.sh") if solve_path.exists() else None,
         "limits": limits,
-        "provenance": {"source_format": "harbor", "location": loc,
+        "provenance": {"source_format": "harbor", "location": loc, "notes": notes,
                        "created_at": own.get("created_at"), "updated_at": own.get("updated_at")},
         "metadata": meta,
     }
@@ -149,6 +156,7 @@ def write_harbor_dir(task: Task, out_dir: Path) -> Path:
     if env.dockerfile is not None:
         write_text(root / "environment" / "Dockerfile", env.dockerfile)
     write_files(root / "environment", env.files)
+    write_files(root / "environment", env.binary_files)
     tests = task.tests
     write_text(root / "tests" / "test.sh", tests.script if tests.script is not None else harbor_test_sh())
     if tests.pytest is not None:
@@ -205,13 +213,13 @@ def _check_writable(task: Task) -> None:
     if harbor is not None and not isinstance(harbor, dict):
         raise TaskFormatError(task.id, "metadata (harbor)", "must be a table of task.toml sections",
                               'use {"verifier": {"env": {...}}} style values')
-    check_file_tree(task.environment.files, task.id, "environment.files")
+    check_file_tree(task.environment.context_files(), task.id, "environment.files")
     check_file_tree(task.tests.files, task.id, "tests.files")
     clash = sorted(set(task.tests.files) & TEST_OWN_FILES)
     if clash:
         raise TaskFormatError(task.id, f"tests.files ({clash[0]})", "collides with a Harbor tests/ file",
                               "rename the fixture file")
-    if "Dockerfile" in task.environment.files:
+    if "Dockerfile" in task.environment.context_files():
         raise TaskFormatError(task.id, "environment.files (Dockerfile)", "collides with environment/Dockerfile",
                               "put the Dockerfile text in environment.dockerfile")
 

@@ -6,8 +6,9 @@ file is tbrl's training Parquet, a directory with `task.toml` is one Harbor task
 dirs (hidden entries are ignored; a subdirectory that is no task dir is reported).
 
 Modes: `strict` raises the first `TaskFormatError` (in source order); `lenient` skips the
-bad item and records why in the `LoadReport`/`WriteReport`. Duplicate ids are errors (the
-later one is the one skipped). Directory reads and writes run on a thread pool with a tqdm
+bad item and records why in the `LoadReport`/`WriteReport`, and reads loosely written
+weights files (mapped or dropped, each change listed in `LoadReport.warnings`). Duplicate
+ids are errors (the later one is the one skipped). Directory reads and writes run on a thread pool with a tqdm
 bar; the CSV and Parquet row conversions are cheap and run in order.
 """
 
@@ -17,6 +18,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -72,14 +74,17 @@ def load_tasks(path: Path | str, mode: Mode = "strict", *, workers: int = 4,
     _check_mode(mode)
     fmt = detect_format(path)
     report = LoadReport(source=str(path))
+    lenient = mode == "lenient"
     if fmt == "csv":
-        items: Iterable[Task | TaskFormatError] = _bar(csv_format.read_csv(path), progress, "read csv")
+        rows = csv_format.read_csv(path, lenient)
+        items: Iterable[Task | TaskFormatError] = _bar(rows, progress, "read csv")
     elif fmt == "parquet":
         items = _bar(parquet_format.read_parquet(path), progress, "read parquet")
     elif fmt in DIR_READERS:
-        items = [_read_dir(path)]
+        items = [_read_dir(path, lenient)]
     else:
-        items = parallel_map(_read_dir, _task_dirs(path), workers, progress, "read task dirs")
+        read = partial(_read_dir, lenient=lenient)
+        items = parallel_map(read, _task_dirs(path), workers, progress, "read task dirs")
     tasks: list[Task] = []
     seen: dict[str, str] = {}
     for item in items:
@@ -92,6 +97,10 @@ def load_tasks(path: Path | str, mode: Mode = "strict", *, workers: int = 4,
             report.skipped.append(item)
             continue
         seen[item.id] = item.provenance.location
+        report.warnings += [
+            TaskFormatError(item.provenance.location, note.field, note.problem, note.fix)
+            for note in item.provenance.notes
+        ]
         tasks.append(item)
     report.loaded = len(tasks)
     return LoadResult(tasks, report)
@@ -162,12 +171,12 @@ def changed_fields(a: Task, b: Task) -> list[str]:
     return paths
 
 
-def _read_dir(path: Path) -> Task | TaskFormatError:
+def _read_dir(path: Path, lenient: bool = False) -> Task | TaskFormatError:
     fmt = "harbor" if harbor_format.is_harbor_dir(path) else "tb1" if tb1_format.is_tb1_dir(path) else None
     if fmt is None:
         return TaskFormatError(str(path), "task.toml", "not a task directory (no task.toml or task.yaml)",
                                "add task.toml (Harbor) or task.yaml (TB1), or move the directory out")
-    return _catch(DIR_READERS[fmt], path)
+    return _catch(DIR_READERS[fmt], path, lenient)
 
 
 def _task_dirs(path: Path) -> list[Path]:

@@ -6,22 +6,66 @@ a task that exists is a task that can be built and scored (Dockerfile has a FROM
 name real tests, instruction is not empty). Weights are per test function; they need not
 sum to 1 (`normalized_weights` does that), but they must be non-negative with a positive
 sum.
+
+Ids are as permissive as the directory formats (upper case, `_`, `+`, `@`, ...: any
+directory name without whitespace, a path separator or a control character). Where a
+stricter name is needed (Docker image tags, file names tbrl invents) use `Task.safe_id`, which is the id
+itself when it is already Docker-safe and otherwise a lower-case slug plus a short hash of
+the original; the original id is what every writer writes back.
+
+Build-context files are text (`Environment.files`) or bytes (`Environment.binary_files`:
+Parquet, images, archives), carried byte-exact; JSON holds bytes as base64. Binary files of
+one task may total at most `MAX_BINARY_BYTES`.
 """
 
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
 import functools
 import hashlib
 import json
 import re
 import threading
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    field_validator,
+    model_validator,
+)
 
-TASK_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"
+MAX_ID_CHARS = 200
+ID_FORBIDDEN = re.compile(r"[\s/\\\x00-\x1f\x7f]")
+"""Characters no task id may hold: whitespace, path separators and control characters."""
+DOCKER_SAFE_ID = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
+"""A Docker repository path component (lower case; separators never doubled or at the ends)."""
+MAX_BINARY_BYTES = 32 * 1024 * 1024
+"""Cap on the binary build-context files of one task (they travel in every format)."""
+
+
+def _bytes_from_base64(value: Any) -> Any:
+    """Bytes stay bytes; text is base64 (how JSON, CSV and Parquet columns carry bytes)."""
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"binary content given as text must be base64 ({exc})") from None
+    return value
+
+
+Base64Bytes = Annotated[
+    bytes,
+    BeforeValidator(_bytes_from_base64),
+    PlainSerializer(lambda data: base64.b64encode(data).decode("ascii"), return_type=str,
+                    when_used="json"),
+]
 
 
 class Difficulty(str, Enum):
@@ -41,6 +85,8 @@ class Environment(_Strict):
     dockerfile: str | None = None
     files: dict[str, str] = Field(default_factory=dict)
     """Build-context files, relative path -> text content (upstream `additional_files`)."""
+    binary_files: dict[str, Base64Bytes] = Field(default_factory=dict)
+    """Build-context files that are not UTF-8 text, relative path -> bytes (base64 in JSON)."""
     image: str | None = None
     """A prebuilt image to use instead of building (e.g. a Harbor `docker_image`)."""
 
@@ -50,9 +96,26 @@ class Environment(_Strict):
             raise ValueError("environment needs a dockerfile or an image")
         if self.dockerfile is not None and not _has_from(self.dockerfile):
             raise ValueError("environment.dockerfile has no FROM instruction")
-        for path in self.files:
+        for path in [*self.files, *self.binary_files]:
             _check_relative_path(path, "environment.files")
+        both = sorted(set(self.files) & set(self.binary_files))
+        if both:
+            raise ValueError(f"environment.files: {both[0]!r} is both a text and a binary file")
+        text = sorted(path for path, data in self.binary_files.items() if _is_utf8(data))
+        if text:
+            raise ValueError(f"environment.files: {text[0]!r} is UTF-8 text; put it in `files`, "
+                             "not `binary_files` (readers classify files by content)")
+        total = sum(len(data) for data in self.binary_files.values())
+        if total > MAX_BINARY_BYTES:
+            raise ValueError(f"environment.files: binary files total {total:,} bytes, over the "
+                             f"cap of {MAX_BINARY_BYTES:,}")
         return self
+
+    def context_files(self) -> dict[str, bytes]:
+        """Every build-context file as bytes, text and binary together, sorted by path."""
+        merged = {path: text.encode() for path, text in self.files.items()}
+        merged.update(self.binary_files)
+        return dict(sorted(merged.items()))
 
 
 class Tests(_Strict):
@@ -114,6 +177,14 @@ class Limits(_Strict):
     allow_internet: bool = False
 
 
+class LoadNote(_Strict):
+    """One thing a lenient reader did to a task's source: which field, what, and the fix."""
+
+    field: str
+    problem: str
+    fix: str
+
+
 class Provenance(_Strict):
     """Where the task came from, so errors and reports can point back to it."""
 
@@ -122,10 +193,13 @@ class Provenance(_Strict):
     """File path, directory, or `file.csv:row 12`."""
     created_at: str | None = None
     updated_at: str | None = None
+    notes: list[LoadNote] = Field(default_factory=list)
+    """What a lenient reader changed or left out to load the task (reported, never silent)."""
 
 
 class Task(_Strict):
-    id: str = Field(pattern=TASK_ID_PATTERN)
+    id: str
+    """The task's name as its source spells it (a directory name, a CSV `task_id`)."""
     instruction: str
     difficulty: Difficulty = Difficulty.medium
     category: str = "general"
@@ -140,6 +214,17 @@ class Task(_Strict):
     provenance: Provenance = Field(default_factory=Provenance)
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything a format carries that has no field here (kept for lossless round trips)."""
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_name(cls, value: str) -> str:
+        check_task_id(value)
+        return value
+
+    @property
+    def safe_id(self) -> str:
+        """A Docker- and file-name-safe form of the id (see the module docstring)."""
+        return safe_task_id(self.id)
 
     @field_validator("instruction")
     @classmethod
@@ -159,12 +244,42 @@ class Task(_Strict):
     def content_hash(self) -> str:
         """Stable hash of everything that defines the task (not where it came from)."""
         payload = self.model_dump(mode="json", exclude={"provenance"})
+        if not payload["environment"]["binary_files"]:
+            del payload["environment"]["binary_files"]  # text-only tasks keep their old hash
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
         return hashlib.sha256(blob).hexdigest()
 
     def same_task(self, other: Task) -> bool:
         """Equality that ignores provenance (used by round-trip tests)."""
         return self.content_hash() == other.content_hash()
+
+
+def check_task_id(value: str) -> None:
+    """Raise ValueError when `value` cannot name a task directory."""
+    if not value or len(value) > MAX_ID_CHARS:
+        raise ValueError(f"task id must have 1-{MAX_ID_CHARS} characters, got {len(value)}")
+    bad = ID_FORBIDDEN.search(value)
+    if bad:
+        raise ValueError(f"task id {value!r} contains {bad.group(0)!r} (whitespace, a path "
+                         "separator or a control character)")
+    if value.startswith("."):
+        raise ValueError(f"task id {value!r} starts with '.' (a hidden directory)")
+
+
+def safe_task_id(task_id: str) -> str:
+    """`task_id` when it is Docker-safe; else a lower-case slug plus 8 hex of its hash."""
+    if len(task_id) <= 100 and DOCKER_SAFE_ID.match(task_id):
+        return task_id
+    slug = "-".join(re.findall(r"[a-z0-9]+", task_id.lower()))[:80].strip("-") or "task"
+    return f"{slug}-{hashlib.sha256(task_id.encode()).hexdigest()[:8]}"
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def test_function_names(source: str) -> list[str]:

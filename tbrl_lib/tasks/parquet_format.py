@@ -9,8 +9,8 @@ Columns:
     difficulty, category   plain columns for filtering and curriculum
 
 Reading back uses only the `task` column (the prompt is derived from it), so the round
-trip is lossless. Left out: the rendered system prompt is frozen at write time; re-export
-the file after changing the prompt.
+trip is lossless; binary build-context files travel inside it as base64. Left out: the
+rendered system prompt is frozen at write time; re-export the file after changing the prompt.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def read_parquet(path: Path) -> Iterator[Task | TaskFormatError]:
         try:
             data = json.loads(blob or "")
             data["provenance"] = {**data.get("provenance", {}), "source_format": "parquet",
-                                  "location": f"{path} row {number}"}
+                                  "location": f"{path} row {number}", "notes": []}
             yield Task.model_validate(data)
         except (json.JSONDecodeError, AttributeError, TypeError) as exc:
             yield TaskFormatError(location, "task", f"invalid task JSON: {exc}",

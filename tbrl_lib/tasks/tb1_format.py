@@ -16,7 +16,10 @@ Layout (the directory name is the task id):
     solution.sh          reference solution
     test_weights.json    {"test_name": weight} (this project's lineage)
 
-Everything the `Task` holds fits, so a round trip is lossless. Left out: TB1's
+Everything the `Task` holds fits, so a round trip is lossless; build-context files may be
+binary (carried byte-exact), test fixtures are text. With `lenient=True`, test_weights.json
+variants (numbers as text, keys without the `test_` prefix, comment entries) are mapped onto
+the test functions or dropped, each with a note in the load report. Left out: TB1's
 `solution.yaml` (command-list solutions) is reported as unsupported, not guessed at; old
 `descriptions:` lists are read (the `base` entry is the instruction) but written as
 `instruction:`.
@@ -33,7 +36,8 @@ from pydantic import ValidationError
 from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
 from tbrl_lib.tasks.files import (
     check_file_tree,
-    collect_files,
+    collect_tree,
+    decode_utf8,
     dump_yaml,
     parse_json_object,
     parse_weights,
@@ -42,7 +46,7 @@ from tbrl_lib.tasks.files import (
     write_files,
     write_text,
 )
-from tbrl_lib.tasks.model import Limits, Task
+from tbrl_lib.tasks.model import Limits, Task, test_function_names
 from tbrl_lib.tasks.standard_files import TB1_RUN_TESTS, tb1_compose
 
 # TB1's own defaults when task.yaml leaves the timeouts out
@@ -69,8 +73,9 @@ def is_tb1_dir(path: Path) -> bool:
     return (path / "task.yaml").is_file()
 
 
-def read_tb1_dir(root: Path) -> Task:
-    """Read one TB1 task directory; any problem is a `TaskFormatError` naming the file."""
+def read_tb1_dir(root: Path, lenient: bool = False) -> Task:
+    """Read one TB1 task directory; any problem is a `TaskFormatError` naming the file.
+    `lenient` reads weights files that name tests loosely (see `files.parse_weights`)."""
     loc = str(root)
     config = parse_yaml_mapping(read_text(root / "task.yaml", loc, "task.yaml"), loc, "task.yaml")
     extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS}
@@ -90,7 +95,7 @@ def read_tb1_dir(root: Path) -> Task:
     dockerfile_path = root / "Dockerfile"
     dockerfile = read_text(dockerfile_path, loc, "Dockerfile") if dockerfile_path.exists() else None
     image = tbrl.get("image")
-    env_files = collect_files(root, loc, ".", exclude=OWN_FILES | {"solution.yaml"})
+    env_files, env_binary = collect_tree(root, loc, ".", exclude=OWN_FILES | {"solution.yaml"})
     compose_path = root / "docker-compose.yaml"
     if compose_path.exists():
         compose = read_text(compose_path, loc, "docker-compose.yaml")
@@ -109,16 +114,24 @@ def read_tb1_dir(root: Path) -> Task:
     if script == TB1_RUN_TESTS and pytest is not None:
         script = None
     weights: dict[str, float] = {}
+    notes = []
     if (root / "test_weights.json").exists():
-        raw = read_text(root / "test_weights.json", loc, "test_weights.json")
-        weights = parse_weights(parse_json_object(raw, loc, "test_weights.json",
-                                                  'write {"test_name": weight, ...}'), loc, "test_weights.json")
-    test_files = collect_files(tests_dir, loc, "tests", exclude={"test_outputs.py"})
+        text = read_text(root / "test_weights.json", loc, "test_weights.json")
+        raw = parse_json_object(text, loc, "test_weights.json", 'write {"test_name": weight, ...}')
+        names = test_function_names(pytest) if pytest else None
+        weights, notes = parse_weights(raw, loc, "test_weights.json", names, lenient)
+    test_files, test_binary = collect_tree(tests_dir, loc, "tests", exclude={"test_outputs.py"})
     for rel in tbrl.get("context_files_in_tests") or []:
-        if rel.removeprefix("tests/") not in test_files:
+        inside = rel.removeprefix("tests/")
+        if inside in test_binary:
+            env_binary[rel] = test_binary.pop(inside)
+        elif inside in test_files:
+            env_files[rel] = test_files.pop(inside)
+        else:
             raise TaskFormatError(loc, "task.yaml (tbrl.context_files_in_tests)", f"lists {rel}, which is missing",
                                   f"create {root / rel} or remove it from the list")
-        env_files[rel] = test_files.pop(rel.removeprefix("tests/"))
+    for rel, data in sorted(test_binary.items()):  # fixtures go to the verifier: text only
+        decode_utf8(data, loc, f"tests/{rel}")
     solution_path = root / "solution.sh"
     limits = {key: tbrl[key] for key in LIMIT_KEYS if key in tbrl}
     data: dict[str, Any] = {
@@ -126,14 +139,15 @@ def read_tb1_dir(root: Path) -> Task:
         "difficulty": config.get("difficulty", "medium"), "category": config.get("category", "general"),
         "tags": config.get("tags") or [], "title": tbrl.get("title"),
         "use_case_category": tbrl.get("use_case_category"),
-        "environment": {"dockerfile": dockerfile, "files": env_files, "image": image},
+        "environment": {"dockerfile": dockerfile, "files": env_files, "binary_files": env_binary,
+                        "image": image},
         "tests": {"pytest": pytest, "script": script, "weights": weights, "files": test_files},
         "solution": read_text(solution_path, loc, "solution.sh") if solution_path.exists() else None,
         "limits": {
             "agent_timeout_sec": config.get("max_agent_timeout_sec", TB1_AGENT_TIMEOUT),
             "test_timeout_sec": config.get("max_test_timeout_sec", TB1_TEST_TIMEOUT), **limits,
         },
-        "provenance": {"source_format": "tb1", "location": loc,
+        "provenance": {"source_format": "tb1", "location": loc, "notes": notes,
                        "created_at": tbrl.get("created_at"), "updated_at": tbrl.get("updated_at")},
         "metadata": extra,
     }
@@ -165,6 +179,7 @@ def write_tb1_dir(task: Task, out_dir: Path) -> Path:
     if env.dockerfile is not None:
         write_text(root / "Dockerfile", env.dockerfile)
     write_files(root, env.files)
+    write_files(root, env.binary_files)
     if "docker-compose.yaml" not in env.files:
         write_text(root / "docker-compose.yaml", tb1_compose(None if env.dockerfile else env.image))
     tests = task.tests
@@ -194,7 +209,8 @@ def _tbrl_block(task: Task) -> dict[str, Any]:
     for key in ("created_at", "updated_at"):
         if getattr(task.provenance, key):
             block[key] = getattr(task.provenance, key)
-    in_tests = sorted(rel for rel in task.environment.files if rel.split("/")[0] == "tests")
+    context = task.environment.context_files()
+    in_tests = sorted(rel for rel in context if rel.split("/")[0] == "tests")
     if in_tests:
         block["context_files_in_tests"] = in_tests
     return block
@@ -205,14 +221,15 @@ def _check_writable(task: Task) -> None:
     if clash:
         raise TaskFormatError(task.id, "metadata", f"keys {clash} collide with task.yaml's own keys",
                               "rename these metadata keys")
-    for rel in task.environment.files:
+    for rel in task.environment.context_files():
         top = rel.split("/")[0]
         in_tests = rel.removeprefix("tests/") if top == "tests" else None
         if (top in OWN_FILES - {"docker-compose.yaml", "tests"} or rel == "solution.yaml"
                 or in_tests == "test_outputs.py" or in_tests in task.tests.files):
             raise TaskFormatError(task.id, f"environment.files ({rel})", "collides with a TB1 task file",
                                   "rename the build-context file, or write the task in Harbor layout")
-    tree = {**task.environment.files, **{f"tests/{rel}": text for rel, text in task.tests.files.items()}}
+    tree = {**task.environment.context_files(),
+            **{f"tests/{rel}": text for rel, text in task.tests.files.items()}}
     check_file_tree(tree, task.id, "environment.files + tests.files")
     if "test_outputs.py" in task.tests.files:
         raise TaskFormatError(task.id, "tests.files (test_outputs.py)", "collides with the pytest file",

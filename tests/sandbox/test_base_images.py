@@ -1,5 +1,5 @@
 """The offline base images: present, labelled as substitutes, and behaving like the images
-they stand for (so upstream Dockerfiles build unchanged)."""
+they stand for (so upstream Dockerfiles build unchanged), whatever tag a Dockerfile names."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ def _run(client, image: str, script: str) -> str:
     return out.decode()
 
 
-def test_status_lists_base_and_every_public_name(docker_client, base_image):
+def test_status_lists_family_images_and_every_public_name(docker_client, base_image):
     rows = {row.name: row for row in base_images.status(docker_client)}
-    assert set(rows) == {base_images.BASE_IMAGE, *base_images.SUBSTITUTES}
+    assert {base_images.BASE_IMAGE, base_images.UBUNTU_IMAGE, *base_images.PRETAGGED} <= set(rows)
     assert all(row.present for row in rows.values())
-    for name in base_images.SUBSTITUTES:
+    for name in base_images.PRETAGGED:
         assert rows[name].substitute, f"{name} should be labelled as a local substitute"
         labels = docker_client.images.get(name).labels
         assert labels[base_images.LABEL_SUBSTITUTE] == name
@@ -36,11 +36,51 @@ def test_bootstrap_is_a_noop_when_images_are_current(docker_client, base_image):
     assert base_images.bootstrap(docker_client, log=lambda _msg: None) == []
 
 
-@pytest.mark.parametrize("name", sorted(base_images.SUBSTITUTES))
+@pytest.mark.parametrize("name", sorted(base_images.PRETAGGED))
 def test_substitute_has_the_tools_upstream_dockerfiles_use(docker_client, base_image, name):
     out = _run(docker_client, name,
-               "for t in python python3 pip pytest git curl tmux bash; do command -v $t; done")
-    assert len(out.split()) == 8, out
+               "for t in python3 pytest git curl tmux bash; do command -v $t; done")
+    assert len(out.split()) == 6, out
+
+
+def test_python_family_has_python_and_pip_on_path(docker_client, base_image):
+    out = _run(docker_client, "ghcr.io/laude-institute/t-bench/python-3-13:latest",
+               "python --version && pip --version "
+               "&& python3 -c 'import sys; print(sys.version_info[:2])'")
+    assert "Python 3.13" in out and "(3, 13)" in out, out
+
+
+def test_ubuntu_family_is_shaped_like_the_published_image(docker_client, base_image):
+    """No `python` alias (Dockerfiles add it), python3-pip installs with no network (it is
+    there and so are the package lists), and the PEP 668 guard is kept as on Ubuntu."""
+    out = _run(docker_client, "ghcr.io/laude-institute/t-bench/ubuntu-24-04:latest",
+               "command -v python || echo no-python-alias; ln -s /usr/bin/python3 /usr/bin/python "
+               "&& python --version; apt-get update >/dev/null 2>&1; "
+               "apt-get install -y python3-pip >/dev/null && echo pip-installed; "
+               "pip install --no-index nothing 2>&1 | grep -c externally-managed; "
+               "for t in curl git tmux; do command -v $t; done")
+    assert "no-python-alias" in out and "Python 3.13" in out and "pip-installed" in out, out
+    assert "\n1\n" in out and "/usr/bin/tmux" in out, out
+
+
+def test_any_tag_of_a_family_is_substituted_on_demand(docker_client, base_image):
+    name = "ghcr.io/laude-institute/t-bench/ubuntu-24-04:20990101"  # a tag nobody pre-tagged
+    try:
+        assert base_images.ensure_substitutes(docker_client, [name, "tbrl/base:trixie"]) == [name]
+        labels = docker_client.images.get(name).labels
+        assert labels[base_images.LABEL_SUBSTITUTE] == name
+        assert labels["tbrl.source"] == base_images.UBUNTU_IMAGE
+        assert name in base_images.substitutes(docker_client)
+        assert base_images.ensure_substitutes(docker_client, [name]) == []  # present: left alone
+    finally:
+        docker_client.images.remove(name, force=True)
+
+
+def test_names_of_no_family_are_left_alone_and_digests_are_refused(docker_client, base_image):
+    assert base_images.ensure_substitutes(docker_client, ["example.org/some/image:1"]) == []
+    with pytest.raises(base_images.SubstituteError, match="use a tag instead"):
+        base_images.ensure_substitutes(
+            docker_client, ["ghcr.io/laude-institute/t-bench/python-3-13@sha256:" + "0" * 64])
 
 
 def _tiny_wheel() -> bytes:

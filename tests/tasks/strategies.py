@@ -49,17 +49,23 @@ def tasks(draw) -> Task:
     dockerfile = draw(st.none() | st.builds(lambda extra: f"FROM tbrl/base:trixie\n{extra}", TEXT))
     image = draw(st.from_regex(r"[a-z]{1,8}/[a-z]{1,8}:[a-z0-9]{1,4}", fullmatch=True)) if dockerfile is None \
         else draw(st.none() | st.just("tbrl/base:trixie"))
-    env_files = draw(st.dictionaries(
-        REL_PATH.filter(lambda p: p.split("/")[0].split(".")[0] not in ("Dockerfile", "tests", "task", "solution")), TEXT, max_size=3).filter(_is_tree))
+    context_path = REL_PATH.filter(
+        lambda p: p.split("/")[0].split(".")[0] not in ("Dockerfile", "tests", "task", "solution"))
+    env_files = draw(st.dictionaries(context_path, TEXT, max_size=3).filter(_is_tree))
+    # Bytes that are not UTF-8 (0xff never is), as a Parquet or PNG file would be.
+    binary = draw(st.dictionaries(context_path.map(lambda p: p + ".bin"),
+                                  st.binary(max_size=24).map(lambda b: b"\xff" + b), max_size=2))
+    binary = {p: b for p, b in binary.items() if _is_tree({**env_files, p: ""})}
     return Task.model_validate({
-        "id": draw(st.from_regex(r"[a-z0-9][a-z0-9._-]{0,15}", fullmatch=True)),
+        "id": draw(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._+@-]{0,15}", fullmatch=True)),
         "instruction": draw(NON_BLANK),
         "difficulty": draw(st.sampled_from(list(Difficulty))),
         "category": draw(TEXT),
         "tags": draw(st.lists(TAG, max_size=3)),
         "title": draw(st.none() | TEXT),
         "use_case_category": draw(st.none() | TEXT),
-        "environment": {"dockerfile": dockerfile, "image": image, "files": env_files},
+        "environment": {"dockerfile": dockerfile, "image": image, "files": env_files,
+                        "binary_files": binary},
         "tests": draw(tests_strategy()),
         "solution": draw(st.none() | TEXT),
         "limits": {

@@ -75,16 +75,14 @@ def test_missing_column_names_it_and_the_schema(tmp_path):
 @pytest.mark.parametrize("changes, column, problem", [
     ({"test_weights": "{not json"}, "test_weights", "invalid JSON"),
     ({"test_weights": "[1, 2]"}, "test_weights", "expected a JSON object"),
-    ({"test_weights": '{"test_one": "heavy"}'}, "test_weights", "not a number"),
-    ({"test_weights": '{"test_three": 1}'}, "test_weights", "do not exist"),
-    ({"test_weights": '{"test_one": 0, "test_two": 0}'}, "test_weights", "positive"),
     ({"additional_files": "{oops"}, "additional_files", "invalid JSON"),
-    ({"additional_files": '{"a.txt": 3}'}, "additional_files", "not text"),
+    ({"additional_files": '{"a.txt": 3}'}, "additional_files", "neither text nor"),
+    ({"additional_files": '{"a.bin": {"base64": "%%%"}}'}, "additional_files", "neither text nor"),
     ({"additional_files": '{"../x": ""}'}, "additional_files", "relative"),
     ({"prompt": "   \n"}, "prompt", "instruction is empty"),
     ({"dockerfile": "RUN apt-get update\n"}, "dockerfile", "no FROM"),
     ({"difficulty": "trivial"}, "difficulty", "Input should be"),
-    ({"task_id": "Has Spaces"}, "task_id", "pattern"),
+    ({"task_id": "Has Spaces"}, "task_id", "whitespace"),
     ({"tags": "ok| padded"}, "tags", "padded"),
 ])
 def test_malformed_row_error_names_file_row_and_column(tmp_path, changes, column, problem):
@@ -94,6 +92,26 @@ def test_malformed_row_error_names_file_row_and_column(tmp_path, changes, column
     assert_names(err, "t.csv row 2 (task_id", column, problem)
     tasks, report = load_tasks(path, "lenient", progress=False)
     assert [t.id for t in tasks] == ["first"] and len(report.skipped) == 1
+
+
+@pytest.mark.parametrize("weights, problem, kept", [
+    ('{"test_one": "heavy"}', "not a number", {}),
+    ('{"test_three": 1}', "do not exist", {}),
+    ('{"test_one": 0, "test_two": 0}', "positive", {}),
+])
+def test_bad_weights_stop_strict_and_are_dropped_with_a_warning_when_lenient(
+        tmp_path, weights, problem, kept):
+    rows = [good_row("first"), good_row("second", test_weights=weights)]
+    path = write_rows(tmp_path / "t.csv", rows)
+    with pytest.raises(TaskFormatError) as err:
+        load_tasks(path, "strict", progress=False)
+    assert_names(err, "t.csv row 2 (task_id", "test_weights", problem)
+    tasks, report = load_tasks(path, "lenient", progress=False)
+    assert [t.id for t in tasks] == ["first", "second"] and not report.skipped
+    assert tasks[1].tests.weights == kept  # nothing usable left: every test weighs the same
+    assert report.warnings and all("row 2" in w.location and w.field == "test_weights"
+                                   for w in report.warnings)
+    assert "every test weighs the same" in report.warnings[-1].problem
 
 
 def test_non_utf8_bytes_name_the_row_and_column(tmp_path):

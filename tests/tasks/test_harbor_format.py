@@ -67,7 +67,7 @@ def test_unknown_task_toml_keys_are_kept_and_written_back(task_dir, tmp_path):
      "invalid JSON"),
     (lambda d: (d / "tests/test_weights.json").write_text('{"test_content": -1}'), "tests/test_weights.json",
      "non-negative"),
-    (lambda d: (d / "environment/data/in.txt").write_bytes(b"\xff\xfe binary"), "environment/data/in.txt",
+    (lambda d: (d / "tests/expected.txt").write_bytes(b"\xff\xfe binary"), "tests/expected.txt",
      "not UTF-8"),
     (lambda d: (d / "task.toml").write_text((d / "task.toml").read_text().replace('"easy"', '"trivial"')),
      "metadata.difficulty", "Input should be"),
@@ -87,7 +87,7 @@ def test_bad_directory_name_is_an_id_error(tmp_path):
     bad = task_dir.rename(tmp_path / "Bad Name")
     with pytest.raises(TaskFormatError) as err:
         read_harbor_dir(bad)
-    assert_names(err, "Bad Name", "directory name", "String should match pattern")
+    assert_names(err, "Bad Name", "directory name", "contains ' ' (whitespace")
 
 
 def test_metadata_that_toml_cannot_hold_is_refused(tmp_path):
