@@ -1,8 +1,9 @@
-"""Helpers shared by the notebooks: run folders and headline numbers.
+"""Helpers shared by the notebooks: run folders, headline numbers, tables for people.
 
 Every notebook takes an `out_dir` parameter, writes what it produced there, and ends by
 calling `record_summary(out_dir, {...})`. The notebook test reads `summary.json` back,
-so the numbers a notebook reports are the numbers the suite checks.
+so the numbers a notebook reports are the numbers the suite checks. `show_config`,
+`show_summary` and `warn_once` (`display.py`) make what a notebook shows readable.
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ import json
 import time
 from pathlib import Path
 from typing import Any
+
+from tbrl_lib.notebook_tools.display import show_config, show_summary, warn_once
+
+__all__ = ["record_summary", "run_dir", "show_config", "show_summary", "warn_once"]
 
 
 def run_dir(out_dir: str | Path, name: str) -> Path:
