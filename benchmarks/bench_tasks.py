@@ -2,6 +2,9 @@
 
     .venv/bin/python benchmarks/bench_tasks.py [--csv PATH] [--repeats 3] [--workers 1 4] [--tmp DIR]
 
+The CSV defaults to the upstream one where `tbrl_lib.upstream` finds it (TBRL_UPSTREAM_DIR,
+or data/upstream/ filled by `tbrl upstream fetch`); nothing beside the repository is read.
+
 Each stage is timed `--repeats` times (median shown) with tbrl's loader at each worker
 count, next to a baseline measured in the same run: pandas `read_csv` + `json.loads` and
 plain file writes, with no validation, no error reporting and no format detection — the
@@ -27,10 +30,9 @@ from rich.table import Table
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tbrl_lib import upstream
 from tbrl_lib.tasks import load_tasks, write_tasks
 from tbrl_lib.tasks.model import _parsed_test_names
-
-DEFAULT_CSV = REPO.parent / "shared" / "upstream" / "latest_verified.csv"
 
 
 def timed(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
@@ -100,11 +102,14 @@ def run(csv_path: Path, repeats: int, worker_counts: list[int], tmp_root: Path |
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    parser.add_argument("--csv", type=Path, default=upstream.upstream_path(upstream.CSV_NAME),
+                        help="The upstream latest_verified.csv (default: the upstream folder's).")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--tmp", type=Path, default=None, help="Where to write the task dirs (default: system temp).")
     args = parser.parse_args()
+    if args.csv is None:
+        raise SystemExit(f"no CSV given: pass --csv PATH, or {upstream.hint()}")
     if not args.csv.exists():
         raise SystemExit(f"{args.csv} not found: pass --csv PATH to the upstream latest_verified.csv")
     Console(width=140).print(run(args.csv, args.repeats, args.workers, args.tmp))

@@ -1,15 +1,18 @@
 """Shared fixtures. Docker tests carry the `docker` marker and are skipped, with the
-reason, when no engine answers; everything else runs anywhere."""
+reason, when no engine answers; tests that need the upstream reference data skip, with the
+reason, when `tbrl_lib.upstream` finds none (nothing outside the repository is read unless
+TBRL_UPSTREAM_DIR says so); everything else runs anywhere."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tbrl_lib import upstream
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-UPSTREAM = SHARED / "upstream"
 
 
 def _engine_reason() -> str | None:
@@ -54,9 +57,41 @@ def base_image(docker_client) -> str:
     return base_images.BASE_IMAGE
 
 
+def upstream_or_skip(name: str) -> Path:
+    """`name` in the upstream folder, or skip the test saying how to provide it."""
+    path = upstream.upstream_path(name)
+    if path is None:
+        pytest.skip(upstream.hint())
+    return path
+
+
 @pytest.fixture(scope="session")
 def upstream_csv() -> Path:
-    path = UPSTREAM / "latest_verified.csv"
-    if not path.exists():
-        pytest.skip(f"upstream reference data not found at {path}")
-    return path
+    return upstream_or_skip(upstream.CSV_NAME)
+
+
+@pytest.fixture(scope="session")
+def upstream_judge_cases() -> Path:
+    return upstream_or_skip(upstream.JUDGE_CASES)
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def tbrl(capsys):
+    """Run `tbrl ARGS...` in process through the real entry point (`tbrl_lib.cli.main`, the
+    one-line error handling included): `tbrl("eval", "show", run).code/.out/.err`."""
+    from tbrl_lib.cli import main
+
+    def run(*args: object) -> CliResult:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run

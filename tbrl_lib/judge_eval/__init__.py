@@ -1,22 +1,23 @@
 """Judge evaluation: labelled cases, the comparison runner, metrics and the report.
 
 `load_cases(dir)`, `run_comparison(judges, cases, attempts)`, `summarize(results)`,
-`write_report(results, out_dir)`; `UPSTREAM_CASES` and `OUR_CASES` locate the two suites.
+`write_report(results, out_dir)`; `suite_dirs(spec)` locates the suites (`OUR_CASES`, and the
+upstream six only where `tbrl_lib.upstream` finds them).
 """
 
-from pathlib import Path
-
-from tbrl_lib.judge_eval.cases import CaseFormatError, CaseSet, JudgeCase, load_cases
+from tbrl_lib.judge_eval.cases import (
+    OUR_CASES,
+    CaseFormatError,
+    CaseSet,
+    JudgeCase,
+    load_cases,
+    suite_dirs,
+)
 from tbrl_lib.judge_eval.metrics import per_case, spearman, summarize
 from tbrl_lib.judge_eval.runner import run_comparison, write_report
 
-REPO = Path(__file__).resolve().parents[2]
-UPSTREAM_CASES = REPO.parent / "shared" / "upstream" / "judge_cases"
-OUR_CASES = REPO / "data" / "judge_cases"
-
 __all__ = [
            "OUR_CASES",
-           "UPSTREAM_CASES",
            "CaseFormatError",
            "CaseSet",
            "JudgeCase",
@@ -24,6 +25,7 @@ __all__ = [
            "per_case",
            "run_comparison",
            "spearman",
+           "suite_dirs",
            "summarize",
            "write_report",
 ]

@@ -1,7 +1,7 @@
 """Labelled judge cases: a trajectory plus the score range a good process judge should give.
 
-Format (the upstream one, read in place from `../shared/upstream/judge_cases/`, and ours in
-`data/judge_cases/`): a directory with `cases.yaml` listing `{id, expected_range: [lo, hi],
+Format (the upstream one, read in place from the upstream folder, `tbrl_lib.upstream`, and
+ours in `data/judge_cases/`): a directory with `cases.yaml` listing `{id, expected_range: [lo, hi],
 note, rubric?, source?}` and one sub-directory per case holding `messages.json` (OpenAI-style
 chat: the task first, tool outputs as user turns) and `dockerfile` (the environment).
 `rubric` (ours) names the rubric items / caps the case exercises; `source` says whether the
@@ -11,12 +11,18 @@ trajectory came from a real episode of our agent or was written by hand.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from tbrl_lib import REPO_ROOT, upstream
 from tbrl_lib.rewards.judges.base import JudgeInput
+
+OUR_CASES = REPO_ROOT / "data" / "judge_cases"
+AUTO = "auto"
+"""Suite spec: ours, plus the upstream six when they are there."""
 
 
 class CaseFormatError(ValueError):
@@ -48,8 +54,9 @@ class CaseSet:
     cases: list[JudgeCase] = field(default_factory=list)
 
 
-def load_cases(root: str | Path) -> CaseSet:
-    """Read `root/cases.yaml` and every case directory it lists (strictly)."""
+def load_cases(root: str | Path, suite: str | None = None) -> CaseSet:
+    """Read `root/cases.yaml` and every case directory it lists (strictly); each case's
+    `suite` is `suite`, or the directory's name."""
     root = Path(root)
     index = root / "cases.yaml"
     if not index.exists():
@@ -93,5 +100,24 @@ def load_cases(root: str | Path) -> CaseSet:
         out.cases.append(JudgeCase(
             id=cid, expected_range=(float(rng[0]), float(rng[1])), messages=messages,
             dockerfile=docker_path.read_text(), note=str(entry.get("note", "")),
-            rubric=tuple(entry.get("rubric") or ()), source=str(entry.get("source", "")), suite=root.name))
+            rubric=tuple(entry.get("rubric") or ()), source=str(entry.get("source", "")),
+            suite=suite or root.name))
     return out
+
+
+def suite_dirs(spec: str = AUTO, note: Callable[[str], None] = print) -> dict[str, Path]:
+    """Suite name -> case directory. `spec` is `auto` (ours, plus upstream when present;
+    otherwise `note` gets the one-line hint) or a comma list of `ours`, `upstream`, each of
+    which must exist (`UpstreamMissing` names the fix)."""
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if names == [AUTO]:
+        found = upstream.upstream_path(upstream.JUDGE_CASES)
+        if found is None:
+            note(f"judge cases: ours only ({upstream.hint()})")
+        return {"ours": OUR_CASES, **({"upstream": found} if found else {})}
+    unknown = sorted(set(names) - {"ours", "upstream"})
+    if unknown or not names:
+        raise ValueError(f"unknown judge-case suite(s) {unknown or spec!r}: use {AUTO}, or a comma "
+                         "list of ours, upstream")
+    return {n: OUR_CASES if n == "ours" else upstream.require_upstream(upstream.JUDGE_CASES)
+            for n in names}

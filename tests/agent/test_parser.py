@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tbrl_lib.agent.actions import ACTION_TAGS, EXAMPLES, BashAction, FileEdit, TodoAction
 from tbrl_lib.agent.parser import ParseError, action_from_record, parse_actions
-from tests.conftest import REPO, UPSTREAM
+from tests.conftest import REPO
 
 CORPUS = [json.loads(line) for line in (REPO / "data/agent_corpus/malformed.jsonl").read_text().splitlines()]
 
@@ -74,10 +74,8 @@ def test_malformed_corpus(case):
         assert phrase.lower() in messages, f"{phrase!r} not in: {messages}"
 
 
-def test_upstream_trajectories_have_no_unknown_tag_errors():
-    cases = sorted((UPSTREAM / "judge_cases").glob("*/messages.json"))
-    if not cases:
-        pytest.skip(f"upstream judge cases not found under {UPSTREAM}")
+def test_upstream_trajectories_have_no_unknown_tag_errors(upstream_judge_cases):
+    cases = sorted(upstream_judge_cases.glob("*/messages.json"))
     seen: set[str] = set()
     for path in cases:
         for message in json.loads(path.read_text()):

@@ -1,4 +1,5 @@
-"""Judge-case loading: the upstream six read in place, ours, and clear errors for bad input."""
+"""Judge-case loading: the upstream six read in place (when given), ours, which suites a
+run uses, and clear errors for bad input."""
 
 from __future__ import annotations
 
@@ -6,14 +7,13 @@ import json
 
 import pytest
 
-from tbrl_lib.judge_eval import OUR_CASES, UPSTREAM_CASES, CaseFormatError, load_cases
+from tbrl_lib import upstream
+from tbrl_lib.judge_eval import OUR_CASES, CaseFormatError, load_cases, suite_dirs
 from tbrl_lib.rewards.judges.prompt import CAPS, RUBRIC_WEIGHTS
 
 
-def test_upstream_cases_load_in_place():
-    if not (UPSTREAM_CASES / "cases.yaml").exists():
-        pytest.skip(f"upstream judge cases not found at {UPSTREAM_CASES}")
-    cases = load_cases(UPSTREAM_CASES).cases
+def test_upstream_cases_load_in_place(upstream_judge_cases):
+    cases = load_cases(upstream_judge_cases).cases
     assert len(cases) == 6 and {c.id for c in cases} >= {"perfect_agent", "no_exploration"}
     perfect = next(c for c in cases if c.id == "perfect_agent")
     assert perfect.expected_range == (0.9, 1.0) and perfect.messages[0]["role"] == "user"
@@ -63,3 +63,35 @@ def test_missing_files_are_named(tmp_path):
     (tmp_path / "c" / "a" / "dockerfile").unlink()
     with pytest.raises(CaseFormatError, match="dockerfile is missing"):
         load_cases(tmp_path / "c")
+
+
+@pytest.fixture
+def no_upstream(monkeypatch, tmp_path):
+    """A bare clone: no TBRL_UPSTREAM_DIR and an empty data/upstream."""
+    monkeypatch.delenv(upstream.ENV_VAR, raising=False)
+    monkeypatch.setattr(upstream, "DEFAULT_DIR", tmp_path / "absent")
+
+
+def test_auto_suites_in_a_bare_clone_are_ours_and_say_how_to_add_upstream(no_upstream):
+    notes = []
+    assert suite_dirs("auto", note=notes.append) == {"ours": OUR_CASES}
+    assert len(notes) == 1 and "tbrl upstream fetch" in notes[0] and upstream.ENV_VAR in notes[0]
+
+
+def test_asked_for_upstream_suite_that_is_absent_is_an_error(no_upstream):
+    with pytest.raises(upstream.UpstreamMissing, match="tbrl upstream fetch"):
+        suite_dirs("ours,upstream")
+
+
+def test_auto_suites_add_upstream_when_the_variable_names_it(monkeypatch, tmp_path):
+    (tmp_path / "judge_cases").mkdir()
+    monkeypatch.setenv(upstream.ENV_VAR, str(tmp_path))
+    notes = []
+    found = suite_dirs("auto", note=notes.append)
+    assert found == {"ours": OUR_CASES, "upstream": tmp_path / "judge_cases"}
+    assert notes == []
+
+
+def test_unknown_suite_names_the_choices():
+    with pytest.raises(ValueError, match="ours, upstream"):
+        suite_dirs("theirs")
