@@ -1,10 +1,18 @@
-"""The `tbrl` command mounts every group and its demo parses parameters strictly."""
+"""The `tbrl` command: every group mounted, mistakes end in one line (what, where, the fix)
+with a non-zero exit and no traceback unless --debug, commands that need Docker refuse
+before running when no engine answers, and `tbrl demo` on a failing notebook still writes
+its report."""
 
 from __future__ import annotations
 
+import io
+
+import pytest
 from typer.testing import CliRunner
 
-from tbrl_lib.cli import app
+from tbrl_lib import __version__
+from tbrl_lib.cli import app, main
+from tbrl_lib.console import FILE_WIDTH, console
 
 runner = CliRunner()
 
@@ -22,7 +30,92 @@ def test_demo_rejects_a_parameter_without_equals():
     assert "KEY=VALUE" in result.output
 
 
-def test_demo_names_the_notebooks_when_one_is_unknown():
-    result = runner.invoke(app, ["demo", "--notebook", "nope"])
-    assert result.exit_code != 0
-    assert "04_train" in str(result.exception)
+def test_demo_names_the_notebooks_when_one_is_unknown(tbrl):
+    result = tbrl("demo", "--notebook", "nope")
+    assert result.code == 1 and "04_train" in result.err
+
+
+def one_line_error(result) -> str:
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.err
+    assert "Traceback" not in result.err
+    return lines[0]
+
+
+def test_version(tbrl):
+    result = tbrl("--version")
+    assert result.code == 0 and result.out.strip() == f"tbrl {__version__}"
+
+
+def test_bare_tbrl_prints_help(tbrl):
+    result = tbrl()
+    assert result.code != 0 and "Usage" in result.out + result.err and "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["eval", "show", "/no/such/run"], ["/no/such/run", "tbrl eval run"]),
+    (["tasks", "stats", "/no/such/tasks"], ["/no/such/tasks"]),
+    (["judge", "score", "/no/such/messages.json"], ["/no/such/messages.json"]),
+    (["judge", "eval", "--judges", "gpt5", "--out", "/tmp/never"], ["gpt5", "rule"]),
+])
+def test_mistakes_end_in_one_line(tbrl, args, words):
+    result = tbrl(*args)
+    assert result.code == 1
+    line = one_line_error(result)
+    assert all(w in line for w in words), line
+
+
+def test_usage_errors_are_one_line_with_exit_2(tbrl):
+    result = tbrl("eval", "run", "--bogus")
+    assert result.code == 2 and "--bogus" in one_line_error(result)
+    assert "tbrl eval run --help" in result.err
+
+
+def test_debug_shows_the_traceback():
+    with pytest.raises(FileNotFoundError, match="no results at"):
+        main(["--debug", "eval", "show", "/no/such/run"])
+
+
+@pytest.fixture
+def no_engine(monkeypatch, tmp_path):
+    """DOCKER_HOST pointing at a socket nobody listens on: as if the engine were down."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
+
+
+@pytest.mark.parametrize("args", [
+    ["eval", "run", "--tasks", "data/tasks", "--policy", "oracle"],
+    ["tasks", "validate", "data/tasks"],
+    ["train", "run", "--preset", "cpu-smoke"],
+])
+def test_commands_that_need_docker_refuse_before_running(no_engine, tbrl, tmp_path, args):
+    out = tmp_path / "out"
+    result = tbrl(*args, "--out" if args[0] != "tasks" else "--json", out)
+    assert result.code == 1
+    line = one_line_error(result)
+    assert "needs a Docker engine" in line and "DOCKER_HOST" in line
+    assert not out.exists()  # refused before anything ran
+
+
+def test_train_presets_has_a_header_row(tbrl):
+    lines = tbrl("train", "presets").out.splitlines()
+    assert lines[0].split()[:3] == ["preset", "model", "hardware"]
+    assert any(line.startswith("cpu-smoke") for line in lines[1:])
+
+
+def test_console_is_wide_when_not_a_terminal():
+    assert console(file=io.StringIO()).width == FILE_WIDTH
+    assert console(file=io.StringIO(), force_terminal=True, width=90).width == 90
+
+
+@pytest.mark.slow
+def test_demo_on_a_failing_notebook_says_which_cell_and_still_writes_the_report(tbrl, tmp_path):
+    run = tmp_path / "run"
+    result = tbrl("demo", "--notebook", "03_judge_comparison", "-p", "attempts=0", "--out", run)
+    assert result.code == 1
+    line = result.err.strip().splitlines()[-1]
+    assert line.startswith("error: notebook 03_judge_comparison failed in code cell ")
+    assert "run_comparison" in line and "ValueError: attempts must be >= 1, got 0" in line
+    html = run / "03_judge_comparison.html"
+    assert str(html) in line and str(run / "03_judge_comparison.ipynb") in line
+    assert "attempts must be &gt;= 1, got 0" in html.read_text()  # the error, visible offline
+    assert "[cell 1/" in result.err  # progress: each cell announced

@@ -72,39 +72,44 @@ def run(
     timeout_scale: ScaleOpt = 1.0,
     limit: LimitOpt = None,
 ) -> None:
-    """Run every task K times in fresh sandboxes; write results.json (resumable)."""
+    """Run every task K times in fresh sandboxes; write results.json (resumable).
+
+    Exits 1 when trials ended in infra errors (they are not scored); rerunning the same
+    command retries them."""
     if tasks is None:
         raise typer.BadParameter("give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks")
-    from rich.console import Console
-
+    from tbrl_lib.console import console
     from tbrl_lib.evaluate.harness import run_eval
     from tbrl_lib.evaluate.report import summary_table
     from tbrl_lib.notebook_tools import run_dir
-    from tbrl_lib.tasks import TaskFormatError, load_tasks
+    from tbrl_lib.sandbox.engine import require_engine
+    from tbrl_lib.tasks import load_tasks
 
-    try:
-        loaded = load_tasks(tasks)
-        run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
-        results = run_eval(
-            loaded.tasks, policy, attempts, concurrency, run_folder,
-            timeout_scale=timeout_scale, tasks_source=str(tasks), limit=limit,
-        )
-    except (TaskFormatError, ValueError) as exc:  # bad input or a refused resume: say why
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    Console().print(summary_table(results))
+    require_engine("tbrl eval run")
+    loaded = load_tasks(tasks)
+    run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
+    results = run_eval(
+        loaded.tasks, policy, attempts, concurrency, run_folder,
+        timeout_scale=timeout_scale, tasks_source=str(tasks), limit=limit,
+    )
+    console().print(summary_table(results))
     typer.echo(f"results: {run_folder / 'results.json'}")
+    infra = results.summary.get("infra_errors", 0)
+    if infra:
+        typer.echo(f"error: {infra} of {results.summary['n_trials']} trials ended in infra errors "
+                   f"(not scored; see results.json); rerun with --out {run_folder} to retry them",
+                   err=True)
+        raise typer.Exit(1)
 
 
 @app.command()
 def show(run_folder: Annotated[Path, typer.Argument(help="A run folder or its results.json.")]) -> None:
     """Print the summary of a finished (or interrupted) run."""
-    from rich.console import Console
-
+    from tbrl_lib.console import console
     from tbrl_lib.evaluate.report import summary_table
     from tbrl_lib.evaluate.results import RunResults
 
-    Console().print(summary_table(RunResults.load(run_folder)))
+    console().print(summary_table(RunResults.load(run_folder)))
 
 
 @app.command()
@@ -113,13 +118,8 @@ def compare(
     run_b: Annotated[Path, typer.Argument(help="Run folder B (e.g. the baseline).")],
 ) -> None:
     """Paired per-task comparison of two runs: A - B with its 95% interval."""
-    from rich.console import Console
-
+    from tbrl_lib.console import console
     from tbrl_lib.evaluate.report import compare_runs, comparison_table
 
-    try:
-        cmp = compare_runs(run_a, run_b)
-    except (FileNotFoundError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    Console().print(comparison_table(cmp, run_a.name, run_b.name))
+    cmp = compare_runs(run_a, run_b)
+    console().print(comparison_table(cmp, run_a.name, run_b.name))

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from tbrl_lib.aio import run_sync
 from tbrl_lib.judge_eval.cases import JudgeCase
 from tbrl_lib.judge_eval.metrics import per_case, summarize
-from tbrl_lib.rewards.judges import JudgeError, make_judge
+from tbrl_lib.rewards.judges import JudgeError, make_judge, require_available
 
 COLUMNS = ["judge", "case", "suite", "attempt", "score", "lo", "hi", "error", "latency_s", "cost_usd",
            "input_tokens", "output_tokens", "cached_tokens", "prompt_version"]
@@ -29,10 +29,12 @@ COLUMNS = ["judge", "case", "suite", "attempt", "score", "lo", "hi", "error", "l
 
 def run_comparison(judges: Sequence[Any], cases: Sequence[JudgeCase], attempts: int = 1,
                    concurrency: int = 4, progress: bool = True) -> pd.DataFrame:
-    """Score every case `attempts` times with every judge (spec strings or `Judge`s)."""
+    """Score every case `attempts` times with every judge (spec strings or `Judge`s).
+    A judge that cannot run here (no API key) is refused before any case is scored."""
     if attempts < 1:
         raise ValueError(f"attempts must be >= 1, got {attempts}")
     built = [make_judge(j) if isinstance(j, str) else j for j in judges]
+    require_available(built)
     return run_sync(_run(built, list(cases), attempts, concurrency, progress))
 
 

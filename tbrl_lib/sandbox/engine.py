@@ -3,6 +3,8 @@
 `ensure_engine()` answers "is there a daemon I can talk to?" and, when run as root on a
 machine where `dockerd` is installed but not running, starts it in the background and
 waits for it. It never installs anything; when it cannot help it says exactly what to run.
+`require_engine(purpose)` only asks, and refuses (one line, with the fix) when none answers:
+commands that run sandboxes call it before anything else.
 """
 
 from __future__ import annotations
@@ -47,6 +49,15 @@ def ping(base_url: str | None = None) -> EngineInfo | None:
         return EngineInfo(version=version, endpoint=endpoint, started_by_us=False)
     except (DockerException, OSError):
         return None
+
+
+def require_engine(purpose: str = "this command") -> EngineInfo:
+    """The engine's info, or `EngineUnavailable` saying that `purpose` needs one and how to
+    start it. Commands that run sandboxes call this before doing anything else."""
+    info = ping()
+    if info is None:
+        raise EngineUnavailable(f"{purpose} needs a Docker engine: {_how_to_fix()}")
+    return info
 
 
 def ensure_engine(start: bool = True, wait_s: float = 60.0) -> EngineInfo:

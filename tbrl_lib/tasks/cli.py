@@ -29,21 +29,26 @@ def convert(
     lenient: bool = typer.Option(False, help="Skip bad tasks and report them instead of stopping at the first."),
     workers: int = typer.Option(4, min=1, help="Threads reading/writing task directories."),
 ) -> None:
-    """Convert tasks between formats (the source format is detected)."""
-    from rich.console import Console
+    """Convert tasks between formats (the source format is detected). Nothing is written
+    when no task loads."""
+    from tbrl_lib.console import console
+    from tbrl_lib.tasks.console import print_convert_reports, skipped_table
+    from tbrl_lib.tasks.loader import load_tasks, write_tasks
 
-    from tbrl_lib.tasks.console import print_convert_reports, print_error
-    from tbrl_lib.tasks.errors import TaskFormatError
-    from tbrl_lib.tasks.loader import convert as convert_tasks
-
-    console = Console()
-    try:
-        load, write = convert_tasks(src, to.value, out, mode="lenient" if lenient else "strict", workers=workers)
-    except TaskFormatError as err:
-        print_error(console, err)
-        raise typer.Exit(1) from None
-    print_convert_reports(console, load, write)
-    raise typer.Exit(1 if write.written == 0 and (load.skipped or write.skipped) else 0)
+    mode = "lenient" if lenient else "strict"
+    screen = console()
+    tasks, load = load_tasks(src, mode, workers=workers)
+    if not tasks:
+        skipped = load.skipped
+        if skipped:
+            screen.print(skipped_table(f"skipped while reading ({len(skipped)})", skipped))
+            raise ValueError(f"{src}: none of its {len(skipped)} task(s) could be read (first: "
+                             f"{skipped[0]}); nothing written to {out}. Fix the tasks listed above")
+        raise ValueError(f"{src} holds no tasks; nothing written to {out}. Give a task source "
+                         "with at least one task (a .csv, .parquet, task dir or dir of task dirs)")
+    write = write_tasks(tasks, to.value, out, mode=mode, workers=workers)
+    print_convert_reports(screen, load, write)
+    raise typer.Exit(1 if write.written == 0 else 0)
 
 
 @app.command()
@@ -52,23 +57,17 @@ def stats(
     lenient: bool = typer.Option(False, help="Describe the tasks that load; list the rest."),
 ) -> None:
     """Counts by difficulty and category, base images, and sizes."""
-    from rich.console import Console
-
-    from tbrl_lib.tasks.console import print_error, skipped_table
-    from tbrl_lib.tasks.errors import TaskFormatError
+    from tbrl_lib.console import console
+    from tbrl_lib.tasks.console import skipped_table
     from tbrl_lib.tasks.loader import load_tasks
     from tbrl_lib.tasks.stats import stats_tables, task_stats
 
-    console = Console()
-    try:
-        tasks, report = load_tasks(path, "lenient" if lenient else "strict")
-    except TaskFormatError as err:
-        print_error(console, err)
-        raise typer.Exit(1) from None
+    screen = console()
+    tasks, report = load_tasks(path, "lenient" if lenient else "strict")
     for table in stats_tables(task_stats(tasks)):
-        console.print(table)
+        screen.print(table)
     if report.skipped:
-        console.print(skipped_table(f"skipped ({len(report.skipped)})", report.skipped))
+        screen.print(skipped_table(f"skipped ({len(report.skipped)})", report.skipped))
 
 
 # `tbrl tasks generate`: procedural task families, owned by tbrl_lib.synth (helper "synth").
@@ -90,27 +89,21 @@ def validate(
     solution 1.0 (stable over repeats); print a table; exit 1 if any task fails."""
     import json
 
-    from rich.console import Console
-
-    from tbrl_lib.tasks.console import print_error
-    from tbrl_lib.tasks.errors import TaskFormatError
+    from tbrl_lib.console import console
+    from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.tasks.loader import load_tasks
     from tbrl_lib.tasks.validate import ValidationConfig, validate_tasks, validation_table
 
-    console = Console()
-    try:
-        tasks, _ = load_tasks(path, "strict")
-    except TaskFormatError as err:
-        print_error(console, err)
-        raise typer.Exit(1) from None
+    require_engine("tbrl tasks validate")
+    tasks, _ = load_tasks(path, "strict")
     if only:
         unknown = sorted(set(only) - {t.id for t in tasks})
         if unknown:
-            console.print(f"[red]--only names tasks not in {path}: {', '.join(unknown)}[/red]")
-            raise typer.Exit(2)
+            raise typer.BadParameter(f"names tasks not in {path}: {', '.join(unknown)}",
+                                     param_hint="--only")
         tasks = [t for t in tasks if t.id in set(only)]
     results = validate_tasks(tasks, concurrency=concurrency, config=ValidationConfig(repeats=repeats))
-    console.print(validation_table(results))
+    console().print(validation_table(results))
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps([r.to_dict() for r in results], indent=2))

@@ -13,11 +13,6 @@ from tbrl_lib.tasks.errors import LoadReport, TaskFormatError
 from tbrl_lib.tasks.loader import WriteReport
 
 
-def print_error(console: Console, error: TaskFormatError) -> None:
-    console.print(f"[bold red]error[/] {error.location}\n  field:   {error.field}\n"
-                  f"  problem: {error.problem}\n  fix:     {error.fix}", highlight=False)
-
-
 def skipped_table(title: str, skipped: list[TaskFormatError]) -> Table:
     table = Table(title=title, show_lines=True)
     for column in ("location", "field", "problem", "fix"):

@@ -33,9 +33,11 @@ LaunchOutOpt = typer.Option(Path("launch"), "--out", help="Folder for accelerate
 def run_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt,
             out: str = typer.Option("", help="Run folder (default outputs/train-<preset>-<time>).")) -> None:
     """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary."""
-    from tbrl_lib.train.run import train
+    from tbrl_lib.sandbox.engine import require_engine
 
     config = _config(preset, overrides)
+    require_engine("tbrl train run")
+    from tbrl_lib.train.run import train  # torch and TRL: only once the engine answers
     summary = train(config.name, out_dir=out, config=config)
     for key, value in summary.items():
         typer.echo(f"{key}: {value}")
@@ -46,6 +48,8 @@ def presets_cmd() -> None:
     """The shipped presets with their model, GPUs and rollouts per step."""
     from tbrl_lib.train.presets import load_preset, preset_names
 
+    header = ("preset", 10), ("model", 16), ("hardware", 10), ("dist", 6), ("generation", 14)
+    typer.echo(" ".join(f"{name:<{width}}" for name, width in header) + " per step")
     for name in preset_names():
         c = load_preset(name)
         gpus = "CPU" if c.gpus_per_node == 0 else f"{c.num_nodes}x{c.gpus_per_node} GPU"

@@ -29,13 +29,15 @@ def test_convert_reports_dropped_fields(tmp_path):
     assert "solution" in result.output
 
 
-def test_strict_error_exits_1_and_lenient_lists_skips(tmp_path):
+def test_strict_error_exits_1_and_lenient_lists_skips(tmp_path, tbrl):
     for name in ("good", "bad"):
         write_tasks([make_task(id=name)], "harbor", tmp_path / "h", progress=False)
     (tmp_path / "h/bad/environment/Dockerfile").write_text("RUN true\n")
-    result = runner.invoke(app, ["tasks", "convert", str(tmp_path / "h"), "--to", "tb1", str(tmp_path / "o")])
-    assert result.exit_code == 1
-    assert "environment/Dockerfile" in result.output and "FROM" in result.output and "fix:" in result.output
+    result = tbrl("tasks", "convert", tmp_path / "h", "--to", "tb1", tmp_path / "o")
+    assert result.code == 1 and len(result.err.strip().splitlines()[-1:]) == 1
+    line = result.err.strip().splitlines()[-1]
+    assert line.startswith("error: ") and "bad" in line and "environment/Dockerfile" in line
+    assert "FROM" in line and "Fix:" in line
     result = runner.invoke(app, ["tasks", "convert", str(tmp_path / "h"), "--to", "tb1", str(tmp_path / "o"),
                                  "--lenient"])
     assert result.exit_code == 0 and "skipped while reading (1)" in result.output
@@ -45,3 +47,15 @@ def test_strict_error_exits_1_and_lenient_lists_skips(tmp_path):
 def test_unknown_target_format_is_rejected(tmp_path):
     result = runner.invoke(app, ["tasks", "convert", str(tmp_path), "--to", "json", str(tmp_path / "o")])
     assert result.exit_code == 2
+
+
+def test_lenient_convert_with_no_loadable_task_writes_nothing_and_says_why(tmp_path, tbrl):
+    write_tasks([make_task(id="bad")], "harbor", tmp_path / "h", progress=False)
+    (tmp_path / "h/bad/environment/Dockerfile").write_text("RUN true\n")
+    for fmt, out in (("tb1", tmp_path / "o"), ("csv", tmp_path / "o.csv")):
+        result = tbrl("tasks", "convert", tmp_path / "h", "--to", fmt, out, "--lenient")
+        assert result.code == 1, fmt
+        line = result.err.strip().splitlines()[-1]
+        assert "none of its 1 task(s) could be read" in line and "nothing written" in line
+        assert "environment/Dockerfile" in line  # the first reason, on the same line
+        assert not out.exists(), f"{fmt}: an empty {out.name} was left behind"

@@ -61,9 +61,22 @@ class LLMJudge:
         self.prompt = load_prompt(prompt_file)
         self.prompt_version = self.prompt.version
         default_env = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(backend)
-        self.api_key = api_key or os.environ.get(api_key_env or default_env or "", "") or None
+        self.api_key_env = api_key_env or default_env
+        self.api_key = api_key or os.environ.get(self.api_key_env or "", "") or None
         self._client: Any = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def unavailable(self) -> str | None:
+        """Why this judge cannot be called here (an absent API key or CLI), else None.
+        An OpenAI-compatible endpoint given by `base_url` (vLLM) may need no key."""
+        if self.backend == "claude-cli":
+            if shutil.which(self.cli_path) is None:
+                return f"judge {self.name} needs `{self.cli_path}` on PATH (install Claude Code)"
+            return None
+        if self.api_key or (self.backend == "openai" and self.base_url):
+            return None
+        other = " or pass --base-url for a local endpoint" if self.backend == "openai" else ""
+        return f"judge {self.name} needs an API key: set {self.api_key_env}{other}"
 
     async def score(self, item: JudgeInput) -> JudgeResult:
         started = time.perf_counter()
