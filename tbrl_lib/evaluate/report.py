@@ -4,19 +4,26 @@ Everything reads a `RunResults` (or its folder); nothing here computes a statist
 its own (`stats` and `results.summarize` do), so the terminal, the notebook and
 results.json always agree.
 
-Left out: interactive widgets and the per-trajectory viewer (`tbrl_lib.metrics`).
+Each trial's trajectory is rendered as a static page (`write_trajectory_pages`, with
+`tbrl_lib.metrics.trajectory_html`) and `trials_html` links every trial row to its page, so
+an HTML report read offline shows what the agent did.
+
+Left out: interactive widgets (the live-kernel viewer is `tbrl_lib.metrics.viewer`).
 """
 
 from __future__ import annotations
 
+import html
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from tbrl_lib.agent.trajectory import Trajectory
 from tbrl_lib.evaluate import stats
-from tbrl_lib.evaluate.results import FailureMode, RunResults
+from tbrl_lib.evaluate.results import FailureMode, RunResults, TrialResult
+from tbrl_lib.metrics.trajectory_html import write_trajectory_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,17 +38,33 @@ def _ci(low: float, high: float) -> str:
     return f"[{_pct(low)}, {_pct(high)}]"
 
 
+def accuracy_text(summary: dict) -> str:
+    """`50.0% [23.7%, 76.3%] Wilson 95%`, plus the bootstrap beside it with several attempts;
+    `n/a` when no trial was scored."""
+    if summary["accuracy"] is None:
+        return "n/a (no trial was scored)"
+    text = f"{_pct(summary['accuracy'])} {_ci(*summary['accuracy_ci'])} Wilson 95%"
+    boot = summary.get("accuracy_ci_bootstrap")
+    if boot and boot[1] > boot[0]:
+        text += f"; bootstrap over tasks {_ci(*boot)}"
+    elif boot:
+        text += f"; bootstrap over tasks: zero width (all {summary['n_tasks']} tasks alike)"
+    return text
+
+
 def summary_table(results: RunResults, title: str | None = None) -> Table:
     """The headline numbers of one run."""
     s = results.summary
     table = Table(title=title or f"{results.config.policy} on {results.config.tasks_source}")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    table.add_row("tasks x attempts", f"{s['n_tasks']} tasks, {s['n_trials']} trials")
-    table.add_row("accuracy", f"{_pct(s['accuracy'])} {_ci(*s['accuracy_ci'])} ({s['ci_method']})")
+    table.add_row("tasks x attempts", f"{s['n_tasks']} tasks, {s['n_scored']} scored trials")
+    table.add_row("accuracy", accuracy_text(s))
+    table.add_row("infra errors (not scored)", _infra_text(s))
     for k, value in s["pass_at_k"].items():
         table.add_row(f"pass@{k}", _pct(value))
-    table.add_row("mean test score", f"{s['mean_score']:.3f}")
+    if s["mean_score"] is not None:
+        table.add_row("mean test score", f"{s['mean_score']:.3f}")
     for mode, count in s["failure_modes"].items():
         if count:
             table.add_row(f"failure mode: {mode}", str(count))
@@ -54,6 +77,13 @@ def summary_table(results: RunResults, title: str | None = None) -> Table:
     table.add_row("timeouts", s["timeouts"])
     table.add_row("wall time", f"{results.wall_seconds:.1f} s")
     return table
+
+
+def _infra_text(summary: dict) -> str:
+    text = f"{summary['infra_errors']} of {summary['n_trials']} trials"
+    if summary["unscored_tasks"]:
+        text += f"; {len(summary['unscored_tasks'])} task(s) with no scored trial"
+    return text
 
 
 def compare_runs(run_a: str | Path | RunResults, run_b: str | Path | RunResults) -> stats.Comparison:
@@ -86,6 +116,46 @@ def trials_frame(results: RunResults) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame([t.model_dump(mode="json") for t in results.trials])
+
+
+def write_trajectory_pages(results: RunResults, run_dir: str | Path) -> dict[tuple[str, int], str]:
+    """Render each trial's saved trajectory next to it as `<name>.html`; return trial key ->
+    page path relative to `run_dir` (trials without a trajectory are left out)."""
+    run_dir = Path(run_dir)
+    pages = {}
+    for trial in results.trials:
+        source = run_dir / trial.trajectory if trial.trajectory else None
+        if source is None or not source.exists():
+            continue
+        (traj, *_) = Trajectory.load_jsonl(source)
+        page = Path(trial.trajectory).with_suffix(".html")
+        write_trajectory_page(traj, run_dir / page, _trial_outcome(trial))
+        pages[trial.key] = page.as_posix()
+    return pages
+
+
+def _trial_outcome(trial: TrialResult) -> dict:
+    return {"resolved": trial.resolved, "test score": trial.score,
+            "failure mode": trial.failure_mode.value, "failed tests": trial.failed_tests,
+            "termination": trial.termination, "error": trial.error}
+
+
+def trials_html(results: RunResults, pages: dict[tuple[str, int], str]) -> str:
+    """One HTML table row per trial, its task linked to its trajectory page (`pages` from
+    `write_trajectory_pages`; links are relative to the run folder, where the report is)."""
+    head = ("task", "attempt", "resolved", "score", "failure mode", "turns", "tokens out",
+            "agent s", "test s")
+    rows = []
+    for t in results.trials:
+        task = html.escape(t.task_id)
+        if t.key in pages:
+            task = f"<a href='{html.escape(pages[t.key])}'>{task}</a>"
+        cells = (task, t.attempt, "yes" if t.resolved else "no", f"{t.score:.2f}",
+                 t.failure_mode.value, t.turns, t.tokens_out, f"{t.agent_seconds:.1f}",
+                 f"{t.test_seconds:.1f}")
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    header = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+    return f"<table>{header}{''.join(rows)}</table>"
 
 
 def breakdown_frame(results: RunResults, by: str = "category") -> pd.DataFrame:

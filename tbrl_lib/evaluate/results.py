@@ -7,13 +7,17 @@ on reopening refuses a run whose config differs in what changes the numbers (pol
 task source, timeout scale). Finished trials are kept; trials that ended in an infra
 error are redone on resume, since they say nothing about the agent.
 
-The summary counts a trial's outcome per task and averages over tasks:
-`accuracy` = mean per-task resolve rate (infra errors count as unresolved, as in
-Terminal-Bench; their number is reported beside it), its interval (Wilson when every
-task has one attempt, percentile bootstrap over tasks otherwise, both reported),
-unbiased pass@k for every k up to the fewest attempts any task has, breakdowns by
-difficulty and category, failure-mode counts and token/turn statistics. Timings live
-outside `summary`, so a resumed run's summary equals an uninterrupted one's.
+The summary counts a trial's outcome per task and averages over tasks, over *scored*
+trials only: an infra error (Docker, build or verifier failed) says nothing about the agent,
+so it is left out of every denominator and counted apart (`infra_errors`, and
+`unscored_tasks` for tasks with no scored trial). `accuracy` = mean per-task resolve rate,
+None ("n/a") when no trial was scored; `accuracy_ci` is always the 95% Wilson interval with
+tasks as the unit (never zero-width: 3 of 3 gives [43.9%, 100%]); with several attempts per
+task a percentile bootstrap over tasks (`accuracy_ci_bootstrap`, else None) is reported
+beside it, never alone. Then unbiased pass@k for every k up to the fewest scored attempts
+any task has, breakdowns by difficulty and category, failure-mode counts and token/turn
+statistics. Timings live outside `summary`, so a resumed run's summary equals an
+uninterrupted one's.
 
 Left out: plots and tables (see `tbrl_lib.evaluate.report`).
 """
@@ -178,13 +182,16 @@ class RunResults(BaseModel):
 
     @classmethod
     def load(cls, run: str | Path) -> RunResults:
-        """Read a run from its folder or its results.json."""
+        """Read a run from its folder or its results.json; the summary is recomputed from
+        the trials, so a run saved by an older tbrl reads with today's definitions."""
         path = Path(run)
         if path.is_dir():
             path = path / RESULTS_FILE
         if not path.exists():
             raise FileNotFoundError(f"no results at {path}: pass a run folder made by `tbrl eval run`")
-        return cls.model_validate_json(path.read_text())
+        loaded = cls.model_validate_json(path.read_text())
+        loaded.summary = summarize(loaded.trials, loaded.config) if loaded.trials else {}
+        return loaded
 
     def task_rates(self) -> dict[str, float]:
         return task_rates(self.trials)
@@ -213,60 +220,72 @@ def summarize(trials: list[TrialResult], config: RunConfig) -> dict[str, Any]:
     """Headline numbers of a set of trials (see the module docstring for definitions)."""
     if not trials:
         raise ValueError("cannot summarize a run with no trials")
-    rates = task_rates(trials)
-    per_task = Counter(t.task_id for t in trials)
-    solved = Counter(t.task_id for t in trials if t.resolved)
-    n_tasks = len(rates)
-    accuracy = sum(rates.values()) / n_tasks
-    one_attempt = set(per_task.values()) == {1}
-    wilson = stats.wilson_interval(sum(rates.values()), n_tasks)
-    bootstrap = stats.bootstrap_mean_interval(list(rates.values()))
+    scored = [t for t in trials if t.failure_mode != FailureMode.infra_error]
+    modes = Counter(t.failure_mode.value for t in trials)
+    summary: dict[str, Any] = {
+        "n_trials": len(trials),
+        "n_scored": len(scored),
+        "infra_errors": len(trials) - len(scored),
+        "unscored_tasks": sorted({t.task_id for t in trials} - {t.task_id for t in scored}),
+        "failure_modes": {m.value: modes.get(m.value, 0) for m in FailureMode},
+        "tokens_in": _describe([t.tokens_in for t in trials]),
+        "tokens_out": _describe([t.tokens_out for t in trials]),
+        "turns": _describe([t.turns for t in trials]),
+        "policy": config.policy,
+        "tasks_source": config.tasks_source,
+        "timeout_scale": config.timeout_scale,
+        "timeouts": config.timeouts_note,
+    }
+    return summary | _accuracy(scored)
+
+
+def _accuracy(scored: list[TrialResult]) -> dict[str, Any]:
+    """Accuracy, its intervals, pass@k and breakdowns over scored trials (None when none)."""
+    if not scored:
+        return {"n_tasks": 0, "accuracy": None, "accuracy_ci": None, "accuracy_ci_bootstrap": None,
+                "attempts_per_task": None, "resolved_trials": 0, "mean_score": None,
+                "pass_at_k": {}, "by_difficulty": {}, "by_category": {}, "per_task": {}}
+    rates = task_rates(scored)
+    per_task = Counter(t.task_id for t in scored)
+    solved = Counter(t.task_id for t in scored if t.resolved)
     min_attempts = min(per_task.values())
     counts = [(per_task[task], solved[task]) for task in rates]
-    first = {t.task_id: t for t in trials}
-    modes = Counter(t.failure_mode.value for t in trials)
+    first = {t.task_id: t for t in scored}
+    several = max(per_task.values()) > 1
     return {
-        "n_tasks": n_tasks,
-        "n_trials": len(trials),
+        "n_tasks": len(rates),
+        "accuracy": sum(rates.values()) / len(rates),
+        "accuracy_ci": list(stats.wilson_interval(sum(rates.values()), len(rates))),
+        "accuracy_ci_bootstrap": list(stats.bootstrap_mean_interval(list(rates.values())))
+        if several else None,
         "attempts_per_task": {"min": min_attempts, "max": max(per_task.values())},
-        "accuracy": accuracy,
-        "accuracy_ci": list(wilson if one_attempt else bootstrap),
-        "ci_method": "wilson" if one_attempt else "bootstrap over tasks",
-        "accuracy_ci_wilson": list(wilson),
-        "accuracy_ci_bootstrap": list(bootstrap),
-        "resolved_trials": sum(t.resolved for t in trials),
-        "mean_score": statistics.fmean(t.score for t in trials),
+        "resolved_trials": sum(t.resolved for t in scored),
+        "mean_score": statistics.fmean(t.score for t in scored),
         "pass_at_k": {
             str(k): stats.mean_pass_at_k(counts, k) for k in range(1, min_attempts + 1)
         },
         "by_difficulty": stats.breakdown(rates, {k: v.difficulty for k, v in first.items()}),
         "by_category": stats.breakdown(rates, {k: v.category for k, v in first.items()}),
-        "failure_modes": {m.value: modes.get(m.value, 0) for m in FailureMode},
-        "infra_errors": modes.get(FailureMode.infra_error.value, 0),
-        "tokens_in": _describe([t.tokens_in for t in trials]),
-        "tokens_out": _describe([t.tokens_out for t in trials]),
-        "turns": _describe([t.turns for t in trials]),
         "per_task": rates,
-        "policy": config.policy,
-        "tasks_source": config.tasks_source,
-        "timeout_scale": config.timeout_scale,
-        "timeouts": config.timeouts_note,
     }
 
 
 def eval_metrics(summary: dict[str, Any]) -> dict[str, float]:
     """Flat `eval/...` metrics of a summary, for a trainer's or tracker's log.
 
-    eval/accuracy, eval/accuracy_ci_low, eval/accuracy_ci_high, eval/mean_score,
-    eval/pass@K for each K, eval/failure/<mode> (share of trials), eval/turns_mean,
-    eval/tokens_out_mean.
+    eval/accuracy, eval/accuracy_ci_low, eval/accuracy_ci_high (Wilson), eval/mean_score
+    (NaN when no trial was scored), eval/infra_errors (count), eval/pass@K for each K,
+    eval/failure/<mode> (share of all trials), eval/turns_mean, eval/tokens_out_mean.
     """
     n = summary["n_trials"]
+    nan = float("nan")
+    low, high = summary["accuracy_ci"] or (nan, nan)
     metrics = {
-        "eval/accuracy": summary["accuracy"],
-        "eval/accuracy_ci_low": summary["accuracy_ci"][0],
-        "eval/accuracy_ci_high": summary["accuracy_ci"][1],
-        "eval/mean_score": summary["mean_score"],
+        "eval/accuracy": nan if summary["accuracy"] is None else summary["accuracy"],
+        "eval/accuracy_ci_low": low,
+        "eval/accuracy_ci_high": high,
+        "eval/mean_score": nan if summary["mean_score"] is None else summary["mean_score"],
+        "eval/infra_errors": summary["infra_errors"],
         "eval/turns_mean": summary["turns"]["mean"],
         "eval/tokens_out_mean": summary["tokens_out"]["mean"],
     }

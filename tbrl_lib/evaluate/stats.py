@@ -8,9 +8,12 @@ code serves the harness, the notebook and the tests.
 - `pass_at_k(n, c, k)`: the unbiased estimator of Chen et al. (2021, "Evaluating Large
   Language Models Trained on Code"): 1 - C(n-c, k) / C(n, k), the chance that at least one
   of k attempts drawn without replacement from n (c of them correct) is correct.
-- `wilson_interval`: score interval for a binomial proportion (exact in form for one
-  attempt per task; with several attempts we bootstrap instead).
-- `bootstrap_mean_interval`: percentile bootstrap of the mean of per-task values.
+- `wilson_interval`: score interval for a binomial proportion, always reported: tasks are
+  the unit (with several attempts, the successes are the sum of per-task rates), and it
+  never collapses to zero width on a handful of tasks.
+- `bootstrap_mean_interval`: percentile bootstrap of the mean of per-task values; reported
+  beside Wilson when tasks have several attempts, never alone (on 3 tasks that all pass it
+  is [1, 1]).
 - `paired_comparison`: two runs on the same tasks; the mean per-task difference with a
   paired bootstrap interval, wins/losses/ties and an exact two-sided sign-test p-value.
 - `breakdown`: accuracy per group (difficulty, category, ...).

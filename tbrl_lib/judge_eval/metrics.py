@@ -1,6 +1,8 @@
 """Judge-comparison metrics, per judge over a set of labelled cases.
 
-- `pass_rate`: share of cases whose *mean* score over attempts lies inside the expected range;
+- `pass_rate`: share of cases whose *mean* score over attempts lies inside the expected range,
+  with its 95% Wilson interval (`pass_ci_low`, `pass_ci_high`; cases are the unit, so six
+  cases give a wide interval, as they should);
 - `mean_score`; `spread`: mean over cases of the standard deviation across attempts;
 - `mean_distance`: mean distance of a case's mean score to its range (0 inside it);
 - `spearman`: rank correlation of case mean scores with the range centres (ties get average
@@ -14,6 +16,8 @@ import math
 from collections.abc import Sequence
 
 import pandas as pd
+
+from tbrl_lib.evaluate.stats import wilson_interval
 
 EPS = 1e-9
 """Means of scores are float sums: 0.2 and 0.4 average to 0.30000000000000004, still "in 0.3"."""
@@ -75,9 +79,12 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         mine = cases[cases["judge"] == judge]
         rho = spearman(list(mine["mean_score"]), list(mine["center"])) if len(mine) else None
         n_cases = group["case"].nunique()
+        passed = int(mine["in_range"].sum())
+        low, high = wilson_interval(passed, n_cases) if n_cases else (None, None)
         rows.append({
-            "judge": judge, "cases": n_cases, "calls": len(group),
-            "pass_rate": float(mine["in_range"].sum()) / n_cases if n_cases else 0.0,
+            "judge": judge, "cases": n_cases, "calls": len(group), "passed": passed,
+            "pass_rate": passed / n_cases if n_cases else 0.0,
+            "pass_ci_low": low, "pass_ci_high": high,
             "mean_score": float(mine["mean_score"].mean()) if len(mine) else None,
             "spread": float(mine["spread"].mean()) if len(mine) else None,
             "mean_distance": float(mine["distance"].mean()) if len(mine) else None,

@@ -2,13 +2,16 @@
 actions, observations, timings and token counts.
 
 `TrajectoryViewer(traj).widget` is the notebook widget (slider + previous/next buttons);
-`turn_html(traj, i)` is the HTML of one turn, usable without widgets (reports, tests).
+it needs a live kernel. `turn_html(traj, i)` is the HTML of one turn, usable without widgets:
+the static page of `tbrl_lib.metrics.trajectory_html` (what reports link to) is built from it.
 Left out: editing or labelling turns (the judge-evaluation notebook owns labels).
 """
 
 from __future__ import annotations
 
 import html
+
+import yaml
 
 from tbrl_lib.agent.parser import visible_text
 from tbrl_lib.agent.trajectory import Trajectory
@@ -45,8 +48,13 @@ def turn_html(traj: Trajectory, index: int) -> str:
     if visible.strip():
         parts.append(_block("reply (outside <think>)", visible.strip(), "action"))
     for call in turn.calls:
+        if call.action:
+            fields = call.action.get("fields", call.action)
+            text = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True).strip()
+            parts.append(_block(f"action: {call.kind}", text, "action"))
         kind = "error" if not call.ok else "observation"
-        parts.append(_block(f"{call.kind} - {call.seconds:.2f}s" + (" (failed)" if not call.ok else ""), call.output, kind))
+        status = "(ok)" if call.ok else "(failed)"
+        parts.append(_block(f"{call.kind} - {call.seconds:.2f}s {status}", call.output, kind))
     return "\n".join(parts)
 
 

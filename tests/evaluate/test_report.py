@@ -63,3 +63,21 @@ def test_compare_runs_accepts_objects():
     cmp = report.compare_runs(other, RUN)
     # per-task rates: other a=1, z=.5 ; RUN a=.5, z=0 -> differences .5, .5
     assert cmp.difference == 0.5 and cmp.a_better == 2
+
+
+def test_trials_link_to_their_rendered_trajectories(tmp_path):
+    from tbrl_lib.agent.trajectory import Termination, ToolCall, Trajectory, Turn
+
+    run = make_run({("a", 0): True, ("z", 0): False})
+    traj = Trajectory(task_id="a", policy="oracle", messages=[], termination=Termination.finished,
+                      turns=[Turn(index=1, assistant="<bash>\ncmd: echo hi\n</bash>",
+                                  calls=[ToolCall(kind="bash", output="hi from the sandbox")])])
+    Trajectory.save_jsonl(traj, tmp_path / "trajectories" / "a.0.jsonl")
+    run.trials[0].trajectory = "trajectories/a.0.jsonl"  # z has none (e.g. an infra error)
+    pages = report.write_trajectory_pages(run, tmp_path)
+    assert pages == {("a", 0): "trajectories/a.0.html"}
+    page = (tmp_path / "trajectories" / "a.0.html").read_text()
+    assert "hi from the sandbox" in page and "failure mode" in page  # turns and the outcome
+    table = report.trials_html(run, pages)
+    assert "<a href='trajectories/a.0.html'>a</a>" in table
+    assert table.count("<tr>") == 3  # header + one row per trial, z without a link

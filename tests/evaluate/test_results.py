@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
+from tbrl_lib.evaluate.report import accuracy_text
 from tbrl_lib.evaluate.results import (
     ConfigMismatch,
     FailureMode,
@@ -15,6 +17,7 @@ from tbrl_lib.evaluate.results import (
     eval_metrics,
     summarize,
 )
+from tbrl_lib.evaluate.stats import wilson_interval
 
 
 def trial(task, attempt, resolved, mode=None, **kw):
@@ -37,33 +40,65 @@ def test_summary_of_two_attempts():
         trial("b", 0, True, difficulty="hard", category="files"),
         trial("b", 1, False, FailureMode.agent_timeout, difficulty="hard", category="files"),
         trial("c", 0, False, FailureMode.no_action, difficulty="hard", category="net"),
-        trial("c", 1, False, FailureMode.infra_error, difficulty="hard", category="net"),
+        trial("c", 1, False, FailureMode.unresolved, difficulty="hard", category="net"),
     ]
     s = summarize(trials, CONFIG)
-    assert s["n_tasks"] == 3 and s["n_trials"] == 6
+    assert s["n_tasks"] == 3 and s["n_trials"] == 6 and s["n_scored"] == 6
     assert s["accuracy"] == pytest.approx(0.5)
     assert s["pass_at_k"] == {"1": pytest.approx(0.5), "2": pytest.approx(2 / 3)}
-    assert s["ci_method"] == "bootstrap over tasks"
-    assert s["accuracy_ci"] == s["accuracy_ci_bootstrap"]
+    # Wilson over tasks (1.5 of 3), the bootstrap over tasks beside it
+    assert s["accuracy_ci"] == pytest.approx(wilson_interval(1.5, 3))
+    assert s["accuracy_ci_bootstrap"][0] < 0.5 < s["accuracy_ci_bootstrap"][1]
     assert s["by_difficulty"]["easy"]["accuracy"] == 1.0
     assert s["by_difficulty"]["hard"]["accuracy"] == pytest.approx(0.25)
     assert s["by_category"]["net"]["accuracy"] == 0.0
     assert s["failure_modes"]["resolved"] == 3
     assert s["failure_modes"]["agent_timeout"] == 1
     assert s["failure_modes"]["no_action"] == 1
-    assert s["infra_errors"] == 1
+    assert s["infra_errors"] == 0
     assert s["failure_modes"]["parse_error"] == 0
     assert s["tokens_in"]["max"] == 20
     assert s["per_task"] == {"a": 1.0, "b": 0.5, "c": 0.0}
     assert "Terminal-Bench rules" in s["timeouts"]
 
 
-def test_summary_with_one_attempt_uses_wilson():
-    # 1 of 2 tasks: Wilson(1, 2)
+def test_summary_with_one_attempt_has_wilson_and_no_bootstrap():
     s = summarize([trial("a", 0, True), trial("b", 0, False)], CONFIG)
-    assert s["ci_method"] == "wilson"
-    assert s["accuracy_ci"] == s["accuracy_ci_wilson"]
+    assert s["accuracy_ci"] == pytest.approx(wilson_interval(1, 2))
+    assert s["accuracy_ci_bootstrap"] is None
     assert list(s["pass_at_k"]) == ["1"]
+
+
+def test_three_of_three_is_never_a_zero_width_interval():
+    # the issue: with attempts > 1 the interval was a bootstrap that collapsed to [100, 100]
+    trials = [trial(task, a, True) for task in ("a", "b", "c") for a in (0, 1)]
+    s = summarize(trials, CONFIG)
+    low, high = s["accuracy_ci"]
+    assert (round(100 * low, 1), high) == (43.9, 1.0)
+    assert s["accuracy_ci_bootstrap"] == [1.0, 1.0]  # reported beside Wilson, never alone
+    text = accuracy_text(s)
+    assert "[43.9%, 100.0%] Wilson 95%" in text and "zero width" in text
+
+
+def test_infra_errors_are_counted_apart_not_in_the_denominator():
+    # 67 of 84 trials lost to an engine restart once read "accuracy 20.2%"
+    infra = FailureMode.infra_error
+    trials = [trial("a", 0, True), trial("b", 0, False), trial("c", 0, False, infra),
+              trial("d", 0, False, infra)]
+    s = summarize(trials, CONFIG)
+    assert s["accuracy"] == 0.5 and s["n_tasks"] == 2 and s["n_scored"] == 2
+    assert s["infra_errors"] == 2 and s["unscored_tasks"] == ["c", "d"]
+    assert s["failure_modes"]["infra_error"] == 2
+    assert s["accuracy_ci"] == pytest.approx(wilson_interval(1, 2))
+    assert eval_metrics(s)["eval/infra_errors"] == 2
+
+
+def test_every_trial_infra_is_not_applicable_rather_than_zero():
+    s = summarize([trial("a", 0, False, FailureMode.infra_error)], CONFIG)
+    assert s["accuracy"] is None and s["accuracy_ci"] is None and s["n_scored"] == 0
+    assert accuracy_text(s).startswith("n/a")
+    metrics = eval_metrics(s)
+    assert math.isnan(metrics["eval/accuracy"]) and metrics["eval/failure/infra_error"] == 1.0
 
 
 def test_scaled_timeouts_are_flagged():

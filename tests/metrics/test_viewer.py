@@ -25,6 +25,14 @@ def test_turn_html_shows_thinking_actions_outputs_and_timings_escaped():
     assert "(failed)" in turn_html(_traj(), 1)
 
 
+def test_turn_html_shows_each_call_action_and_ok_flag():
+    traj = _traj()
+    traj.turns[0].calls[0].action = {"tag": "bash", "fields": {"cmd": "ls -la", "block": True}}
+    html = turn_html(traj, 0)
+    assert "action: bash" in html and "cmd: ls -la" in html and "block: true" in html
+    assert "bash - 0.25s (ok)" in html
+
+
 def test_viewer_buttons_step_and_clamp():
     viewer = TrajectoryViewer(_traj())
     assert "Turn 1" in viewer.body.value and "max_turns" in viewer.widget.children[0].value
