@@ -1,8 +1,10 @@
 """Draw tasks from the procedural families: one seed -> one task, deterministically.
 
 `make_task(family, seed, difficulty)` is the unit; `generate(...)` draws a batch: family
-"all" cycles through every family, difficulty "mixed" cycles easy/medium/hard, and the
-instance seeds are `seed, seed+1, ...` so a batch is reproducible and two batches with
+"all" cycles through every family, difficulty "mixed" cycles easy/medium/hard from one task
+to the next (so any batch is balanced, and each family meets every level within three
+rounds of families), and the instance seeds are `seed, seed+1, ...` so a batch is
+reproducible and two batches with
 different start seeds share no instance. The generator's random stream is keyed by
 (family, seed, difficulty), so adding a family never changes another family's tasks.
 """
@@ -62,9 +64,13 @@ def plan(family: str | Iterable[str] = "all", n: int = 8, seed: int = 0,
     names = family_names(family)
     level = parse_difficulty(difficulty)
     out = []
+    # A family count that divides the cycle would pin each family to one level: shift a
+    # level per round then.
+    rounds_shift = len(names) % len(CYCLE) == 0
     for i in range(n):
         name = names[i % len(names)]
-        lvl = CYCLE[(i // len(names)) % len(CYCLE)] if level == MIXED else level
+        step = i + (i // len(names) if rounds_shift else 0)
+        lvl = CYCLE[step % len(CYCLE)] if level == MIXED else level
         out.append((name, seed + i, lvl))
     return out
 

@@ -134,6 +134,8 @@ class Tests(_Strict):
     def _check(self) -> Tests:
         if not self.pytest and not self.script:
             raise ValueError("tests need pytest source or a test script")
+        if self.pytest and not test_function_names(self.pytest):
+            raise ValueError("tests.pytest defines no test functions, so every run would score 0")
         for path in self.files:
             _check_relative_path(path, "tests.files")
         if self.weights:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections import Counter
 
 import pytest
 
@@ -65,9 +66,23 @@ def test_difficulty_changes_the_substance(family):
 def test_plan_cycles_families_and_difficulties():
     triples = plan("all", 2 * len(FAMILIES), seed=100, difficulty="mixed")
     assert [t[0] for t in triples[: len(FAMILIES)]] == list(FAMILIES)
-    assert {t[2] for t in triples[: len(FAMILIES)]} == {Difficulty.easy}
-    assert {t[2] for t in triples[len(FAMILIES):]} == {Difficulty.medium}
     assert [t[1] for t in triples] == list(range(100, 100 + 2 * len(FAMILIES)))
+
+
+@pytest.mark.parametrize("family", ["all", "git_surgery", "git_surgery,sqlite_report"])
+@pytest.mark.parametrize("n", [3, 9, 10, 27])
+def test_mixed_difficulty_is_balanced_in_any_batch(family, n):
+    # `--difficulty mixed --n 9` once gave nine easy tasks (9 families, one round)
+    levels = Counter(t[2] for t in plan(family, n, seed=0, difficulty="mixed"))
+    assert set(levels) == {Difficulty.easy, Difficulty.medium, Difficulty.hard}
+    assert max(levels.values()) - min(levels.values()) <= 1, levels
+
+
+def test_mixed_difficulty_gives_every_family_every_level_in_three_rounds():
+    triples = plan("all", 3 * len(FAMILIES), seed=0, difficulty="mixed")
+    for name in FAMILIES:
+        assert {t[2] for t in triples if t[0] == name} == {Difficulty.easy, Difficulty.medium,
+                                                            Difficulty.hard}, name
 
 
 def test_batches_are_unique_and_reproducible():

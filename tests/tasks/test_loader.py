@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from tbrl_lib.tasks import TaskFormatError, convert, detect_format, load_tasks, write_tasks
@@ -83,3 +85,32 @@ def test_bad_mode_and_format(tmp_path):
         load_tasks(tmp_path, "loose", progress=False)
     with pytest.raises(ValueError, match="tb1, harbor, csv, parquet"):
         write_tasks([], "json", tmp_path / "x", progress=False)
+
+
+NO_TESTS = "import os\n\n\ndef helper():\n    assert os.path.exists('/app')\n"
+
+
+def test_a_test_file_without_test_functions_is_a_load_error_naming_task_and_file(tmp_path):
+    # it used to load silently and every trial scored `unresolved`
+    write_harbor_dir(make_task(id="no-tests", tests={"pytest": PYTEST_ONE}), tmp_path / "h")
+    (tmp_path / "h" / "no-tests" / "tests" / "test_outputs.py").write_text(NO_TESTS)
+    with pytest.raises(TaskFormatError) as err:
+        load_tasks(tmp_path / "h", progress=False)
+    assert_names(err, "no-tests", "tests/test_outputs.py", "defines no test functions")
+    assert "def test_" in err.value.fix
+    # the same in the upstream CSV schema: the row, the task id and the column
+    write_tasks([make_task(id="no-tests", tests={"pytest": PYTEST_ONE})], "csv", tmp_path / "t.csv",
+                progress=False)
+    with open(tmp_path / "t.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    rows[0]["test_functions"] = NO_TESTS
+    with open(tmp_path / "t.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    with pytest.raises(TaskFormatError) as err:
+        load_tasks(tmp_path / "t.csv", progress=False)
+    assert_names(err, "row 1 (task_id no-tests)", "test_functions", "defines no test functions")
+
+
+PYTEST_ONE = "def test_one():\n    assert True\n"
