@@ -8,7 +8,7 @@ EXTRAS ?= notebooks,train,dev
 STAMP := $(VENV)/.tbrl-installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(open('pyproject.toml','rb').read()+b'$(EXTRAS)').hexdigest()[:12])")
 PYTEST_ARGS ?=
 
-.PHONY: venv setup demo test clean-venv
+.PHONY: venv setup demo test lint clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The declared ruff rules and formatting (pyproject.toml [tool.ruff]); also a pre-commit hook.
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 clean-venv:
 	rm -rf $(VENV)
