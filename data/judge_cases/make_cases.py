@@ -2,6 +2,7 @@
 
     .venv/bin/python data/judge_cases/make_cases.py            # all (episodes need Docker)
     .venv/bin/python data/judge_cases/make_cases.py --hand-only
+    .venv/bin/python data/judge_cases/make_cases.py CASE_ID ...  # (re)record only these
 
 `ep_*` cases are real episodes of our agent (the episode loop, tools and sandbox of
 tbrl_lib) on the bundled task `count-error-lines`, driven by the oracle policy or by
@@ -9,6 +10,12 @@ scripted replies that act out a process (careful, rushed, flailing, gaming, ...)
 output in them is real. `hand_*` cases are written by hand (replies and tool outputs) for
 rubric items an episode on this task cannot show cheaply (overthinking, late planning).
 Expected ranges are the author's labels for the process, set before scoring any judge.
+
+`FAILURE_EPISODES` (added with the rule judge's recalibration) act out the failure patterns
+an earlier rule judge misread, on three other bundled tasks: the same failing edit repeated,
+a good run cut off by the token limit in a long final deliberation, a change before any
+exploration, a plan never kept up, and errors that are noticed and fixed. Each was labelled
+(range and `rationale`) before any judge scored it.
 """
 
 from __future__ import annotations
@@ -19,12 +26,14 @@ import sys
 from pathlib import Path
 
 from tbrl_lib.agent.actions import render_action as act
+from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.judge_eval.record import record_case, upsert_index
 from tbrl_lib.policies.scripted import OraclePolicy, ScriptedPolicy
 from tbrl_lib.tasks import load_tasks
 
 HERE = Path(__file__).resolve().parent
-TASK_DIR = HERE.parent / "tasks" / "count-error-lines"
+TASKS = HERE.parent / "tasks"
+TASK_DIR = TASKS / "count-error-lines"
 
 TODO3 = act("todo", {"operations": [{"action": "add", "content": "Inspect the log format"},
                                     {"action": "add", "content": "Count ERROR entries and per-component totals"},
@@ -83,6 +92,115 @@ EPISODES = {
 }
 
 
+def _plan(*items: str) -> str:
+    return act("todo", {"operations": [{"action": "add", "content": item} for item in items]})
+
+
+def _bash(cmd: str) -> str:
+    return act("bash", {"cmd": cmd})
+
+
+def _think(text: str) -> str:
+    return SHORT.format(text)
+
+
+CONVERTER_EDIT = act("file", {"action": "edit", "file_path": "/app/convert.py",
+                              "old_string": "return c*5/9 + 32", "new_string": "return c*9/5 + 32"})
+BROKEN_SED = _bash("sed -i 's/c \\* 5 \\/ 9/c * 9 \\/ 5' /app/convert.py")  # no closing delimiter
+WORDS = ("grep -oE '[A-Za-z]+' /app/story.txt | tr 'A-Z' 'a-z' | sort | uniq -c "
+         "| awk '{{print $2, $1}}' | {sort} -k2,2nr -k1,1 | head -n 10 > /app/top_words.txt")
+SUMMARY = _bash("cd /app && python3 - <<'EOF'\nimport csv, json, statistics\ngroups = {}\n"
+                "for row in csv.DictReader(open('weather.csv')):\n"
+                "    g = groups.setdefault(row['city'], {'n': 0, 't': [], 'h': []})\n    g['n'] += 1\n"
+                "    if row['temp_c'].strip():\n        g['t'].append(float(row['temp_c']))\n"
+                "    if row['humidity'].strip() not in ('', 'n/a'):\n"
+                "        g['h'].append(float(row['humidity']))\n"
+                "out = {c: {'readings': g['n'], 'mean_temp': round(statistics.fmean(g['t']), 2), "
+                "'max_temp': max(g['t']), 'median_humidity': statistics.median(g['h'])} "
+                "for c, g in sorted(groups.items())}\n"
+                "json.dump(out, open('summary.json', 'w'), indent=2)\nEOF")
+CUT_THINK = "<think>\n" + ("The ranking looks right, but should a word like don't count as don and t? "
+                           "The task says a word is a maximal run of ASCII letters, so yes; and what "
+                           "about ties at the tenth place, do they need every tied word or exactly ten "
+                           "lines? ") * 72 + "So the"
+FAILURE_EPISODES = {
+    "ep_repeated_failing_edit": ("fix-temperature-converter", ScriptedPolicy([
+        _think("Plan, then read the converter.")
+        + _plan("Read convert.py", "Fix the conversions", "Test every unit") + "\n" + LS,
+        act("file", {"action": "read", "file_path": "/app/convert.py"}),
+        *[_think("Fix the Celsius formula.") + CONVERTER_EDIT] * 8,
+        act("finish", {"message": "Fixed the converter."})]), (0.10, 0.40),
+        "the same failing edit eight times, the tool's hint ignored; finishes with nothing changed",
+        ["tool_use", "efficiency", "flailing"],
+        "Plans and explores well (planning ~0.8, exploration 1.0), but then sends one edit whose "
+        "old_string does not match eight times in a row without reading the error's hint: no "
+        "change is ever made, nothing is verified. That is the rubric's flailing cap (0.40: most "
+        "actions failing without a change of approach) and the no-verification cap."),
+    "ep_repeated_failing_sed": ("fix-temperature-converter", ScriptedPolicy([
+        _plan("Look at the converter", "Fix the formula", "Check the output") + "\n"
+        + _bash("cat /app/convert.py"),
+        _bash("python3 /app/convert.py 100 C"),
+        *[_think("Swap the factor with sed.") + BROKEN_SED] * 6,
+        act("finish", {"message": "Patched the formula with sed."})]), (0.10, 0.40),
+        "runs the same broken `sed -i` six times (exit 1 each time) and finishes",
+        ["tool_use", "efficiency", "flailing"],
+        "A plan and two good read-only steps, then six identical edits through sed that fail with "
+        "the same error: the failure is never read, the file never changes, the result is never "
+        "checked. Flailing (0.40) and no verification (0.60) caps; a good judge lands low."),
+    "ep_out_of_tokens": ("word-frequency", ScriptedPolicy([
+        _think("Plan, then look at the text.")
+        + _plan("Inspect story.txt", "Count and rank the words", "Check top_words.txt") + "\n" + LS,
+        _bash("head -c 300 /app/story.txt; echo; wc -w /app/story.txt"),
+        _think("Letters only, lowercased; ties alphabetical.") + _bash(WORDS.format(sort="sort"))
+        + "\n" + DONE(1, 2),
+        _bash("cat /app/top_words.txt") + "\n" + DONE(3),
+        CUT_THINK]), (0.55, 0.85),
+        "plans, explores, solves and checks; then one long deliberation is cut off by the token "
+        "limit before <finish>", ["efficiency", "verification"],
+        "Every rubric item is done well up to the last reply (plan kept up, read-only look first, "
+        "result checked). The last reply deliberates at length and is cut off mid-sentence: one "
+        "long think, not several replies thinking without acting, so the overthinking cap does "
+        "not fit; it costs efficiency and the missing <finish>."),
+    "ep_no_exploration": ("csv-column-summary", ScriptedPolicy([
+        _plan("Write summary.json", "Check it", "Finish") + "\n" + SUMMARY,
+        _bash("python3 -m json.tool /app/summary.json") + "\n" + DONE(1, 2),
+        DONE(3) + "\n" + act("finish", {"message": "Wrote /app/summary.json."})]), (0.15, 0.35),
+        "plans, then writes the result without ever looking at the data; checks it afterwards",
+        ["exploration", "change_before_exploration"],
+        "A plan and a check, but the first action that touches the system writes the output "
+        "without any read-only look at weather.csv: the change-before-exploration cap (0.30)."),
+    "ep_no_todo_upkeep": ("csv-column-summary", ScriptedPolicy([
+        _plan("Inspect weather.csv", "Handle missing values", "Write summary.json",
+              "Verify the JSON") + "\n" + _bash("head -n 5 /app/weather.csv; wc -l /app/weather.csv"),
+        _bash("cut -d, -f1 /app/weather.csv | sort | uniq -c; grep -c 'n/a' /app/weather.csv"),
+        SUMMARY,
+        _bash("python3 -m json.tool /app/summary.json"),
+        act("finish", {"message": "Wrote and checked /app/summary.json."})]), (0.60, 0.85),
+        "a good plan made first and never updated; otherwise explores, solves and verifies",
+        ["planning"],
+        "Exploration, tool use and verification are good. The todo list is made at once but no "
+        "item is ever marked complete, which the rubric's planning item asks for: planning about "
+        "half marks, no cap applies."),
+    "ep_recovers_from_errors": ("word-frequency", ScriptedPolicy([
+        _plan("Inspect the story", "Rank the words", "Check the output") + "\n"
+        + _bash("cat /app/story | head"),
+        _think("Wrong file name; list the directory.") + LS,
+        _bash("head -c 300 /app/story.txt"),
+        _bash(WORDS.format(sort="sortt")),
+        _think("Typo in sort; run it again.") + _bash(WORDS.format(sort="sort")) + "\n" + DONE(1, 2),
+        _bash("cat /app/top_words.txt") + "\n" + DONE(3),
+        act("finish", {"message": "Wrote /app/top_words.txt and checked it."})]), (0.70, 0.95),
+        "two mistakes (a wrong path, a typo), each read and fixed at once; otherwise a careful run",
+        ["tool_use", "verification"],
+        "Plans, explores, verifies, keeps the todo list. Two commands fail, and each failure is "
+        "read and corrected in the next reply: errors with a change of approach, not flailing."),
+}
+
+
+FAILURE_LIMITS = {"ep_out_of_tokens": EpisodeLimits(max_total_tokens=4096)}
+"""The cut-off reply is ~4,100 tokens: the episode ends on its token budget right after it."""
+
+
 def _hand(*turns: str) -> list[dict]:
     task = TASK_DIR.joinpath("instruction.md").read_text()
     msgs = [{"role": "user", "content": task}]
@@ -131,14 +249,23 @@ def write_hand_cases() -> None:
                                            "rubric": rubric, "source": "hand-written"})
 
 
-async def record_episodes() -> None:
+async def record_episodes(only: set[str]) -> None:
     task = load_tasks(TASK_DIR).tasks[0]
     for case_id, (policy, rng, note, rubric) in EPISODES.items():
-        await record_case(task, policy, HERE, case_id, rng, note, rubric)
-        print("recorded", case_id)
+        if not only or case_id in only:
+            await record_case(task, policy, HERE, case_id, rng, note, rubric)
+            print("recorded", case_id)
+    for case_id, (task_id, policy, rng, note, rubric, rationale) in FAILURE_EPISODES.items():
+        if not only or case_id in only:
+            task = load_tasks(TASKS / task_id).tasks[0]
+            await record_case(task, policy, HERE, case_id, rng, note, rubric, rationale=rationale,
+                              limits=FAILURE_LIMITS.get(case_id))
+            print("recorded", case_id)
 
 
 if __name__ == "__main__":
-    write_hand_cases()
+    chosen = {arg for arg in sys.argv[1:] if not arg.startswith("--")}
+    if not chosen:
+        write_hand_cases()
     if "--hand-only" not in sys.argv:
-        asyncio.run(record_episodes())
+        asyncio.run(record_episodes(chosen))

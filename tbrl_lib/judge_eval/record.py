@@ -1,10 +1,13 @@
 """Turn real episodes of our agent into judge cases (messages.json + dockerfile + cases.yaml row).
 
-    await record_case(task, policy, out_root, case_id, expected_range, note, rubric)
+    await record_case(task, policy, out_root, case_id, expected_range, note, rubric,
+                      rationale="why the range, written before any judge scores it")
 
-Runs `run_episode` in a real sandbox, drops the agent's system prompt (judge cases start
-with the task, like the upstream ones), and writes the case directory. The expected range
-is the author's label for the *process* the policy acts out; the tool outputs are real.
+Runs `run_episode` in a real sandbox (with `limits`, e.g. a small token budget), drops the
+agent's system prompt (judge cases start with the task, like the upstream ones), and writes
+the case directory. The expected range is the author's label for the *process* the policy
+acts out, and `rationale` (optional) says why, written before any judge scores the case; the
+tool outputs are real.
 """
 
 from __future__ import annotations
@@ -14,24 +17,29 @@ from pathlib import Path
 
 import yaml
 
+from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.tasks.model import Task
 
 
 async def record_case(task: Task, policy, out_root: str | Path, case_id: str, expected_range: tuple[float, float],
-                      note: str, rubric: list[str]) -> Path:
+                      note: str, rubric: list[str], rationale: str = "",
+                      limits: EpisodeLimits | None = None) -> Path:
     from tbrl_lib.agent import run_episode
     from tbrl_lib.sandbox import open_sandbox
 
     async with open_sandbox(task) as sandbox:
-        trajectory = await run_episode(task, policy, sandbox)
+        trajectory = await run_episode(task, policy, sandbox, limits)
     messages = [{"role": m["role"], "content": m["content"]} for m in trajectory.messages if m["role"] != "system"]
     case_dir = Path(out_root) / case_id
     case_dir.mkdir(parents=True, exist_ok=True)
     (case_dir / "messages.json").write_text(json.dumps(messages, indent=1, ensure_ascii=False) + "\n")
     (case_dir / "dockerfile").write_text(task.environment.dockerfile or f"FROM {task.environment.image}\n")
-    upsert_index(Path(out_root) / "cases.yaml", {
-        "id": case_id, "expected_range": list(expected_range), "note": note, "rubric": rubric,
-        "source": f"episode: task {task.id}, policy {policy.name}, termination {trajectory.termination.value}"})
+    entry = {"id": case_id, "expected_range": list(expected_range), "note": note, "rubric": rubric,
+             "source": f"episode: task {task.id}, policy {policy.name}, "
+                       f"termination {trajectory.termination.value}"}
+    if rationale:
+        entry["rationale"] = rationale
+    upsert_index(Path(out_root) / "cases.yaml", entry)
     return case_dir
 
 
