@@ -26,7 +26,8 @@ def convert(
     src: Path = typer.Argument(..., help="Tasks to read: a .csv, a .parquet, a task dir or a dir of task dirs."),
     to: TaskFormat = typer.Option(..., "--to", help="Format to write."),
     out: Path = typer.Argument(..., help="Output: a directory (tb1, harbor) or a file (csv, parquet)."),
-    lenient: bool = typer.Option(False, help="Skip bad tasks and report them instead of stopping at the first."),
+    lenient: bool = typer.Option(False, help="Skip bad tasks and report them instead of stopping at "
+                                 "the first; read loosely written weights (each change reported)."),
     workers: int = typer.Option(4, min=1, help="Threads reading/writing task directories."),
 ) -> None:
     """Convert tasks between formats (the source format is detected). Nothing is written
@@ -68,6 +69,9 @@ def stats(
         screen.print(table)
     if report.skipped:
         screen.print(skipped_table(f"skipped ({len(report.skipped)})", report.skipped))
+    if report.warnings:
+        screen.print(skipped_table(f"changed while reading leniently ({len(report.warnings)})",
+                                   report.warnings))
 
 
 # `tbrl tasks generate`: procedural task families, owned by tbrl_lib.synth (helper "synth").

@@ -1,12 +1,15 @@
 """Terminal output for the `tbrl tasks` commands: load/write reports and stats as rich tables.
 
 Kept apart from `cli.py` so the CLI stays a thin layer and notebooks can print the same
-tables. Nothing here decides anything; it only shows reports the loader produced.
+tables. Nothing here decides anything; it only shows reports the loader produced. Text that
+comes from tasks or errors is escaped (`rich.markup.escape`): a message quoting a pattern
+such as `[a-z0-9]` must print as written, not be read as markup and vanish.
 """
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tbrl_lib.tasks.errors import LoadReport, TaskFormatError
@@ -18,17 +21,21 @@ def skipped_table(title: str, skipped: list[TaskFormatError]) -> Table:
     for column in ("location", "field", "problem", "fix"):
         table.add_column(column, overflow="fold")
     for err in skipped:
-        table.add_row(err.location, err.field, err.problem, err.fix)
+        table.add_row(*(escape(text) for text in (err.location, err.field, err.problem, err.fix)))
     return table
 
 
 def print_convert_reports(console: Console, load: LoadReport, write: WriteReport) -> None:
-    console.print(f"read {load.loaded} task(s) from {load.source}; wrote {write.written} to {write.target}")
+    console.print(f"read {load.loaded} task(s) from {escape(load.source)}; wrote {write.written} "
+                  f"to {escape(write.target)}")
     if load.skipped:
         console.print(skipped_table(f"skipped while reading ({len(load.skipped)})", load.skipped))
+    if load.warnings:
+        console.print(skipped_table(f"changed while reading leniently ({len(load.warnings)})",
+                                    load.warnings))
     if write.skipped:
         console.print(skipped_table(f"skipped while writing ({len(write.skipped)})", write.skipped))
     if write.dropped:
         fields = sorted({f for lost in write.dropped.values() for f in lost})
         console.print(f"[yellow]note[/] {len(write.dropped)} task(s) lost fields this format cannot hold: "
-                      f"{', '.join(fields)}", highlight=False)
+                      f"{escape(', '.join(fields))}", highlight=False)

@@ -31,7 +31,8 @@ FIELD_FIXES: dict[str, str] = {
     "environment.files": "use relative paths that stay inside the task directory",
     "tests": "give pytest tests (test_outputs.py) or a test script",
     "tests.weights": "name only test functions the tests define (`test_x` or `Class::test_x`), "
-    "with non-negative weights that sum to more than 0",
+    "with non-negative weights that sum to more than 0; or load with --lenient, which maps "
+    "keys like `x` to `test_x` and drops (and reports) what it cannot use",
     "tests.files": "use relative paths that stay inside the tests directory",
     "limits": "use positive numbers for timeouts and resource limits",
 }

@@ -118,7 +118,7 @@ def _lenient_weights(value: Mapping[str, Any], field: str,
         weight = _as_weight(raw)
         if weight is None:
             note(f"dropped {key!r}: its weight {raw!r} is not a non-negative number",
-                 f'give {key!r} a number, e.g. "{key}": 1')
+                 f'give {key!r} a number (e.g. "{key}": 1), or delete the entry')
             continue
         if isinstance(raw, str):
             note(f"read the text {raw!r} of {key!r} as the number {weight:g}",
