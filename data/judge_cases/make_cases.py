@@ -51,8 +51,8 @@ FINISH = act("finish", {"message": "Wrote error_count.txt and error_components.j
 SHORT = "<think>\n{}\n</think>\n"
 
 EPISODES = {
-    "ep_oracle_count_errors": (OraclePolicy(), (0.65, 0.95), "oracle: plans, one look, runs the solution, "
-                               "light check, finishes", ["planning", "exploration", "verification"]),
+    "ep_oracle_count_errors": (OraclePolicy(), (0.65, 0.95), ("oracle: plans, one look, runs the solution, "
+                               "light check, finishes"), ["planning", "exploration", "verification"]),
     "ep_careful_count_errors": (ScriptedPolicy([
         SHORT.format("Plan first, then look at the log format.") + TODO3 + "\n" + LS + "\n" + HEAD,
         GREP,
@@ -111,7 +111,8 @@ WORDS = ("grep -oE '[A-Za-z]+' /app/story.txt | tr 'A-Z' 'a-z' | sort | uniq -c 
          "| awk '{{print $2, $1}}' | {sort} -k2,2nr -k1,1 | head -n 10 > /app/top_words.txt")
 SUMMARY = _bash("cd /app && python3 - <<'EOF'\nimport csv, json, statistics\ngroups = {}\n"
                 "for row in csv.DictReader(open('weather.csv')):\n"
-                "    g = groups.setdefault(row['city'], {'n': 0, 't': [], 'h': []})\n    g['n'] += 1\n"
+                "    g = groups.setdefault(row['city'], {'n': 0, 't': [], 'h': []})\n"
+                "    g['n'] += 1\n"
                 "    if row['temp_c'].strip():\n        g['t'].append(float(row['temp_c']))\n"
                 "    if row['humidity'].strip() not in ('', 'n/a'):\n"
                 "        g['h'].append(float(row['humidity']))\n"
@@ -119,10 +120,10 @@ SUMMARY = _bash("cd /app && python3 - <<'EOF'\nimport csv, json, statistics\ngro
                 "'max_temp': max(g['t']), 'median_humidity': statistics.median(g['h'])} "
                 "for c, g in sorted(groups.items())}\n"
                 "json.dump(out, open('summary.json', 'w'), indent=2)\nEOF")
-CUT_THINK = "<think>\n" + ("The ranking looks right, but should a word like don't count as don and t? "
-                           "The task says a word is a maximal run of ASCII letters, so yes; and what "
-                           "about ties at the tenth place, do they need every tied word or exactly ten "
-                           "lines? ") * 72 + "So the"
+CUT_THINK = "<think>\n" + (
+    "The ranking looks right, but should a word like don't count as don and t? The task says a "
+    "word is a maximal run of ASCII letters, so yes; and what about ties at the tenth place, do "
+    "they need every tied word or exactly ten lines? ") * 72 + "So the"
 FAILURE_EPISODES = {
     "ep_repeated_failing_edit": ("fix-temperature-converter", ScriptedPolicy([
         _think("Plan, then read the converter.")
@@ -132,10 +133,10 @@ FAILURE_EPISODES = {
         act("finish", {"message": "Fixed the converter."})]), (0.10, 0.40),
         "the same failing edit eight times, the tool's hint ignored; finishes with nothing changed",
         ["tool_use", "efficiency", "flailing"],
-        "Plans and explores well (planning ~0.8, exploration 1.0), but then sends one edit whose "
+        ("Plans and explores well (planning ~0.8, exploration 1.0), but then sends one edit whose "
         "old_string does not match eight times in a row without reading the error's hint: no "
         "change is ever made, nothing is verified. That is the rubric's flailing cap (0.40: most "
-        "actions failing without a change of approach) and the no-verification cap."),
+        "actions failing without a change of approach) and the no-verification cap.")),
     "ep_repeated_failing_sed": ("fix-temperature-converter", ScriptedPolicy([
         _plan("Look at the converter", "Fix the formula", "Check the output") + "\n"
         + _bash("cat /app/convert.py"),
@@ -144,9 +145,9 @@ FAILURE_EPISODES = {
         act("finish", {"message": "Patched the formula with sed."})]), (0.10, 0.40),
         "runs the same broken `sed -i` six times (exit 1 each time) and finishes",
         ["tool_use", "efficiency", "flailing"],
-        "A plan and two good read-only steps, then six identical edits through sed that fail with "
+        ("A plan and two good read-only steps, then six identical edits through sed that fail with "
         "the same error: the failure is never read, the file never changes, the result is never "
-        "checked. Flailing (0.40) and no verification (0.60) caps; a good judge lands low."),
+        "checked. Flailing (0.40) and no verification (0.60) caps; a good judge lands low.")),
     "ep_out_of_tokens": ("word-frequency", ScriptedPolicy([
         _think("Plan, then look at the text.")
         + _plan("Inspect story.txt", "Count and rank the words", "Check top_words.txt") + "\n" + LS,
@@ -155,45 +156,47 @@ FAILURE_EPISODES = {
         + "\n" + DONE(1, 2),
         _bash("cat /app/top_words.txt") + "\n" + DONE(3),
         CUT_THINK]), (0.55, 0.85),
-        "plans, explores, solves and checks; then one long deliberation is cut off by the token "
-        "limit before <finish>", ["efficiency", "verification"],
-        "Every rubric item is done well up to the last reply (plan kept up, read-only look first, "
+        ("plans, explores, solves and checks; then one long deliberation is cut off by the token "
+        "limit before <finish>"), ["efficiency", "verification"],
+        ("Every rubric item is done well up to the last reply (plan kept up, read-only look first, "
         "result checked). The last reply deliberates at length and is cut off mid-sentence: one "
         "long think, not several replies thinking without acting, so the overthinking cap does "
-        "not fit; it costs efficiency and the missing <finish>."),
+        "not fit; it costs efficiency and the missing <finish>.")),
     "ep_no_exploration": ("csv-column-summary", ScriptedPolicy([
         _plan("Write summary.json", "Check it", "Finish") + "\n" + SUMMARY,
         _bash("python3 -m json.tool /app/summary.json") + "\n" + DONE(1, 2),
         DONE(3) + "\n" + act("finish", {"message": "Wrote /app/summary.json."})]), (0.15, 0.35),
         "plans, then writes the result without ever looking at the data; checks it afterwards",
         ["exploration", "change_before_exploration"],
-        "A plan and a check, but the first action that touches the system writes the output "
-        "without any read-only look at weather.csv: the change-before-exploration cap (0.30)."),
+        ("A plan and a check, but the first action that touches the system writes the output "
+        "without any read-only look at weather.csv: the change-before-exploration cap (0.30).")),
     "ep_no_todo_upkeep": ("csv-column-summary", ScriptedPolicy([
         _plan("Inspect weather.csv", "Handle missing values", "Write summary.json",
-              "Verify the JSON") + "\n" + _bash("head -n 5 /app/weather.csv; wc -l /app/weather.csv"),
+              "Verify the JSON")
+        + "\n" + _bash("head -n 5 /app/weather.csv; wc -l /app/weather.csv"),
         _bash("cut -d, -f1 /app/weather.csv | sort | uniq -c; grep -c 'n/a' /app/weather.csv"),
         SUMMARY,
         _bash("python3 -m json.tool /app/summary.json"),
         act("finish", {"message": "Wrote and checked /app/summary.json."})]), (0.60, 0.85),
         "a good plan made first and never updated; otherwise explores, solves and verifies",
         ["planning"],
-        "Exploration, tool use and verification are good. The todo list is made at once but no "
+        ("Exploration, tool use and verification are good. The todo list is made at once but no "
         "item is ever marked complete, which the rubric's planning item asks for: planning about "
-        "half marks, no cap applies."),
+        "half marks, no cap applies.")),
     "ep_recovers_from_errors": ("word-frequency", ScriptedPolicy([
         _plan("Inspect the story", "Rank the words", "Check the output") + "\n"
         + _bash("cat /app/story | head"),
         _think("Wrong file name; list the directory.") + LS,
         _bash("head -c 300 /app/story.txt"),
         _bash(WORDS.format(sort="sortt")),
-        _think("Typo in sort; run it again.") + _bash(WORDS.format(sort="sort")) + "\n" + DONE(1, 2),
+        _think("Typo in sort; run it again.") + _bash(WORDS.format(sort="sort"))
+        + "\n" + DONE(1, 2),
         _bash("cat /app/top_words.txt") + "\n" + DONE(3),
         act("finish", {"message": "Wrote /app/top_words.txt and checked it."})]), (0.70, 0.95),
         "two mistakes (a wrong path, a typo), each read and fixed at once; otherwise a careful run",
         ["tool_use", "verification"],
-        "Plans, explores, verifies, keeps the todo list. Two commands fail, and each failure is "
-        "read and corrected in the next reply: errors with a change of approach, not flailing."),
+        ("Plans, explores, verifies, keeps the todo list. Two commands fail, and each failure is "
+        "read and corrected in the next reply: errors with a change of approach, not flailing.")),
 }
 
 

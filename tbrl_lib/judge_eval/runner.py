@@ -3,6 +3,10 @@
     results = run_comparison(["rule", "anthropic:claude-sonnet-4-20250514"], cases, attempts=3)
     write_report(results, out_dir)      # results.csv/.parquet, per_case.csv, summary.csv, report.md, plot
 
+`write_report(..., appendix=calibration_lines(cal))` adds the rule judge's in-sample and
+cross-validated figures (`tbrl_lib.judge_eval.calibration`; `tbrl judge eval` does this
+whenever a rule judge is among the judges).
+
 Judges are called directly (no cache, no fallback), so attempts are independent and a failing
 judge shows up as missing scores (`error` column) instead of being replaced by another judge.
 """
@@ -70,8 +74,10 @@ async def _run(judges, cases, attempts, concurrency, progress) -> pd.DataFrame:
     return frame
 
 
-def write_report(results: pd.DataFrame, out_dir: str | Path, title: str = "Judge comparison") -> dict[str, Path]:
-    """Write the result tables, a markdown report and a score-vs-range plot into `out_dir`."""
+def write_report(results: pd.DataFrame, out_dir: str | Path, title: str = "Judge comparison",
+                 appendix: Sequence[str] = ()) -> dict[str, Path]:
+    """Write the result tables, a markdown report and a score-vs-range plot into `out_dir`;
+    `appendix` (markdown lines) ends the report."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cases, summary = per_case(results), summarize(results)
@@ -91,7 +97,8 @@ def write_report(results: pd.DataFrame, out_dir: str | Path, title: str = "Judge
              f"![scores vs expected ranges]({paths['plot'].name})", ""]
     errors = results[results["error"] != ""]
     if len(errors):
-        lines += ["## Failed calls", "", markdown_table(errors[["judge", "case", "attempt", "error"]])]
+        lines += ["## Failed calls", "", markdown_table(errors[["judge", "case", "attempt", "error"]]), ""]
+    lines += list(appendix)
     paths["report"].write_text("\n".join(lines))
     return paths
 

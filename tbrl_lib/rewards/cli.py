@@ -1,4 +1,5 @@
-"""`tbrl judge ...`: evaluate judges on labelled cases, score one trajectory, check a config."""
+"""`tbrl judge ...`: evaluate judges on labelled cases, calibrate the rule judge, score one
+trajectory, check a config."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ def eval_judges(
     out: Path = typer.Option(..., help="Output folder for results.csv/.parquet, summary.csv, report.md."),
     base_url: str = typer.Option(None, help="Base URL for the API judges (vLLM, OpenRouter, loopback)."),
 ) -> None:
-    """Score labelled cases with each judge; write the results and the rendered report.
+    """Score labelled cases with each judge; write the results and the rendered report (with
+    the rule judge's in-sample and cross-validated figures when it is among the judges).
     A judge whose API key is absent is refused before any case runs."""
     from tbrl_lib.judge_eval import load_cases, run_comparison, suite_dirs, summarize, write_report
-    from tbrl_lib.rewards.judges import make_judge, require_available
+    from tbrl_lib.judge_eval.calibration import calibrate, calibration_lines
+    from tbrl_lib.rewards.judges import RuleBasedJudge, make_judge, require_available
 
     options = {"base_url": base_url} if base_url else {}
     built = [make_judge(s, **(options if ":" in s and not s.startswith("config:") else {}))
@@ -34,7 +37,10 @@ def eval_judges(
     dirs = {d.name: d for d in cases} if cases else suite_dirs(suites, note=_note)
     loaded = [c for name, d in dirs.items() for c in load_cases(d, suite=name).cases]
     results = run_comparison(built, loaded, attempts=attempts, concurrency=concurrency)
-    paths = write_report(results, out, title=f"Judge comparison on {', '.join(dirs)}")
+    rule = any(isinstance(judge, RuleBasedJudge) for judge in built) and len(loaded) >= 3
+    appendix = calibration_lines(calibrate(loaded)) if rule else []
+    paths = write_report(results, out, title=f"Judge comparison on {', '.join(dirs)}",
+                         appendix=appendix)
     columns = ["rank", "judge", "pass_rate", "pass_ci_low", "pass_ci_high", "spearman",
                "mean_distance", "cost_usd"]
     typer.echo(summarize(results)[columns].to_string(index=False))
@@ -43,6 +49,29 @@ def eval_judges(
 
 def _note(line: str) -> None:
     typer.echo(line, err=True)
+
+
+@app.command("calibrate")
+def calibrate_rule_judge(
+    suites: str = typer.Option("auto", help="Case suites: auto (ours, plus the upstream six when "
+                               "present), or a comma list of ours, upstream (each must exist)."),
+    cases: list[Path] = typer.Option(None, help="Judge-case directories; given, they replace "
+                                     "--suites."),
+    out: Path = typer.Option(..., help="Output folder for calibration.md and per_case.csv."),
+) -> None:
+    """Fit the rule judge's thresholds on labelled cases and report pass rate and Spearman
+    in-sample, leave-one-out and leave-one-suite-out."""
+    from tbrl_lib.judge_eval import load_cases, suite_dirs
+    from tbrl_lib.judge_eval.calibration import calibrate, write_calibration_report
+
+    dirs = {d.name: d for d in cases} if cases else suite_dirs(suites, note=_note)
+    loaded = [c for name, d in dirs.items() for c in load_cases(d, suite=name).cases]
+    cal = calibrate(loaded)
+    paths = write_calibration_report(cal, out)
+    overall = cal.summary[cal.summary["suite"] == "all"]
+    typer.echo(overall[["scheme", "cases", "in_range", "pass_rate", "spearman"]]
+               .to_string(index=False))
+    typer.echo(f"report: {paths['report']}")
 
 
 @app.command("score")

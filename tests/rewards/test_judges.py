@@ -133,6 +133,56 @@ def test_rule_judge_flags_gaming_and_overthinking():
     assert "overthinking" in result.caps and result.score <= 0.45
 
 
+def _exchange(*pairs: tuple[str, str]) -> JudgeInput:
+    msgs = [{"role": "user", "content": "Fix the converter in /app/convert.py."}]
+    for reply, observation in pairs:
+        msgs.append({"role": "assistant", "content": reply})
+        if observation is not None:
+            msgs.append({"role": "user", "content": observation})
+    return JudgeInput.from_messages(msgs)
+
+
+PLAN_AND_LOOK = [(TODO + "\n" + READ, "<todo_output>\nAdded todo [1]\n</todo_output>\n\n"
+                  "<file_output>\n     1\tdef c_to_f(c):\n</file_output>"),
+                 (LS, "<bash_output>\nconvert.py\n</bash_output>")]
+SED_EDIT = "<file>\naction: edit\nfile_path: /app/convert.py\nold_string: 5 / 9\nnew_string: 9 / 5\n</file>"
+
+
+@pytest.mark.parametrize("failed_output", [
+    "<file_output>\nError editing file: sed: -e expression #1, char 5: unterminated `s' command\n"
+    "</file_output>",  # the upstream tool's report
+    "<file_output>\n[ERROR] old_string was not found in /app/convert.py\n</file_output>",  # ours
+])
+def test_ten_identical_failed_edits_are_failures_not_changes(failed_output):
+    item = _exchange(*PLAN_AND_LOOK, *[(SED_EDIT, failed_output)] * 10, (FINISH, None))
+    features = extract_features(item.messages)
+    assert features.changes == 0 and features.failures == 10 and features.repeated_failures == 9
+    result = RuleBasedJudge().score_sync(item)
+    assert "flailing" in result.caps and result.score <= 0.40
+
+
+def test_a_good_run_cut_off_by_the_token_limit_is_not_overthinking():
+    done = "<todo>\noperations:\n  - action: complete\n    task_id: 1\n</todo>"
+    cut = "<think>\n" + "Should ties list every word, or exactly ten lines? " * 400  # no end
+    item = _exchange(*PLAN_AND_LOOK, (EDIT, "<file_output>\nCreated /app/app.py\n</file_output>"),
+                     (CHECK + "\n" + done, "<bash_output>\n1\n</bash_output>"), (cut, None))
+    features = extract_features(item.messages)
+    assert features.cut_off and not features.finished and features.parse_errors == 0
+    result = RuleBasedJudge().score_sync(item)
+    assert "overthinking" not in result.caps and 0.55 <= result.score < 0.9
+
+
+def test_errors_fixed_at_once_are_not_flailing():
+    fail = "<bash_output>\ncat: /app/story: No such file or directory\n</bash_output>"
+    item = _exchange((TODO + "\n<bash>\ncmd: cat /app/story\n</bash>", fail),
+                     (LS, "<bash_output>\nstory.txt\n</bash_output>"),
+                     (READ, "<file_output>\n     1\tonce\n</file_output>"),
+                     (EDIT, "<file_output>\nCreated /app/app.py\n</file_output>"),
+                     (CHECK + "\n" + DONE, "<bash_output>\n1\n</bash_output>"), (FINISH, None))
+    result = RuleBasedJudge().score_sync(item)
+    assert result.caps == [] and result.score >= 0.8
+
+
 # -- backends against the loopback server --------------------------------------------------
 
 def test_anthropic_judge_uses_structured_output_and_prompt_caching():

@@ -14,7 +14,7 @@ from rich.console import Console
 from tbrl_lib.tasks import TaskFormatError, load_tasks, write_tasks
 from tbrl_lib.tasks.console import skipped_table
 from tbrl_lib.tasks.csv_format import csv_projection
-from tbrl_lib.tasks.model import MAX_BINARY_BYTES, DOCKER_SAFE_ID, Environment, safe_task_id
+from tbrl_lib.tasks.model import DOCKER_SAFE_ID, MAX_BINARY_BYTES, Environment, safe_task_id
 
 from .helpers import assert_names, make_task
 
@@ -34,14 +34,25 @@ def harbor_tasks():
 
 def test_upper_case_id_loads_and_maps_to_a_docker_safe_id(harbor_tasks):
     task = harbor_tasks["R_package_Summary-Stats"]
-    assert DOCKER_SAFE_ID.match(task.safe_id) and task.safe_id.startswith("r-package-summary-stats-")
+    assert DOCKER_SAFE_ID.match(task.safe_id) and task.safe_id.startswith(
+        "r-package-summary-stats-"
+    )
     assert safe_task_id("r_package_summary-stats") != task.safe_id  # case matters: no collision
-    assert harbor_tasks["py313-dated-logs"].safe_id == "py313-dated-logs"  # safe ids stay as they are
+    assert (
+        harbor_tasks["py313-dated-logs"].safe_id == "py313-dated-logs"
+    )  # safe ids stay as they are
     assert make_task(id="count-error-lines").safe_id == "count-error-lines"
 
 
-@pytest.mark.parametrize("bad, problem", [("has space", "whitespace"), (".hidden", "starts with '.'"),
-                                          ("a/b", "path separator"), ("x" * 201, "1-200")])
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        ("has space", "whitespace"),
+        (".hidden", "starts with '.'"),
+        ("a/b", "path separator"),
+        ("x" * 201, "1-200"),
+    ],
+)
 def test_ids_no_directory_could_carry_are_still_refused(bad, problem):
     with pytest.raises(ValueError, match=problem):
         make_task(id=bad)
@@ -112,7 +123,9 @@ def test_tb1_weight_variants_lenient_maps_or_reports_every_entry():
     source = json.loads((HELLO / "test_weights.json").read_text())
     for key in source:  # never silently dropped: each entry is kept or named in a warning
         assert any(repr(key) in problem for problem in problems), key
-    assert any("dropped 'test_goodbye_file'" in p and "names no test function" in p for p in problems)
+    assert any(
+        "dropped 'test_goodbye_file'" in p and "names no test function" in p for p in problems
+    )
     assert any("dropped '_comment'" in p for p in problems)
     assert all(w.location.endswith("hello-world") and w.fix for w in report.warnings)
 
@@ -126,8 +139,9 @@ def test_lenient_weights_of_a_written_task_read_back_strictly(tmp_path):
 
 def test_rich_tables_print_error_text_as_written():
     pattern = "'^[a-z0-9][a-z0-9._-]{0,127}$'"
-    error = TaskFormatError("tasks/[bold]x", "directory name", f"does not match {pattern}",
-                            "rename it to match [a-z]")
+    error = TaskFormatError(
+        "tasks/[bold]x", "directory name", f"does not match {pattern}", "rename it to match [a-z]"
+    )
     screen = Console(record=True, width=400)
     screen.print(skipped_table("skipped", [error]))
     text = screen.export_text()

@@ -31,13 +31,15 @@ def fixture_tasks():
 
 
 def _run(client, image: str, script: str) -> str:
-    return client.containers.run(image, ["bash", "-c", script], remove=True, network_mode="none",
-                                 stderr=True).decode()
+    return client.containers.run(
+        image, ["bash", "-c", script], remove=True, network_mode="none", stderr=True
+    ).decode()
 
 
 @pytest.mark.parametrize("task_id", ["R_package_Summary-Stats", "py313-dated-logs", "hello-world"])
-def test_fixture_builds_through_the_task_image_path(docker_client, base_image, fixture_tasks,
-                                                    task_id):
+def test_fixture_builds_through_the_task_image_path(
+    docker_client, base_image, fixture_tasks, task_id
+):
     task = fixture_tasks[task_id]
     tag = asyncio.run(ensure_image(task))
     assert tag.startswith(f"tbrl-task/{task.safe_id}:")
@@ -58,9 +60,15 @@ def test_ubuntu_style_dockerfile_builds_with_no_network(docker_client, base_imag
     task = fixture_tasks["R_package_Summary-Stats"]
     base_images.ensure_substitutes(docker_client, from_images(task))
     log = []
-    for chunk in docker_client.api.build(fileobj=io.BytesIO(build_context(task)), custom_context=True,
-                                         network_mode="none", rm=True, forcerm=True, decode=True,
-                                         tag="tbrl-test/offline-ubuntu-fixture:latest"):
+    for chunk in docker_client.api.build(
+        fileobj=io.BytesIO(build_context(task)),
+        custom_context=True,
+        network_mode="none",
+        rm=True,
+        forcerm=True,
+        decode=True,
+        tag="tbrl-test/offline-ubuntu-fixture:latest",
+    ):
         log.append(chunk.get("stream", "") + chunk.get("error", ""))
         assert "error" not in chunk, "".join(log)[-2000:]
     docker_client.images.remove("tbrl-test/offline-ubuntu-fixture:latest", force=True)

@@ -1,13 +1,20 @@
-"""The offline rule-based judge: the judge rubric scored from the parsed trajectory.
+"""The offline rule-based judge: the judge rubric scored from the recorded facts of a trajectory.
 
-No model, no network, deterministic: the cheap baseline and the offline default. Each
-assistant reply is parsed with the agent's own parser (`tbrl_lib.agent.parse_actions`), so
-the judge sees exactly the actions the episode ran and the parse errors the model saw.
-Features (see `TrajectoryFeatures`): when the first todo list appears and how many items
-were completed; read-only actions before the first change; parse errors; checks after the
-last change and before finishing; the share of text spent thinking and the replies that
-think without acting; signs of gaming (touching tests, faking results). The same rubric
-items, weights and hard caps as the LLM judges' prompt (`prompt.RUBRIC_WEIGHTS`, `CAPS`).
+No model, no network, deterministic: the cheap baseline and the offline default. Features
+come from `facts.trajectory_facts`: every action the episode ran (parsed with the agent's
+own parser), paired with its tool result and whether that result reports failure (the
+observation format, not free text). So a failed edit is a failed action, not a change; the
+same failed action sent again is a repeat; a reply cut off by the token limit is the last
+reply of an unfinished run, not a habit of thinking without acting.
+
+Features (`TrajectoryFeatures`): when the first todo list appears, how many items it gets
+and how many are marked complete; successful read-only or probing actions before the first
+successful change; checks after the last change; parse errors; failed actions and repeats of
+one failed action; thinking per reply and replies that think at length without acting
+(the final, cut-off reply excepted); whether the run wrote <finish>; signs of gaming. They
+feed the rubric items, weights and hard caps of the LLM judges' prompt (`prompt.
+RUBRIC_WEIGHTS`, `CAPS`); the thresholds in `RuleParams` were fit on labelled cases by
+`tbrl_lib.judge_eval.calibration` (leave-one-out figures in the README).
 
 Left out: understanding *whether* a command was a good idea; it counts, it does not read.
 """
@@ -18,148 +25,208 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 
-from tbrl_lib.agent import parse_actions
+from tbrl_lib.agent.actions import TodoAction
 from tbrl_lib.rewards.judges.base import JudgeInput, JudgeResult
+from tbrl_lib.rewards.judges.facts import ReplyFact, ToolFact, command_class, trajectory_facts
 from tbrl_lib.rewards.judges.prompt import CAPS, RUBRIC_WEIGHTS
 
-VERSION = "rule-v1"
-READ_ONLY_CMD = re.compile(
-    r"^\s*(ls|ll|cat|head|tail|less|more|grep|egrep|rg|find|pwd|echo|which|whereis|type|file|stat|"
-    r"wc|tree|env|printenv|id|whoami|uname|df|du|ps|top|free|diff|cmp|md5sum|sha256sum|"
-    r"sqlite3 .*\.(schema|tables)|git (status|log|diff|show|branch)|pip3? (list|show|freeze|--version)|"
-    r"python3? (--version|-V)|[\w./-]+ --version|cd|sort|uniq|cut|awk '[^>]*'$|jq|nl|od|xxd|curl -[sSIi]+ )",
-    re.IGNORECASE)
-CHANGE_HINT = re.compile(r"(>|\btee\b|(?:^|[;&|(]\s*|sudo\s+)(rm|mv|cp|mkdir|touch|chmod|chown|ln|kill|"
-                         r"make|patch|truncate)\b|sed -i|pip3? (install|uninstall)|apt(-get)? (install|remove|purge)|"
-                         r"git (commit|checkout|reset|apply)|systemctl|service |python3? -m venv|npm install)")
-INSTALL = re.compile(r"^\s*(sudo\s+)?(pip3?|python3? -m pip|apt(-get)?|uv|npm|yarn|cargo|go|gem)\s+(install|add|get|update)\b")
-FAILURE = re.compile(r"(Traceback \(most recent call last\)|command not found|No such file or directory|"
-                     r"^(error|fatal|E):|exit code:? [1-9]|returned non-zero|Permission denied|\[ERROR\])",
-                     re.IGNORECASE | re.MULTILINE)
-"""Signs that a tool call failed (not the word "error" anywhere: logs under study contain it)."""
-CHECK_CMD = re.compile(r"(pytest|unittest|\btest\b|python3? [\w/.-]+\.py|python3? -c|curl|cat |ls|"
-                       r"diff|grep|--version|sqlite3|bash [\w/.-]+\.sh|\./|node |go test|cargo test)")
-GAMING = re.compile(r"(/tests/|test_outputs\.py|conftest\.py|reward\.txt|reward\.json|"
-                    r"junitxml|sitecustomize|usercustomize|\.pth\b|alias pytest|ld\.so\.preload)")
-THINK = re.compile(r"<think>(.*?)(</think>|$)", re.DOTALL)
+VERSION = "rule-v2"
+GAMING = re.compile(
+    r"(/tests/|test_outputs\.py|conftest\.py|reward\.txt|reward\.json|"
+    r"junitxml|sitecustomize|usercustomize|\.pth\b|alias pytest|ld\.so\.preload)"
+)
+NEUTRAL = ("todo", "scratchpad", "finish", "setup")
+"""Action classes that neither explore, change nor check (installs are set-up)."""
+
+
+@dataclass(frozen=True)
+class RuleParams:
+    """Thresholds of the rule judge. The defaults here are the hand-set priors every fit
+    starts from; `DEFAULT_PARAMS` (what the judge uses) is their fit on the labelled cases."""
+
+    reads_for_exploration: int = 2
+    """Successful read-only actions before the first change that earn full exploration."""
+    late_plan_credit: float = 0.5
+    """Planning credit for a todo list first made after the second reply."""
+    upkeep_share: float = 0.5
+    """Share of the planning credit that needs the items marked complete."""
+    failure_tolerance: float = 0.2
+    """Share of failed actions tool use forgives."""
+    flail_repeats: int = 2
+    """Repeats of one failed action (sent again unchanged) that make the flailing cap."""
+    think_chars_per_reply: int = 3000
+    """Mean thinking per reply above which efficiency drops."""
+    idle_think_chars: int = 1500
+    """Thinking in a reply without an action that counts as idle deliberation."""
+    unfinished_penalty: float = 0.15
+    """Taken off the weighted score when the run never wrote <finish>."""
+    stacked_cap_step: float = 0.05
+    """Each cap beyond the first lowers the capped score by this much."""
+
+
+DEFAULT_PARAMS = RuleParams(
+    reads_for_exploration=3, upkeep_share=0.25, idle_think_chars=3000, stacked_cap_step=0.1
+)
+"""The fit on all 24 labelled cases (`tbrl judge calibrate` refits and reports how it carries
+over to held-out cases)."""
 
 
 @dataclass
 class TrajectoryFeatures:
     replies: int = 0
-    first_todo_reply: int | None = None
-    todo_added: int = 0
-    todo_completed: int = 0
+    first_plan_reply: int | None = None
+    plan_items: int = 0
+    completed: int = 0
+    replans: int = 0
+    """Todo `add` batches after the first reply that planned (plans made again)."""
     reads_before_change: int = 0
     changes: int = 0
-    first_change_reply: int | None = None
+    failed_changes: int = 0
     checks_after_last_change: int = 0
     finished: bool = False
+    cut_off: bool = False
+    """The last reply ran no action and the run never finished (token or turn limit)."""
+    cut_off_think_chars: int = 0
+    """Thinking in that cut-off reply (not held against the run's efficiency)."""
     parse_errors: int = 0
     actions: int = 0
+    """Actions other than todo, scratchpad and finish."""
+    failures: int = 0
+    repeated_failures: int = 0
+    """Failed actions identical to an earlier failed action."""
     think_chars: int = 0
     other_chars: int = 0
     idle_thinking_replies: int = 0
-    """Replies with a long thinking block and no action."""
-    long_think_replies: int = 0
-    failed_results: int = 0
-    """Tool results (the user turn after a reply) that report an error."""
-    replans: int = 0
-    """Todo `add` batches after the first one (plans made again instead of followed)."""
     gaming_signals: list[str] = field(default_factory=list)
 
 
-def extract_features(messages: tuple[dict, ...] | list[dict]) -> TrajectoryFeatures:
-    f = TrajectoryFeatures()
-    checks: list[int] = []
-    previous_acted = False
-    for message in messages:
-        if message["role"] != "assistant":
-            if previous_acted and FAILURE.search(message["content"] or ""):
-                f.failed_results += 1
-            previous_acted = False
-            continue
-        f.replies += 1
-        text = message["content"] or ""
-        thinking = "".join(m.group(1) for m in THINK.finditer(text))
-        f.think_chars += len(thinking)
-        f.other_chars += max(0, len(THINK.sub("", text).strip()))
-        if len(thinking) > 1500:
-            f.long_think_replies += 1
-        parsed = parse_actions(text)
-        f.parse_errors += len(parsed.errors)
-        if not parsed.actions and len(thinking) > 1500:
-            f.idle_thinking_replies += 1
-        previous_acted = bool(parsed.actions)
-        for action in parsed.actions:
-            f.actions += 1
-            kind = action.kind
-            if kind == "todo":
-                if any(op.action == "add" for op in action.operations) and f.first_todo_reply:
-                    f.replans += 1
-                for op in action.operations:
-                    if op.action == "add":
-                        f.todo_added += 1
-                        if f.first_todo_reply is None:
-                            f.first_todo_reply = f.replies
-                    elif op.action == "complete":
-                        f.todo_completed += 1
-                continue
-            if kind == "finish":
-                f.finished = True
-                continue
-            if kind.startswith("scratchpad"):
-                continue
-            command = getattr(action, "cmd", "") or ""
-            touched = " ".join(str(v) for v in action.model_dump().values())
-            if GAMING.search(touched):
-                f.gaming_signals.append(f"reply {f.replies}: {kind} touches {GAMING.search(touched).group(0)}")
-            if kind == "bash" and INSTALL.match(command) and not CHANGE_HINT.search(
-                    INSTALL.sub("", command).replace("install", "")):
-                continue  # installing a tool is set-up: neither exploration nor a change
-            if _is_change(kind, command):
-                f.changes += 1
-                checks = []
-                if f.first_change_reply is None:
-                    f.first_change_reply = f.replies
-            else:
-                if f.changes == 0:
-                    f.reads_before_change += 1
-                if kind != "bash" or CHECK_CMD.search(command):
-                    checks.append(f.replies)
-    f.checks_after_last_change = len(checks)
+def extract_features(
+    messages: tuple[dict, ...] | list[dict], params: RuleParams = DEFAULT_PARAMS
+) -> TrajectoryFeatures:
+    """The rubric's facts about one trajectory (see the module docstring)."""
+    return features_from_facts(trajectory_facts(messages), params)
+
+
+def features_from_facts(
+    replies: list[ReplyFact], params: RuleParams = DEFAULT_PARAMS
+) -> TrajectoryFeatures:
+    """`extract_features` on already parsed facts (calibration parses each case once)."""
+    f = TrajectoryFeatures(replies=len(replies))
+    finished = any(c.kind == "finish" for r in replies for c in r.calls)
+    f.cut_off = bool(replies) and not finished and not any(c.action for c in replies[-1].calls)
+    f.cut_off_think_chars = replies[-1].think_chars if f.cut_off else 0
+    failed: set[str] = set()
+    checks = 0
+    for reply in replies:
+        f.think_chars += reply.think_chars
+        f.other_chars += reply.other_chars
+        if f.cut_off and reply is replies[-1]:
+            break  # a tag cut off mid-way is the limit's doing, not a parse error or idle thought
+        idle = (
+            not any(c.action for c in reply.calls) and reply.think_chars >= params.idle_think_chars
+        )
+        f.idle_thinking_replies += idle
+        for call in reply.calls:
+            checks = _count_call(f, reply, call, failed, checks)
+    f.checks_after_last_change = checks if f.changes else 0
     return f
 
 
-def _is_change(kind: str, command: str) -> bool:
-    if kind in ("file.write", "file.edit", "file.multi_edit"):
-        return True
-    if kind != "bash":
-        return False
-    cleaned = re.sub(r"[0-9&]?>\s*/dev/null|2>&1", "", command)
-    return bool(CHANGE_HINT.search(cleaned))
+def _count_call(
+    f: TrajectoryFeatures, reply: ReplyFact, call: ToolFact, failed: set[str], checks: int
+) -> int:
+    """Fold one action into the features; returns the checks since the last change."""
+    if call.action is None:
+        f.parse_errors += 1
+        return checks
+    if isinstance(call.action, TodoAction):
+        _count_plan(f, reply.index, call.action)
+        return checks
+    kind = command_class(call.action)
+    if kind == "finish":
+        f.finished = True
+    touched = GAMING.search(" ".join(str(v) for v in call.action.record()["fields"].values()))
+    if touched:
+        f.gaming_signals.append(f"reply {reply.index}: {call.kind} touches {touched.group(0)}")
+    if kind in NEUTRAL:
+        return checks
+    f.actions += 1
+    if not call.ok:
+        f.failures += 1
+        f.repeated_failures += call.signature in failed
+        failed.add(call.signature)
+        f.failed_changes += kind == "change"
+        return checks
+    if kind == "change":
+        f.changes += 1
+        return 0
+    if f.changes == 0:
+        f.reads_before_change += 1
+    return checks + 1
 
 
-def score_features(f: TrajectoryFeatures, use_caps: bool = True) -> tuple[float, dict[str, float], list[str]]:
+def _count_plan(f: TrajectoryFeatures, reply: int, action: TodoAction) -> None:
+    added = sum(op.action == "add" for op in action.operations)
+    if added and f.first_plan_reply is not None and reply > f.first_plan_reply:
+        f.replans += 1
+    if added and f.first_plan_reply is None:
+        f.first_plan_reply = reply
+    f.plan_items += added
+    f.completed += sum(op.action == "complete" for op in action.operations)
+
+
+def score_features(
+    f: TrajectoryFeatures, use_caps: bool = True, params: RuleParams = DEFAULT_PARAMS
+) -> tuple[float, dict[str, float], list[str]]:
     """(final score, rubric item scores, caps applied) — the rubric of `judge_prompt.md`."""
-    if f.first_todo_reply is None:
-        planning = 0.0
-    else:
-        early = 0.8 if f.first_todo_reply <= 2 else 0.4
-        progress = min(1.0, f.todo_completed / max(1, f.todo_added))
-        planning = max(0.0, early + 0.2 * progress - 0.1 * f.replans)
-    exploration = min(1.0, f.reads_before_change / 2)
-    acted = max(1, f.replies)
-    fail_share = f.failed_results / acted
-    tool_use = max(0.0, 1.0 - 0.2 * f.parse_errors - max(0.0, fail_share - 0.2))
+    p = params
+    planning = 0.0
+    if f.first_plan_reply is not None:
+        early = 1.0 if f.first_plan_reply <= 2 else p.late_plan_credit
+        upkeep = min(1.0, f.completed / max(1, f.plan_items))
+        planning = early * (1 - p.upkeep_share + p.upkeep_share * upkeep) - 0.1 * f.replans
+    exploration = min(1.0, f.reads_before_change / p.reads_for_exploration)
+    fail_share = f.failures / max(1, f.actions)
+    tool_use = (
+        1.0
+        - 0.2 * f.parse_errors
+        - max(0.0, fail_share - p.failure_tolerance)
+        - 0.1 * f.repeated_failures
+    )
     verification = min(1.0, float(f.checks_after_last_change)) if f.changes else 0.0
-    mean_think = f.think_chars / acted
-    efficiency = max(0.0, 1.0 - 0.25 * f.idle_thinking_replies - max(0.0, mean_think - 3000) / 3000)
-    items = {"planning": planning, "exploration": exploration, "tool_use": tool_use,
-             "verification": verification, "efficiency": efficiency}
+    acted = max(1, f.replies - f.cut_off)
+    mean_think = (f.think_chars - f.cut_off_think_chars) / acted
+    efficiency = (
+        1.0
+        - 0.25 * f.idle_thinking_replies
+        - 0.1 * f.repeated_failures
+        - max(0.0, mean_think - p.think_chars_per_reply) / p.think_chars_per_reply
+    )
+    items = {
+        name: round(max(0.0, min(1.0, value)), 4)
+        for name, value in (
+            ("planning", planning),
+            ("exploration", exploration),
+            ("tool_use", tool_use),
+            ("verification", verification),
+            ("efficiency", efficiency),
+        )
+    }
     score = sum(RUBRIC_WEIGHTS[k] * v for k, v in items.items())
+    if not f.finished:
+        score -= p.unfinished_penalty
+    caps = applicable_caps(f, mean_think, fail_share, p) if use_caps else []
+    if caps:
+        score = min(score, min(CAPS[c] for c in caps) - p.stacked_cap_step * (len(caps) - 1))
+    return round(max(0.0, min(1.0, score)), 4), items, caps
+
+
+def applicable_caps(
+    f: TrajectoryFeatures, mean_think: float, fail_share: float, p: RuleParams = DEFAULT_PARAMS
+) -> list[str]:
+    """The rubric's hard caps that the features show."""
     caps = []
-    if f.first_todo_reply is None:
+    if f.first_plan_reply is None:
         caps.append("no_todo")
     if f.changes and f.reads_before_change == 0:
         caps.append("change_before_exploration")
@@ -167,15 +234,17 @@ def score_features(f: TrajectoryFeatures, use_caps: bool = True) -> tuple[float,
         caps.append("gaming")
     if f.parse_errors >= 3:
         caps.append("parse_errors")
-    if f.idle_thinking_replies >= 2 or mean_think > 4000:
+    if f.idle_thinking_replies >= 2 or mean_think > 2 * p.think_chars_per_reply:
         caps.append("overthinking")
-    if f.checks_after_last_change == 0 or not f.changes:
+    if f.checks_after_last_change == 0:
         caps.append("no_verification")
-    if f.replans >= 3 or (f.replies >= 4 and fail_share >= 0.25):
+    if (
+        f.replans >= 3
+        or f.repeated_failures >= p.flail_repeats
+        or (f.failures >= 3 and fail_share >= 0.5)
+    ):
         caps.append("flailing")
-    for cap in caps if use_caps else []:
-        score = min(score, CAPS[cap])
-    return round(max(0.0, min(1.0, score)), 4), items, caps
+    return caps
 
 
 class RuleBasedJudge:
@@ -183,20 +252,30 @@ class RuleBasedJudge:
 
     prompt_version = VERSION
 
-    def __init__(self, name: str = "rule", caps: bool = True) -> None:
+    def __init__(
+        self, name: str = "rule", caps: bool = True, params: RuleParams = DEFAULT_PARAMS
+    ) -> None:
         self.name = name
         self.caps = caps
+        self.params = params
 
     async def score(self, item: JudgeInput) -> JudgeResult:
         return self.score_sync(item)
 
     def score_sync(self, item: JudgeInput) -> JudgeResult:
         t0 = time.perf_counter()
-        features = extract_features(item.messages)
-        score, items, caps = score_features(features, self.caps)
+        features = extract_features(item.messages, self.params)
+        score, items, caps = score_features(features, self.caps, self.params)
         facts = {k: v for k, v in asdict(features).items() if k != "gaming_signals"}
         reasoning = ", ".join(f"{k}={v}" for k, v in facts.items())
         if features.gaming_signals:
             reasoning += "; gaming: " + "; ".join(features.gaming_signals[:3])
-        return JudgeResult(score=score, judge=self.name, prompt_version=VERSION, subscores=items,
-                           caps=caps, reasoning=reasoning, latency_s=time.perf_counter() - t0)
+        return JudgeResult(
+            score=score,
+            judge=self.name,
+            prompt_version=VERSION,
+            subscores=items,
+            caps=caps,
+            reasoning=reasoning,
+            latency_s=time.perf_counter() - t0,
+        )
