@@ -29,7 +29,8 @@ no asciinema.
 
 Rebuilds happen only when a recipe changes: the root filesystem's recipe (suite, mirror,
 packages, CAs) and the full recipe (plus the layers) are stored as labels and compared on
-every call, so a second call is a no-op.
+every call, so a second call is a no-op. A substitute also records the id of the image it
+was made from (`tbrl.source-id`) and is made again when that image was rebuilt.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ PRETAGGED = (
 LABEL_RECIPE = "tbrl.recipe"
 LABEL_ROOTFS_RECIPE = "tbrl.rootfs-recipe"
 LABEL_SUBSTITUTE = "tbrl.substitute-for"
+LABEL_SOURCE_ID = "tbrl.source-id"
 LAYERS = {BASE_IMAGE: BASE_LAYER, UBUNTU_IMAGE: UBUNTU_LAYER}
 
 
@@ -138,7 +140,7 @@ def rootfs_recipe() -> str:
 
 def recipe_hash() -> str:
     """Hash of the whole recipe: the root filesystem and the layers on it."""
-    blob = "\n".join([rootfs_recipe(), BASE_LAYER, UBUNTU_LAYER]).encode()
+    blob = f"{rootfs_recipe()}\n{BASE_LAYER}\n{UBUNTU_LAYER}".encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -173,8 +175,11 @@ def status(client: docker.DockerClient) -> list[ImageStatus]:
         substitute = LABEL_SUBSTITUTE in labels
         source = labels.get("tbrl.source", "local Debian")
         detail = f"substitute ({source})" if substitute else "present"
-        if labels.get(LABEL_RECIPE) not in (None, recipe_hash()):
-            detail += " (stale recipe: `tbrl images bootstrap` rebuilds)"
+        recipe = recipe_hash()
+        stale = _stale(client, name, labels, recipe) if substitute else \
+            labels.get(LABEL_RECIPE) not in (None, recipe)
+        if stale:
+            detail += " (stale: `tbrl images bootstrap` rebuilds it)"
         rows.append(ImageStatus(name, True, substitute, detail))
     return rows
 
@@ -200,12 +205,11 @@ def bootstrap(client: docker.DockerClient, pull: bool = False, force: bool = Fal
             done.append(image)
     for name in sorted({*PRETAGGED, *substitutes(client)}):
         labels = _labels(client, name)
-        if labels is not None and not force and labels.get(LABEL_RECIPE) == recipe:
-            continue
         if labels is not None and LABEL_SUBSTITUTE not in labels:
             continue  # the real image was pulled; leave it alone
-        tag_substitute(client, name, recipe)
-        done.append(name)
+        if labels is None or force or _stale(client, name, labels, recipe):
+            tag_substitute(client, name, recipe)
+            done.append(name)
     return done
 
 
@@ -216,8 +220,10 @@ def ensure_substitutes(client: docker.DockerClient, names: Iterable[str]) -> lis
     tagged = []
     for name in dict.fromkeys(names):
         family = family_of(name)
-        if family is None or _labels(client, name) is not None:
-            continue
+        labels = _labels(client, name) if family else None
+        if family is None or (labels is not None and not (
+                LABEL_SUBSTITUTE in labels and _stale(client, name, labels, recipe_hash()))):
+            continue  # no family, the real image, or a current substitute
         if "@" in name:
             raise SubstituteError(
                 f"FROM {name} pins a digest of {family.repository}, which no local substitute "
@@ -239,7 +245,21 @@ def tag_substitute(client: docker.DockerClient, name: str, recipe: str) -> None:
                               f"({', '.join(f.repository for f in FAMILIES)})")
     _build(client, f"FROM {family.source}\n", name,
            {LABEL_RECIPE: recipe, LABEL_SUBSTITUTE: name, "tbrl.source": family.source,
-            "tbrl.provides": family.provides})
+            LABEL_SOURCE_ID: client.images.get(family.source).id, "tbrl.provides": family.provides})
+
+
+def _stale(client: docker.DockerClient, name: str, labels: dict[str, str], recipe: str) -> bool:
+    """A substitute made by another recipe, or from an image that has been rebuilt since."""
+    family = family_of(name)
+    source = _image_id(client, family.source) if family else None
+    return labels.get(LABEL_RECIPE) != recipe or labels.get(LABEL_SOURCE_ID) != source
+
+
+def _image_id(client: docker.DockerClient, name: str) -> str | None:
+    try:
+        return client.images.get(name).id
+    except ImageNotFound:
+        return None
 
 
 def _import_rootfs(client: docker.DockerClient, recipe: str, log: Callable[[str], object]) -> None:

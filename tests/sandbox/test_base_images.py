@@ -76,6 +76,20 @@ def test_any_tag_of_a_family_is_substituted_on_demand(docker_client, base_image)
         docker_client.images.remove(name, force=True)
 
 
+def test_a_substitute_of_a_rebuilt_image_is_made_again(docker_client, base_image):
+    name = "ghcr.io/laude-institute/t-bench/python-3-13:20990101"
+    old = {base_images.LABEL_SUBSTITUTE: name, base_images.LABEL_RECIPE: base_images.recipe_hash(),
+           base_images.LABEL_SOURCE_ID: "sha256:an-image-since-rebuilt"}
+    try:
+        base_images._build(docker_client, f"FROM {base_images.BASE_IMAGE}\n", name, old)
+        assert "stale" in {r.name: r.detail for r in base_images.status(docker_client)}[name]
+        assert base_images.ensure_substitutes(docker_client, [name]) == [name]
+        labels = docker_client.images.get(name).labels
+        assert labels[base_images.LABEL_SOURCE_ID] == docker_client.images.get(base_image).id
+    finally:
+        docker_client.images.remove(name, force=True)
+
+
 def test_names_of_no_family_are_left_alone_and_digests_are_refused(docker_client, base_image):
     assert base_images.ensure_substitutes(docker_client, ["example.org/some/image:1"]) == []
     with pytest.raises(base_images.SubstituteError, match="use a tag instead"):
