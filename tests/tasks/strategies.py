@@ -34,7 +34,8 @@ def tests_strategy(draw):
     pytest = None
     if has_pytest:
         header = draw(st.sampled_from(["", "import os\n\n", "# comment\n"]))
-        pytest = header + "".join(f"def {n}():\n    assert True\n\n" for n in names) or "def test_only():\n    pass\n"
+        functions = "".join(f"def {n}():\n    assert True\n\n" for n in names)
+        pytest = header + (functions or "def test_only():\n    pass\n")  # a test file defines tests
     script = draw(st.none() | NON_BLANK) if has_pytest else draw(NON_BLANK)
     defined = names or (["test_only"] if pytest and "test_only" in pytest else [])
     weighted = draw(st.lists(st.sampled_from(defined), unique=True)) if defined and pytest else []
