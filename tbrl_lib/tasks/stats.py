@@ -80,8 +80,9 @@ def task_stats(tasks: Sequence[Task]) -> TaskStats:
         sizes["instruction_chars"].append(len(task.instruction))
         sizes["dockerfile_lines"].append(len((task.environment.dockerfile or "").splitlines()))
         sizes["test_functions"].append(len(task.tests.test_names()))
-        sizes["env_files"].append(len(task.environment.files))
-        sizes["env_bytes"].append(sum(len(text.encode()) for text in task.environment.files.values()))
+        context = task.environment.context_files()  # text and binary files alike
+        sizes["env_files"].append(len(context))
+        sizes["env_bytes"].append(sum(len(data) for data in context.values()))
     stats.sizes = sizes
     return stats
 
