@@ -1,11 +1,16 @@
-"""In-container test runner, executed by the verifier's own runtime (see `runtime.py`).
+"""In-container test runner, executed by the verifier's own runtime (see
+`tbrl_lib.sandbox.runtime_volume`).
 
-Standard library only: this file is copied into the task container after the episode and
-run as `<root>/lib/ld.so ... <root>/usr/bin/interp -I -S -B <root>/run <root>/config.json`.
+Standard library only. It is never written into the container: the verifier passes its
+source on the command line of the runtime's interpreter
+(`/.tbrl-rt/rt/lib/ld.so ... interp -I -S -B -c <bootstrap>`) and its settings in the
+`TBRL_VERIFY` environment variable; the test files wait in a fresh root-only directory.
 It never imports anything from the container before the tests themselves do.
 
 What it does, in order:
-1. becomes its own process group (so the verifier can kill everything it started);
+1. makes itself non-dumpable (other processes of the container, which lack CAP_SYS_PTRACE,
+   can no longer read its environment, open its file descriptors or attach to it) and
+   becomes its own process group (so everything it started can be killed);
 2. builds `sys.path`: its own stdlib and pytest first, then the container's site-packages
    directories (path lines of `.pth` files only; `import` lines, `sitecustomize` and
    `usercustomize` are never executed); pins common stdlib modules and blocks pytest's
@@ -16,7 +21,8 @@ What it does, in order:
    explicit rootdir and JUnit XML written into a pipe (never a file anyone can rewrite);
    or, for script-only tasks, runs `tests/test.sh` with the runtime's bash and reads
    `/logs/verifier/reward.txt|json` (after clearing that directory);
-5. prints one line `<frame-marker> <base64 JSON>` on a duplicate of the original stdout.
+5. removes its directory and prints one line `<frame-marker> <base64 JSON>` on a duplicate
+   of the original stdout.
 An alarm emits a partial report (the outcomes seen so far) when the time limit is hit.
 """
 
@@ -29,8 +35,10 @@ import subprocess
 import sys
 import threading
 
-CONFIG = json.load(open(sys.argv[1], encoding="utf-8"))
+CLI_MODE = len(sys.argv) > 1 and sys.argv[1] == "cli"
+CONFIG = json.loads(os.environ.pop("TBRL_VERIFY_CLI" if CLI_MODE else "TBRL_VERIFY"))
 ROOT = CONFIG["root"]
+RT = CONFIG["rt"]
 REPORT_FD = os.dup(1)
 STATE = {"outcomes": {}, "hash_before": None, "hash_after": None, "notes": []}
 PIN = ("os", "re", "json", "subprocess", "pathlib", "shutil", "tempfile", "csv", "hashlib",
@@ -53,6 +61,7 @@ def emit(extra):
 
 def on_alarm(signum, frame):
     emit({"timed_out": True, "junit": None})
+    remove_root()
     os.killpg(0, signal.SIGKILL)
 
 
@@ -89,8 +98,18 @@ def container_site_dirs():
     return dirs
 
 
+def no_dumping():
+    """PR_SET_DUMPABLE=0: /proc/<pid>/environ, fd/ and ptrace need CAP_SYS_PTRACE from now on."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    except (OSError, AttributeError):
+        STATE["notes"].append("could not make the runner non-dumpable")
+
+
 def isolate_imports():
-    rt = ROOT + "/rt"
+    rt = RT
     sys.path[:] = [p for p in sys.path if p.startswith(rt)] + [rt + "/site"]
     for name in PIN:
         __import__(name)
@@ -159,15 +178,18 @@ def run_pytest(targets):
 
 
 def run_script():
-    rt = ROOT + "/rt"
+    rt = RT
     loader = [rt + "/lib/ld.so", "--inhibit-cache", "--library-path", rt + "/lib"]
-    me = " ".join(loader + [rt + "/usr/bin/interp", "-I", "-S", "-B", ROOT + "/run",
-                            ROOT + "/cli.json"])
+    me = " ".join(loader + [rt + "/usr/bin/interp", "-I", "-S", "-B", "-c", "'" + CONFIG["boot"] + "'",
+                            "cli"])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BASH_FUNC_", "BASH_ENV", "ENV"))}
+    cli = {k: v for k, v in CONFIG.items() if k not in ("marker", "boot")}
+    env["TBRL_VERIFY_CLI"] = json.dumps(cli)
     env["BASH_FUNC_pytest%%"] = "() { " + me + ' "$@"; }'
     proc = subprocess.run(loader + [rt + "/usr/bin/bash", "--noprofile", "--norc",
                                     CONFIG["tests_dst"] + "/test.sh"],
                           env=env, cwd=CONFIG["workdir"])
+    STATE["hash_after"] = tree_hash(ROOT + "/tests")
     reward = {}
     for name in ("reward.txt", "reward.json"):
         path = os.path.join(CONFIG["logs_dir"], name)
@@ -177,8 +199,10 @@ def run_script():
 
 
 def main():
+    if not CLI_MODE:
+        no_dumping()
     isolate_imports()
-    if CONFIG.get("cli"):  # `pytest` called from a Harbor test.sh: same isolation, its args
+    if CLI_MODE:  # `pytest` called from a Harbor test.sh: same isolation, its args
         import pytest
 
         sys.exit(int(pytest.main([*sys.argv[2:], *isolation_flags(CONFIG["tests_dst"])])))
@@ -193,12 +217,21 @@ def main():
     STATE["hash_before"] = tree_hash(ROOT + "/tests")
     if CONFIG["mode"] == "pytest":
         code, junit = run_pytest([ROOT + "/tests/" + name for name in CONFIG["test_files"]])
-        emit({"timed_out": False, "exit_code": code, "junit": junit})
+        result = {"timed_out": False, "exit_code": code, "junit": junit}
     else:
         code, reward = run_script()
-        emit({"timed_out": False, "exit_code": code, "junit": None, "reward_files": reward})
+        result = {"timed_out": False, "exit_code": code, "junit": None, "reward_files": reward}
+    signal.alarm(0)
+    remove_root()
+    emit(result)
     sys.stdout.flush()
     os._exit(0)
+
+
+def remove_root():
+    import shutil
+
+    shutil.rmtree(ROOT, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,22 @@
-"""The sandbox seam: what an episode, a verifier and a validator may ask of a container.
+"""The sandbox seam: what an episode and a verifier may ask of a container.
 
 Everything above `tbrl_lib.sandbox` talks to this `Protocol`, never to Docker directly,
 so a rollout is the same code whether the container is local, on another Docker host,
 or handed out by a warm pool. All methods are async: a GRPO step drives hundreds of
 rollouts concurrently from one event loop.
+
+The agent works through `run` (its persistent shell) and the file methods. The verifier
+uses the isolated operations: `exec_isolated` (a fresh process started by the engine, not
+by the agent's shell, with an explicit environment), `put_archive` (files written by the
+engine), and `runtime_dir`, where tbrl's own interpreter and tools are mounted read-only.
+
+Who is to blame when something fails (`SandboxError.infra`), decided by cause, not by
+symptom: only an unreachable engine, a failed transport, a container that vanished or was
+stopped from outside (its init ignores every signal from inside), or a container that
+could not be built or started is infrastructure. When the engine answers and the
+container runs, whatever went wrong inside it (a dead shell that cannot restart, the
+pids or memory limit, the wall clock, a refused file operation) is the agent's doing
+and is scored.
 """
 
 from __future__ import annotations
@@ -13,16 +26,35 @@ from typing import Protocol, runtime_checkable
 
 
 class SandboxError(RuntimeError):
-    """The infrastructure failed (daemon gone, container died, OOM-kill of the shell).
+    """A sandbox operation failed; `kind` names what failed, `infra` says whose fault it is.
 
-    Distinct from the agent failing its task: rewards mark such rollouts `infra_error`
-    so training can mask them instead of teaching the model it failed.
-    `kind` names what failed (e.g. "daemon_unreachable", "container_died", "build_failed").
+    Infrastructure kinds ("daemon_unreachable", "container_died", "build_failed", ...) make
+    a rollout `infra_error` (masked in training, retried in evaluation); the agent's kinds
+    ("pids", "memory", "wall_clock", "shell_broken", "exec_failed") are scored.
     """
 
     def __init__(self, message: str = "", kind: str = "infra") -> None:
         super().__init__(message)
         self.kind = kind
+
+    @property
+    def infra(self) -> bool:
+        """True when the infrastructure failed; False when the agent caused it (see module doc)."""
+        return self.kind in INFRA_KINDS
+
+
+INFRA_KINDS = frozenset({
+    "infra", "daemon_unreachable", "container_gone", "container_died", "start_timeout",
+    "create_failed", "no_capacity", "build_failed", "build_timeout", "shell_failed",
+    "runtime_failed", "image_missing", "pool_failed", "pool_timeout",
+})
+"""`SandboxError.kind`s that are infrastructure failures. The others are the agent's doing:
+`pids`, `memory`, `wall_clock` (limits), `shell_broken` (the shell died and no new one
+starts), `exec_failed` (the engine refused an operation on a running container)."""
+
+
+class SandboxClosed(RuntimeError):
+    """A sandbox was used after it was closed: a bug in the caller, never an infra error."""
 
 
 class SandboxLimitExceeded(SandboxError):
@@ -45,6 +77,17 @@ class CommandResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """A process started with `exec_isolated`."""
+
+    exit_code: int | None
+    """None when it was still running at the deadline (then it was killed)."""
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
 
 
 @dataclass
@@ -71,6 +114,21 @@ class Sandbox(Protocol):
     async def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None: ...
 
     async def read_file(self, path: str, max_bytes: int | None = None) -> bytes: ...
+
+    runtime_dir: str
+    """Where tbrl's runtime (loader, interpreter, pytest, bash) is mounted read-only."""
+    workdir: str
+    """The directory the agent's shell starts in (tests run there too)."""
+
+    async def exec_isolated(self, argv: list[str], *, env: dict[str, str], timeout: float,
+                            user: str = "0:0", workdir: str = "/") -> ExecResult:
+        """Start `argv` as a new process of the container (not through the agent's shell),
+        with exactly `env`; wait at most `timeout` s, then kill it (`timed_out`)."""
+        ...
+
+    async def put_archive(self, path: str, tar: bytes) -> None:
+        """Extract a tar at `path` inside the container, written by the engine as root."""
+        ...
 
     async def __aenter__(self) -> Sandbox: ...
 

@@ -4,21 +4,24 @@ Container settings (see `_host_config`): the task's cpus / memory (swap off) / p
 storage limits; network `none` unless the task (or config) allows internet; all
 capabilities dropped except a small set that package installs and servers need;
 `no-new-privileges`; no Docker socket or host mounts; logging driver `none` (output goes
-through the shell, not the daemon's log files); a tiny init (`docker-init`) as pid 1 with
-`sleep infinity` under it, so the shell can die and be restarted without the container
-dying. Labels: `tbrl.owner` (host:pid:start), `tbrl.run`, `tbrl.task` (see `reaper.py`).
+through the shell, not the daemon's log files); tbrl's runtime volume mounted read-only at
+`/.tbrl-rt`, whose `init.py` is PID 1: it ignores every signal from inside and reaps
+orphans, so the agent can kill its shell (a new one starts) but not its container. Labels: `tbrl.owner` (host:pid:start), `tbrl.run`, `tbrl.task` (see `reaper.py`).
 
 Storage limits need overlay2 on xfs with pquota (or another driver that supports
 `--storage-opt size`); where the daemon refuses, the container starts without one and
 `limits_applied["storage"]` says why (also logged once per host).
 
-Infrastructure failures are raised, never returned as a command result: a dead daemon
-(`SandboxError` kind `daemon_unreachable`), a dead container (`container_died`), an OOM
-kill that took the shell or container down (`SandboxLimitExceeded` kind `memory`), the
-pids limit exhausted (`pids`: checked when a command times out, every 5 s while one runs
-long, and after output showing a failed fork), the rollout's wall-clock limit
-(`wall_clock`; commands are clipped to the deadline, and a timer kills the container a
-few seconds after it as a backstop). Once raised, every later call re-raises it. A
+Failures are raised, never returned as a command result, and classified by cause (see
+`base.py`): a dead daemon (`daemon_unreachable`), a container that vanished
+(`container_gone`) or was stopped from outside (`container_died`) are infrastructure; an
+OOM kill that took the shell down (`SandboxLimitExceeded` kind `memory`), the pids limit
+exhausted (`pids`: checked when a command times out, every 5 s while one runs long, and
+after output showing a failed fork), the rollout's wall-clock limit (`wall_clock`;
+commands are clipped to the deadline, and a timer kills the container a few seconds after
+it as a backstop), a shell that died and cannot be restarted (`shell_broken`) and an
+operation the engine refuses on a running container (`exec_failed`) are the agent's
+doing. Once raised, every later call re-raises it. A
 *command* killed by the OOM killer while the shell survives is returned with exit code
 137 and a notice (like a terminal's "Killed"); OOM kills are read from the daemon's
 `oom` events, since Docker sets `State.OOMKilled` only when pid 1 dies.
@@ -31,14 +34,23 @@ import logging
 import time
 
 from docker.errors import APIError, DockerException, InvalidVersion, NotFound
-from docker.types import LogConfig
+from docker.types import LogConfig, Mount
 
 from tbrl_lib.sandbox import reaper
-from tbrl_lib.sandbox.base import CommandResult, SandboxError, SandboxLimitExceeded, SandboxStats
+from tbrl_lib.sandbox.base import (
+    CommandResult,
+    ExecResult,
+    SandboxClosed,
+    SandboxError,
+    SandboxLimitExceeded,
+    SandboxStats,
+)
 from tbrl_lib.sandbox.config import SandboxConfig
 from tbrl_lib.sandbox.files import FileTransfer
 from tbrl_lib.sandbox.hosts import Host, acquire_slot, release_slot
 from tbrl_lib.sandbox.images import ensure_image
+from tbrl_lib.sandbox.isolated_exec import exec_with_deadline
+from tbrl_lib.sandbox.runtime_volume import INIT, RUNTIME_MOUNT, ensure_runtime_volume
 from tbrl_lib.sandbox.shell import PersistentShell
 from tbrl_lib.tasks.model import Task
 
@@ -47,7 +59,6 @@ log = logging.getLogger(__name__)
 KEEP_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
              "NET_BIND_SERVICE")
 """Capabilities a root shell needs for ordinary task work (apt, pip, chown, servers)."""
-KEEPER = "exec sleep infinity 2>/dev/null || while :; do sleep 3600; done"
 WALL_CLOCK_GRACE_S = 5.0
 REAP_WAIT_S = 30.0
 """How long a first sandbox waits for the automatic reap of dead processes' leftovers before
@@ -61,6 +72,8 @@ PIDS_WATCH_EVERY_S = 5.0
 
 class DockerSandbox(FileTransfer):
     """A `Sandbox` backed by one Docker container. Use via `open_sandbox`."""
+
+    runtime_dir = RUNTIME_MOUNT
 
     def __init__(self, task: Task, config: SandboxConfig | None = None) -> None:
         self.task = task
@@ -77,6 +90,7 @@ class DockerSandbox(FileTransfer):
         self._closed = False
         self._failed: SandboxError | None = None
         """Set once an infrastructure failure or limit ended the rollout; later calls re-raise it."""
+        self._runtime_volume = ""
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> DockerSandbox:
@@ -85,6 +99,10 @@ class DockerSandbox(FileTransfer):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    @property
+    def workdir(self) -> str:
+        return self.config.workdir
 
     @property
     def wall_clock_s(self) -> float:
@@ -147,6 +165,7 @@ class DockerSandbox(FileTransfer):
         except TimeoutError:
             log.warning("tbrl: reaping leftovers on %s takes over %.0fs; going on without "
                         "waiting (`tbrl docker reap` finishes it)", host.name, REAP_WAIT_S)
+        self._runtime_volume = await ensure_runtime_volume(host)
         return await ensure_image(self.task, host)
 
     async def _create_and_start(self, image: str) -> None:
@@ -169,7 +188,7 @@ class DockerSandbox(FileTransfer):
         while True:
             try:
                 created = api.create_container(
-                    image, entrypoint=["sh", "-c", KEEPER], command=[], labels=labels,
+                    image, entrypoint=INIT, command=[], labels=labels,
                     host_config=self._host_config(api, storage if want_storage else None),
                 )
                 break
@@ -203,7 +222,8 @@ class DockerSandbox(FileTransfer):
             nano_cpus=int(limits.cpus * 1e9), mem_limit=mem, memswap_limit=mem,
             pids_limit=limits.pids, network_mode="bridge" if internet else "none",
             cap_drop=["ALL"], cap_add=sorted(set(KEEP_CAPS) | set(self.config.cap_add)),
-            security_opt=["no-new-privileges"], init=True,
+            security_opt=["no-new-privileges"], init=False,
+            mounts=[Mount(RUNTIME_MOUNT, self._runtime_volume, type="volume", read_only=True)],
             log_config=LogConfig(type="none"),
             storage_opt={"size": f"{storage_mb}M"} if storage_mb else None,
         )
@@ -247,7 +267,8 @@ class DockerSandbox(FileTransfer):
         if self._failed is not None:
             raise self._failed
         if self._closed or self.shell is None:
-            raise SandboxError(f"task {self.task.id}: the sandbox is closed", kind="closed")
+            raise SandboxClosed(f"task {self.task.id}: the sandbox is closed (used after its "
+                                "`async with` block ended)")
 
     async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
         self._check_open()
@@ -261,9 +282,8 @@ class DockerSandbox(FileTransfer):
             self._failed = err
             raise
         except SandboxError as err:
-            await self._diagnose(err, since)
-            self._failed = err
-            raise
+            self._failed = await self._blame(err, "running a command", since)
+            raise self._failed from err
         self._check_open()
         if result.timed_out and effective < wanted:
             self._failed = SandboxLimitExceeded(
@@ -323,23 +343,66 @@ class DockerSandbox(FileTransfer):
                 events.close()
         return await self.host.call(query, what="reading OOM events")
 
-    async def _diagnose(self, err: SandboxError, since: float) -> None:
-        """Turn a shell failure into the infrastructure reason behind it, when there is one."""
+    async def _blame(self, err: Exception, what: str, since: float) -> SandboxError:
+        """The `SandboxError` for a failure, classified by cause (see `base.py`): the engine
+        unreachable, the container gone or stopped from outside -> infrastructure; an OOM
+        kill -> the memory limit; anything else while the container runs -> the agent's."""
         if self._expired:
             self._check_open()
+        if isinstance(err, SandboxError) and err.kind == "daemon_unreachable":
+            return err
         try:
             state = await self._state()
-        except NotFound as gone:
-            raise SandboxError(f"task {self.task.id}: container {self.container_id[:12]} "
-                               "disappeared", kind="container_died") from gone
+        except NotFound:
+            return SandboxError(f"task {self.task.id}: container {self.container_id[:12]} "
+                                f"disappeared during {what}", kind="container_gone")
+        except SandboxError as unreachable:
+            return unreachable
         if await self._oom_since(since):
-            raise SandboxLimitExceeded(
+            return SandboxLimitExceeded(
                 "memory", f"task {self.task.id}: the shell or container was OOM-killed (memory "
-                f"limit {self.task.limits.memory_mb} MB)") from err
+                f"limit {self.task.limits.memory_mb} MB)")
         if not state.get("Running"):
-            raise SandboxError(f"task {self.task.id}: container died (exit "
-                               f"{state.get('ExitCode')}, {state.get('Error') or 'no error'})",
-                               kind="container_died") from err
+            return SandboxError(f"task {self.task.id}: container stopped from outside during {what} "
+                                f"(exit {state.get('ExitCode')}, {state.get('Error') or 'no error'})",
+                                kind="container_died")
+        if isinstance(err, SandboxLimitExceeded):
+            return err
+        kind = "shell_broken" if isinstance(err, SandboxError) else "exec_failed"
+        return SandboxError(f"task {self.task.id}: {what} failed inside the running container "
+                            f"(the agent's doing): {err}", kind=kind)
+
+    # ------------------------------------------------------------------ isolated operations
+    async def exec_isolated(self, argv: list[str], *, env: dict[str, str], timeout: float,
+                            user: str = "0:0", workdir: str = "/") -> ExecResult:
+        self._check_alive()
+        since = time.time()
+        try:
+            return await self.host.call(exec_with_deadline, self.host.client.api, self.container_id,
+                                        argv, env, timeout, user, workdir, what="an isolated exec")
+        except (DockerException, SandboxError, OSError) as err:
+            raise await self._blame(err, "an isolated exec", since) from err
+
+    async def put_archive(self, path: str, tar: bytes) -> None:
+        self._check_alive()
+        since = time.time()
+        try:
+            ok = await self.host.call(self.host.client.api.put_archive, self.container_id, path, tar,
+                                      what=f"writing files into {path}")
+        except (DockerException, SandboxError, OSError) as err:
+            raise await self._blame(err, f"writing files into {path}", since) from err
+        if not ok:
+            raise await self._blame(RuntimeError(f"the engine refused to extract into {path}"),
+                                    f"writing files into {path}", since)
+        self.stats.bytes_written += len(tar)
+
+    def _check_alive(self) -> None:
+        """Isolated operations work after the episode ended on a limit (the verifier still
+        runs); only a closed sandbox or an infrastructure failure stops them."""
+        if self._closed or self.container_id is None:
+            raise SandboxClosed(f"task {self.task.id}: the sandbox is closed")
+        if self._failed is not None and self._failed.infra:
+            raise self._failed
 
     async def _note_oom(self, result: CommandResult, since: float) -> CommandResult:
         if not await self._oom_since(since):

@@ -20,7 +20,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from tbrl_lib.sandbox.base import SandboxError
+from tbrl_lib.sandbox.base import SandboxClosed, SandboxError
 from tbrl_lib.sandbox.config import SandboxConfig
 from tbrl_lib.sandbox.container import DockerSandbox
 from tbrl_lib.tasks.model import Task
@@ -99,7 +99,7 @@ class SandboxPool:
     async def acquire(self) -> DockerSandbox:
         """A ready sandbox (hand-off), or a freshly started one when the pool is empty."""
         if self._closed:
-            raise SandboxError(f"warm pool for {self.task.id} is closed", kind="closed")
+            raise SandboxClosed(f"warm pool for {self.task.id} is closed (close_pools() ran first)")
         self.last_used = asyncio.get_running_loop().time()
         try:
             sandbox = self._ready.get_nowait()

@@ -143,7 +143,7 @@ ATTACKS = [
     Attack("background_rewriter", WRONG_CALC + heredoc("/tmp/fake.xml", FAKE_JUNIT)
            + heredoc("/tmp/pass_tests.py", PASSING_TESTS) + "touch /tmp/stamp\n" + daemon(
         "exec 9<> <(:)\nwhile :; do\n  shopt -s globstar nullglob dotglob\n"
-        "  for f in /logs/**/*.xml /tmp/**/*.xml /.tbrl*/**/test_outputs.py /tests*/**/test_outputs.py;"
+        "  for f in /logs/**/*.xml /tmp/**/*.xml /.tbrl-v*/**/test_outputs.py /tests*/**/test_outputs.py;"
         " do\n"
         "    case $f in *.xml) printf '%s' \"$(</tmp/fake.xml)\" > \"$f\";;"
         " *) printf '%s\\n' \"$(</tmp/pass_tests.py)\" > \"$f\";; esac\n  done\n"
@@ -169,9 +169,7 @@ ATTACKS = [
 
 def naive_verify(sandbox) -> float:
     """What a naive verifier scores: pytest from PATH in a login shell, JUnit at a fixed path."""
-    from tbrl_lib.rewards.verifier import container_of
-
-    container = container_of(sandbox)
+    container = sandbox.host.client.containers.get(sandbox.container_id)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         data = TESTS.encode()

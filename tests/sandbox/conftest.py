@@ -2,7 +2,8 @@
 
 `second_daemon` starts a throw-away `dockerd` on a private socket and data root (no
 bridge, no iptables), loads a ~5 MB image made of the host's bash/coreutils binaries
-into it (cheaper than `docker save | load` of the base image), and stops it at the end.
+into it for the tasks, and the base image (`docker save | load`): every engine builds its
+verifier runtime volume from the base image. It stops the daemon at the end.
 It needs root and `dockerd`; otherwise the tests that use it are skipped with the reason.
 """
 
@@ -117,6 +118,10 @@ def second_daemon(docker_client):
     for c in (client, docker_client):  # the same tiny image on both daemons
         c.api.import_image_from_data(rootfs, repository=repo, tag=tag)
     client.close()
+    from tbrl_lib.sandbox.base_images import BASE_IMAGE
+
+    subprocess.run(f"docker save {BASE_IMAGE} | docker -H {D2_URL} load -q", shell=True,
+                   check=True, capture_output=True, timeout=300)
     yield D2_URL
     docker_client.api.remove_image(MINI_IMAGE, force=True)
     if started is not None:

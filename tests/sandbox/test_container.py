@@ -16,6 +16,7 @@ from tbrl_lib.sandbox import (
     open_sandbox,
 )
 from tbrl_lib.sandbox.container import KEEP_CAPS
+from tbrl_lib.sandbox.runtime_volume import INIT, RUNTIME_MOUNT
 from tests.sandbox.conftest import make_task, run
 
 pytestmark = pytest.mark.docker
@@ -34,8 +35,13 @@ def test_limits_labels_and_isolation_as_the_daemon_sees_them(docker_client, base
             assert hc["PidsLimit"] == 100
             assert hc["CapDrop"] == ["ALL"] and set(hc["CapAdd"]) == set(KEEP_CAPS)
             assert "no-new-privileges" in hc["SecurityOpt"]
-            assert hc["Init"] is True and not hc["Privileged"]
-            assert not info["Mounts"] and not hc["Binds"]
+            assert not hc["Privileged"] and not hc["Binds"]
+            # PID 1 is tbrl's init from the read-only runtime volume, the only mount.
+            assert info["Config"]["Entrypoint"] == INIT
+            (mount,) = info["Mounts"]
+            assert mount["Destination"] == RUNTIME_MOUNT and mount["RW"] is False
+            r = await sb.run("cat /proc/1/cmdline | tr '\\0' ' '")
+            assert "init.py" in r.output
             assert labels["tbrl.run"] == "run-42" and labels["tbrl.task"] == "limits-check"
             _, pid, _ = labels["tbrl.owner"].rsplit(":", 2)
             assert int(pid) > 0
