@@ -13,8 +13,8 @@ Metrics: `reward/total`, `reward/tests`, `reward/judge`, `reward/judge_missing`,
 """
 
 from tbrl_lib.rewards.reward import RewardBreakdown, RewardConfig, combine, reward_function
-from tbrl_lib.rewards.rollout import score_rollout
-from tbrl_lib.rewards.verifier import TestReport, VerifierSetupError, verify
+from tbrl_lib.rewards.scoring import score_rollout
+from tbrl_lib.rewards.verifier import TestReport, verify
 
-__all__ = ["RewardBreakdown", "RewardConfig", "TestReport", "VerifierSetupError", "combine", "reward_function",
+__all__ = ["RewardBreakdown", "RewardConfig", "TestReport", "combine", "reward_function",
            "score_rollout", "verify"]

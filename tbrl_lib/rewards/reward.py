@@ -10,8 +10,9 @@ failure always flags `infra_error`. NaN never leaves this module.
 `reward_function(...)` wraps the same logic in TRL's reward-function shape
 `f(completions, **kwargs) -> list[float]`, reading the per-rollout breakdowns that the
 rollout code passes in `kwargs["reward_breakdowns"]` (TRL forwards extra dataset/rollout
-columns as keyword arguments). Masked rollouts come back as `None`, which TRL treats as
-"no reward from this function" for that sample.
+columns as keyword arguments). Masked rollouts (a None breakdown, or one flagged
+`infra_error`) come back as `None`; TRL gives a row that every function left None a zero
+advantage and keeps it out of the group baseline.
 """
 
 from __future__ import annotations
@@ -124,6 +125,9 @@ def reward_function(key: str = "total") -> Callable[..., list[float | None]]:
                 f"{len(completions)} completions)")
         out: list[float | None] = []
         for item in breakdowns:
+            if item is None:  # a masked (infra error) rollout: no reward from any function
+                out.append(None)
+                continue
             item = item if isinstance(item, RewardBreakdown) else RewardBreakdown(**item)
             out.append(None if item.infra_error else getattr(item, key))
         return out
