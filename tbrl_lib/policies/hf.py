@@ -1,103 +1,84 @@
-"""`HFPolicy`: a local Hugging Face causal LM (transformers `generate`), token ids in and out.
+"""Local Hugging Face causal LMs: `HFBackend` (batched `generate`) and `HFPolicy`.
 
-The first turn renders the chat template once. Every later turn appends only the new
-environment text - the end of the model's turn, the observation as a user message, the
-generation prompt - rendered by the same template and tokenized on its own, to the ids
-generated so far. The model therefore always continues from exactly the ids it produced,
-and the trajectory is their plain concatenation (no re-tokenization, no drift).
+`HFBackend` samples a left-padded batch with `transformers` `generate` and returns, per
+prompt, the sampled ids up to and including the first stop token and their log-probs
+under the sampling distribution (tempered, top-p filtered). The trainer uses it on its
+live model (CPU runs, debugging); `HFPolicy` uses it on a checkpoint for evaluation and
+episodes, behind a `BatchingGenerator`, so concurrent episodes share forward passes.
 
-Generation runs in a worker thread, one at a time per policy (CPU tests, the tiny smoke
-model, small evaluations). Left out: batching across episodes - at scale, generation goes
-through vLLM (`OpenAIPolicy` or the trainer's own engine).
+`HFPolicy` is a `TokenPolicy` (see `chat.py`): exact ids in and out, the one renderer.
+Left out: KV-cache reuse across turns (each turn re-encodes the context; at scale,
+generation goes through vLLM, which caches prefixes).
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from pathlib import Path
+from typing import Any
 
-from tbrl_lib.policies.base import ContextOverflow, Conversation, Generation
-
-_SENTINEL = "\ue000tbrl-assistant-sentinel\ue001"
-
-
-def continuation_text(tokenizer, new_messages: list[dict[str, str]], last_token_id: int | None,
-                      enable_thinking: bool = True) -> str:
-    """The template text that follows a finished assistant turn: its end-of-turn marker (minus
-    what the model already generated), the new messages, and the generation prompt."""
-    shell = [{"role": "user", "content": "u"}, {"role": "assistant", "content": _SENTINEL}]
-    rendered = tokenizer.apply_chat_template(shell + new_messages, add_generation_prompt=True, tokenize=False,
-                                             enable_thinking=enable_thinking)
-    suffix = rendered[rendered.index(_SENTINEL) + len(_SENTINEL):]
-    if last_token_id is not None:
-        generated = tokenizer.decode([last_token_id])
-        if generated and suffix.startswith(generated):
-            suffix = suffix[len(generated):]
-    return suffix
+from tbrl_lib.policies.batching import BatchingGenerator
+from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_ids
 
 
-class HFPolicy:
+class HFBackend:
+    """Batched sampling with `transformers` `generate` (one call at a time per model)."""
+
+    def __init__(self, model: Any, tokenizer: Any, temperature: float, top_p: float = 1.0,
+                 seed: int | None = None) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.temperature, self.top_p, self.seed = temperature, top_p, seed
+        self.eos_ids = set(stop_token_ids(tokenizer))
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
+        self._lock = threading.Lock()
+
+    def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]:
+        import torch
+
+        width = max(len(p) for p in prompts)
+        device = next(self.model.parameters()).device
+        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        sampling = self.temperature > 0
+        with self._lock:
+            if self.seed is not None:
+                torch.manual_seed(self.seed)
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                with torch.no_grad():
+                    out = self.model.generate(
+                        input_ids=ids, attention_mask=mask, do_sample=sampling,
+                        temperature=self.temperature if sampling else None,
+                        top_p=self.top_p if sampling else None, top_k=0 if sampling else None,
+                        max_new_tokens=max_new_tokens, pad_token_id=self.pad_id,
+                        eos_token_id=sorted(self.eos_ids), output_scores=True,
+                        return_dict_in_generate=True,
+                    )
+            finally:
+                self.model.train(was_training)
+        new = out.sequences[:, width:]
+        # Scores are the processed (tempered, top-p filtered) logits: the sampling distribution.
+        logps = torch.stack(out.scores, dim=1).float().log_softmax(-1)
+        picked = logps.gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        results = []
+        for row, row_logps in zip(new.tolist(), picked.tolist(), strict=True):
+            end = next((i + 1 for i, tok in enumerate(row) if tok in self.eos_ids), None)
+            stop = end if end is not None else len(row)
+            results.append(Sample(row[:stop], row_logps[:stop], stopped=end is not None))
+        return results
+
+
+class HFPolicy(TokenPolicy):
+    """A local checkpoint (`hf:PATH`), sampled through a `BatchingGenerator`."""
+
     def __init__(self, path: str | Path, *, temperature: float = 1.0, top_p: float = 1.0,
                  enable_thinking: bool = True, device: str = "cpu", seed: int | None = None) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.name = f"hf:{path}"
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-        self.model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
-        self.device = device
-        self.temperature, self.top_p, self.seed = temperature, top_p, seed
-        self.enable_thinking = enable_thinking
-        self.stop_ids = sorted({self.tokenizer.eos_token_id,
-                                *[i for i in self.tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"])
-                                  if isinstance(i, int) and i != self.tokenizer.unk_token_id]} - {None})
-        self.max_context = getattr(self.model.config, "max_position_embeddings", 32768)
-        self._lock = threading.Lock()
-
-    def env_ids(self, conversation: Conversation) -> list[int]:
-        """Ids to append before this turn's generation."""
-        if not conversation.token_ids:
-            text = self.tokenizer.apply_chat_template(conversation.messages, add_generation_prompt=True,
-                                                      tokenize=False, enable_thinking=self.enable_thinking)
-        else:
-            last_assistant = max(i for i, m in enumerate(conversation.messages) if m["role"] == "assistant")
-            last = conversation.token_ids[-1]  # only a stop token stands for the template's end-of-turn
-            text = continuation_text(self.tokenizer, conversation.messages[last_assistant + 1:],
-                                     last if last in self.stop_ids else None, self.enable_thinking)
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
-    async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
-        env = self.env_ids(conversation)
-        prompt = list(conversation.token_ids) + env
-        room = self.max_context - len(prompt)
-        if room <= 0:
-            raise ContextOverflow(f"{self.name}: the conversation has {len(prompt)} tokens; the model's context is "
-                                  f"{self.max_context}")
-        completion, logprobs = await asyncio.to_thread(self._locked_sample, prompt, min(max_new_tokens, room))
-        finish = "stop" if completion and completion[-1] in self.stop_ids else "length"
-        text = self.tokenizer.decode(completion, skip_special_tokens=False)
-        if finish == "stop":
-            text = text[: len(text) - len(self.tokenizer.decode(completion[-1:]))]
-        return Generation(text=text, completion_ids=completion, env_ids=env, logprobs=logprobs,
-                          prompt_tokens=len(prompt), completion_tokens=len(completion), finish_reason=finish)
-
-    def _locked_sample(self, prompt: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
-        with self._lock:
-            return self._sample(prompt, max_new_tokens)
-
-    def _sample(self, prompt: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
-        import torch
-
-        if self.seed is not None:
-            torch.manual_seed(self.seed)
-        input_ids = torch.tensor([prompt], device=self.device)
-        with torch.no_grad():
-            out = self.model.generate(input_ids, attention_mask=torch.ones_like(input_ids),
-                                      max_new_tokens=max_new_tokens, do_sample=self.temperature > 0,
-                                      temperature=self.temperature or None, top_p=self.top_p,
-                                      eos_token_id=self.stop_ids, pad_token_id=self.tokenizer.pad_token_id,
-                                      return_dict_in_generate=True, output_logits=True)
-        completion = out.sequences[0, len(prompt):].tolist()
-        logits = torch.stack(out.logits, dim=1)[0].float()
-        logprobs = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(completion).unsqueeze(1)).squeeze(1)
-        return completion, logprobs.tolist()
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
+        self.model = model
+        self.backend = HFBackend(model, tokenizer, temperature, top_p, seed=seed)
+        super().__init__(f"hf:{path}", TokenChat(tokenizer, enable_thinking), BatchingGenerator(self.backend),
+                         max_context=getattr(model.config, "max_position_embeddings", 32768))

@@ -12,6 +12,7 @@ from tbrl_lib.agent.prompts import initial_messages
 from tbrl_lib.agent.trajectory import Termination
 from tbrl_lib.policies import make_policy
 from tbrl_lib.policies.base import ContextOverflow, Conversation
+from tbrl_lib.policies.chat import Sample
 from tbrl_lib.policies.hf import HFPolicy
 from tbrl_lib.policies.tiny_model import build_tiny_qwen3
 from tests.agent.conftest import in_sandbox, toy_task
@@ -34,12 +35,13 @@ class ScriptedTokens(HFPolicy):
     def __init__(self, path, replies, **kw):
         super().__init__(path, **kw)
         self.replies, self.prompts = replies, []
+        self.sampler = self
 
-    def _sample(self, prompt, max_new_tokens):
+    async def sample(self, prompt, max_new_tokens):
         self.prompts.append(list(prompt))
         text = self.replies[len(self.prompts) - 1]
         ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
-        return ids, [-1.0] * len(ids)
+        return Sample(ids, [-1.0] * len(ids), stopped=True)
 
 
 def test_tiny_model_is_cached_by_content(tiny_model, tmp_path_factory):
@@ -86,7 +88,7 @@ def test_context_overflow_is_named(tiny_model):
     policy = HFPolicy(tiny_model)
     policy.max_context = 100
     task = toy_task()
-    with pytest.raises(ContextOverflow, match="context is 100"):
+    with pytest.raises(ContextOverflow, match="the context holds 100"):
         asyncio.run(policy.generate(Conversation(task=task, messages=initial_messages(task)), 8))
 
 
@@ -101,6 +103,8 @@ def test_episode_with_the_random_model_ends_cleanly(tiny_model, base_image):
 
 
 def test_a_reply_cut_by_the_token_limit_gets_the_end_of_turn_added(tiny_model):
+    """Only a stop token ends a turn: a reply cut on `<` (a prefix of `<|im_end|>`) gets the
+    whole marker, never the text `|im_end|>` (the bug of the old trainer-side copy)."""
     policy = HFPolicy(tiny_model)
     tok = policy.tokenizer
     task = toy_task()
@@ -109,6 +113,6 @@ def test_a_reply_cut_by_the_token_limit_gets_the_end_of_turn_added(tiny_model):
     conv = Conversation(task=task, messages=messages + [{"role": "assistant", "content": tok.decode(cut)},
                                                         {"role": "user", "content": "obs"}],
                         token_ids=[1, 2] + cut)
-    assert tok.decode(policy.env_ids(conv)) == "<|im_end|>\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
+    assert tok.decode(policy.chat.turn_ids(conv)) == "<|im_end|>\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
     conv.token_ids = [1, 2] + cut + [tok.eos_token_id]
-    assert tok.decode(policy.env_ids(conv)) == "\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
+    assert tok.decode(policy.chat.turn_ids(conv)) == "\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"

@@ -1,4 +1,5 @@
-"""Batched generation on the trainer's model and the trainer policy's exact token ids."""
+"""Batched generation on the trainer's model, and the trainer's policy (a `TokenPolicy` over
+a `BatchingGenerator`): exact token ids, the end of turn after a cut reply."""
 
 from __future__ import annotations
 
@@ -7,9 +8,15 @@ import asyncio
 import pytest
 
 from tbrl_lib.policies.base import Conversation
-from tbrl_lib.train.episodes import TrainerPolicy
-from tbrl_lib.train.generation import BatchingGenerator, HFBackend, stop_token_ids
-from tests.train.test_rollout import make_task
+from tbrl_lib.policies.batching import BatchingGenerator
+from tbrl_lib.policies.chat import TokenChat, TokenPolicy, stop_token_ids
+from tbrl_lib.policies.hf import HFBackend
+from tests.train.test_trl_rollouts import make_task
+
+
+def trainer_policy(model, tokenizer, max_context):
+    return TokenPolicy("trainer", TokenChat(tokenizer), BatchingGenerator(HFBackend(model, tokenizer, 1.0)),
+                       max_context)
 
 
 def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
@@ -19,7 +26,7 @@ def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
     async def main():
         prompts = [[3, 5, 7], [3, 5, 8, 9, 10], [3, 6], [3, 5, 7, 7]]
         try:
-            return await asyncio.gather(*(generator.generate(p, 6) for p in prompts))
+            return await asyncio.gather(*(generator.sample(p, 6) for p in prompts))
         finally:
             await generator.aclose()
 
@@ -41,7 +48,7 @@ def test_a_backend_failure_reaches_every_waiting_episode():
 
     async def main():
         try:
-            return await asyncio.gather(*(generator.generate([1], 4) for _ in range(3)), return_exceptions=True)
+            return await asyncio.gather(*(generator.sample([1], 4) for _ in range(3)), return_exceptions=True)
         finally:
             await generator.aclose()
 
@@ -56,7 +63,7 @@ def test_stop_tokens_include_the_chat_end_token(tiny_tokenizer):
 def test_trainer_policy_ids_equal_the_rendered_conversation(tiny_model, tiny_tokenizer):
     # Prompt, a generated reply, an observation: the concatenated ids must be exactly what
     # the chat template renders for the whole conversation (no re-tokenization drift).
-    policy = TrainerPolicy(tiny_tokenizer, BatchingGenerator(HFBackend(tiny_model, tiny_tokenizer, 1.0)), 512)
+    policy = trainer_policy(tiny_model, tiny_tokenizer, 512)
     messages = [{"role": "system", "content": "t7"}, {"role": "user", "content": "t8 t9"}]
     conversation = Conversation(task=make_task("a"), messages=list(messages))
 
@@ -64,7 +71,7 @@ def test_trainer_policy_ids_equal_the_rendered_conversation(tiny_model, tiny_tok
         try:
             return await policy.generate(conversation, 5)
         finally:
-            await policy.generator.aclose()
+            await policy.sampler.aclose()
 
     first = asyncio.run(turn())
     assert first.env_ids == tiny_tokenizer.apply_chat_template(messages, add_generation_prompt=True,
@@ -72,7 +79,7 @@ def test_trainer_policy_ids_equal_the_rendered_conversation(tiny_model, tiny_tok
     reply = [12, 13, tiny_tokenizer.eos_token_id]  # as if the model had written "t12 t13" and stopped
     conversation.token_ids = first.env_ids + reply
     conversation.messages += [{"role": "assistant", "content": "t12 t13"}, {"role": "user", "content": "t20"}]
-    env = policy.env_ids(conversation)
+    env = policy.chat.turn_ids(conversation)
     whole = tiny_tokenizer.apply_chat_template(conversation.messages, add_generation_prompt=True,
                                                tokenize=True, return_dict=False)
     assert conversation.token_ids + env == whole
@@ -81,7 +88,8 @@ def test_trainer_policy_ids_equal_the_rendered_conversation(tiny_model, tiny_tok
 def test_context_overflow_is_raised_before_generating(tiny_model, tiny_tokenizer):
     from tbrl_lib.policies.base import ContextOverflow
 
-    policy = TrainerPolicy(tiny_tokenizer, BatchingGenerator(HFBackend(tiny_model, tiny_tokenizer, 1.0)), 4)
+    policy = trainer_policy(tiny_model, tiny_tokenizer, 4)
     conversation = Conversation(task=make_task("a"), messages=[{"role": "user", "content": "t8 t9 t10"}])
     with pytest.raises(ContextOverflow, match="the context holds 4"):
         asyncio.run(policy.generate(conversation, 5))
+

@@ -1,0 +1,71 @@
+"""`BatchingGenerator`: many concurrent episodes, one batched backend call.
+
+Episodes ask for one assistant turn at a time, from many coroutines at once. The generator
+collects the requests that arrive within `window_s` and hands them to a backend as one
+batch, in a worker thread, so the event loop keeps driving sandboxes meanwhile. It is the
+`Sampler` of `TokenPolicy` for local HF models (`tbrl_lib.policies.hf.HFBackend`) and for
+the trainer's vLLM engine (`tbrl_lib.train.generation.VLLMBackend`).
+
+A backend failure is handed to every episode waiting on that batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from tbrl_lib.policies.chat import Sample
+
+
+class GenerationBackend(Protocol):
+    def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]: ...
+
+
+class BatchingGenerator:
+    """Async front of a backend: requests arriving within `window_s` share one batch."""
+
+    def __init__(self, backend: GenerationBackend, max_batch: int = 64, window_s: float = 0.01) -> None:
+        self.backend, self.max_batch, self.window_s = backend, max_batch, window_s
+        self._queue: asyncio.Queue | None = None
+        self._worker: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.calls = 0
+        self.batched_requests = 0
+
+    async def sample(self, prompt_ids: list[int], max_new_tokens: int) -> Sample:
+        loop = asyncio.get_running_loop()
+        if self._worker is None or self._worker.done() or self._loop is not loop:
+            self._queue, self._loop = asyncio.Queue(), loop
+            self._worker = asyncio.create_task(self._serve())
+        future: asyncio.Future = loop.create_future()
+        await self._queue.put((prompt_ids, max_new_tokens, future))
+        return await future
+
+    async def aclose(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+            self._worker = None
+
+    async def _serve(self) -> None:
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            await asyncio.sleep(self.window_s)
+            while not self._queue.empty() and len(batch) < self.max_batch:
+                batch.append(self._queue.get_nowait())
+            # One call per max_new_tokens value keeps each backend call homogeneous.
+            for budget in sorted({item[1] for item in batch}):
+                group = [item for item in batch if item[1] == budget]
+                try:
+                    results = await asyncio.to_thread(self.backend.generate, [g[0] for g in group], budget)
+                except Exception as exc:  # noqa: BLE001 - handed to every waiting episode
+                    for _, _, future in group:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                self.calls += 1
+                self.batched_requests += len(group)
+                for (_, _, future), result in zip(group, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
