@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tbrl_lib import upstream
+from tbrl_lib.agent.prompts import initial_messages
 from tbrl_lib.tasks import load_tasks, write_tasks
 from tbrl_lib.tasks.model import _parsed_test_names
 
@@ -75,7 +76,7 @@ def stages(csv_path: Path, out: Path, workers: int, repeats: int, fresh) -> tupl
     harbor_dir = next(out.glob("harbor*"))
     t_rh, result = timed(lambda: load_tasks(harbor_dir, workers=workers, progress=False), repeats)
     harbor_tasks = result.tasks
-    t_wp, _ = timed(lambda: write_tasks(harbor_tasks, "parquet", out / "t.parquet", progress=False), repeats)
+    t_wp, _ = timed(lambda: write_tasks(harbor_tasks, "parquet", out / "t.parquet", progress=False, prompt_fn=initial_messages), repeats)
     t_rp, result = timed(lambda: load_tasks(out / "t.parquet", progress=False), repeats)
     return [t_csv, t_wh, t_rh, t_wp, t_rp, t_csv + t_wh + t_rh + t_wp], len(result.tasks)
 

@@ -26,7 +26,7 @@ from tbrl_lib.rewards.judges import JudgeError
 from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.sandbox.cli import bench_app, docker_app, images_app
 from tbrl_lib.sandbox.engine import EngineUnavailable
-from tbrl_lib.tasks.cli import app as tasks_app
+from tbrl_lib.tasks_cli import app as tasks_app
 from tbrl_lib.train.cli import app as train_app
 
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (

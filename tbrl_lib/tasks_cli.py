@@ -1,7 +1,7 @@
 """`tbrl tasks` commands: thin wrappers over `tbrl_lib.tasks` (loader, stats, console).
 
 Other packages append their commands at the end (`generate` from tbrl_lib.synth,
-`validate` from tbrl_lib.tasks.validate).
+`validate` from tbrl_lib.evaluate.validate).
 """
 
 from __future__ import annotations
@@ -47,7 +47,10 @@ def convert(
                              f"{skipped[0]}); nothing written to {out}. Fix the tasks listed above")
         raise ValueError(f"{src} holds no tasks; nothing written to {out}. Give a task source "
                          "with at least one task (a .csv, .parquet, task dir or dir of task dirs)")
-    write = write_tasks(tasks, to.value, out, mode=mode, workers=workers)
+    from tbrl_lib.agent.prompts import initial_messages
+
+    write = write_tasks(tasks, to.value, out, mode=mode, workers=workers,
+                        prompt_fn=initial_messages if to.value == "parquet" else None)
     print_convert_reports(screen, load, write)
     raise typer.Exit(1 if write.written == 0 else 0)
 
@@ -74,13 +77,13 @@ def stats(
                                    report.warnings))
 
 
-# `tbrl tasks generate`: procedural task families, owned by tbrl_lib.synth (helper "synth").
+# `tbrl tasks generate`: procedural task families, owned by tbrl_lib.synth.
 from tbrl_lib.synth.cli import generate as _synth_generate  # noqa: E402
 
 app.command("generate")(_synth_generate)
 
 
-# `tbrl tasks validate`: build, nop, solve, repeat; owned by tbrl_lib.tasks.validate (helper "dataset").
+# `tbrl tasks validate`: build, nop, solve, repeat; owned by tbrl_lib.evaluate.validate.
 @app.command()
 def validate(
     path: Path = typer.Argument(..., help="Tasks to validate (any supported format), e.g. data/tasks."),
@@ -96,7 +99,7 @@ def validate(
     from tbrl_lib.console import console
     from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.tasks.loader import load_tasks
-    from tbrl_lib.tasks.validate import ValidationConfig, validate_tasks, validation_table
+    from tbrl_lib.evaluate.validate import ValidationConfig, validate_tasks, validation_table
 
     require_engine("tbrl tasks validate")
     tasks, _ = load_tasks(path, "strict")

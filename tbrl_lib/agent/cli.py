@@ -43,35 +43,40 @@ def run(
     policy: str = typer.Option("oracle", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL"),
     out: str = typer.Option("outputs/agent/trajectory.jsonl", help="Where the trajectory JSONL is appended."),
     max_turns: int = typer.Option(50, help="Turn limit of the episode."),
-    verify: bool = typer.Option(True, help="Run the task's tests afterwards and print the score."),
+    judge: str = typer.Option("rule", help="Judge of the reward (rule, anthropic:MODEL, none)."),
 ) -> None:
-    """Run one episode in a sandbox and save its trajectory."""
+    """Run one rollout (sandbox, episode, tests, judge) and save its trajectory: the same
+    rollout training and evaluation run."""
     from tbrl_lib.agent.config import EpisodeLimits
-    from tbrl_lib.agent.episode import run_episode
     from tbrl_lib.agent.trajectory import Trajectory
     from tbrl_lib.policies import make_policy
-    from tbrl_lib.sandbox import open_sandbox
+    from tbrl_lib.rewards import RewardConfig
+    from tbrl_lib.rewards.judges import make_judge, require_available
+    from tbrl_lib.rollout import RolloutConfig, run_rollout
+    from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.tasks import load_tasks
 
+    require_engine("tbrl agent run")
     loaded = load_tasks(tasks, progress=False).tasks
     matching = [t for t in loaded if t.id == task_id] if task_id else loaded[:1]
     if not matching:
         raise typer.BadParameter(f"no task {task_id!r} in {tasks}; tasks: {', '.join(t.id for t in loaded[:20])}")
     task = matching[0]
-
-    async def go():
-        async with open_sandbox(task) as sandbox:
-            traj = await run_episode(task, make_policy(policy), sandbox, EpisodeLimits(max_turns=max_turns))
-            score = None
-            if verify:
-                from tbrl_lib.rewards.verifier import verify as run_tests
-                score = (await run_tests(task, sandbox)).score
-            return traj, score
-
-    traj, score = asyncio.run(go())
-    Trajectory.save_jsonl(traj, out, append=True)
-    typer.echo(f"{task.id}: {traj.termination.value} after {len(traj.turns)} turns in {traj.wall_seconds:.1f}s"
-               + (f"; tests score {score:.3f}" if score is not None else "") + f" -> {out}")
+    judge_obj = None if judge == "none" else make_judge(judge)
+    if judge_obj is not None:
+        require_available(judge_obj)
+    config = RolloutConfig(episode=EpisodeLimits(max_turns=max_turns),
+                           reward=RewardConfig() if judge_obj is not None else RewardConfig(w_judge=0.0))
+    result = asyncio.run(run_rollout(task, make_policy(policy), config, judge_obj))
+    if result.trajectory is not None:
+        Trajectory.save_jsonl(result.trajectory, out, append=True)
+    if result.infra_error:
+        typer.echo(f"{task.id}: infrastructure error, not scored: {result.infra_error}", err=True)
+        raise typer.Exit(1)
+    traj, reward = result.trajectory, result.reward
+    judged = f", judge {reward.judge:.3f}" if reward.judge is not None else ""
+    typer.echo(f"{task.id}: {result.termination} after {len(traj.turns)} turns in {traj.wall_seconds:.1f}s; "
+               f"reward {reward.total:.3f} (tests {reward.tests:.3f}{judged}) -> {out}")
 
 
 @app.command("tiny-model")

@@ -3,15 +3,15 @@
 Each turn: ask the policy for a reply (within the time and token budget left), parse its
 tags, run the actions in order, send their outputs back as the next user message. The loop
 ends by raising `EpisodeEnd` with a `Termination` reason and a message; infrastructure
-failures end it as `infra_error`. The trajectory is returned in every case - the episode
-never decides the score: the verifier runs the tests afterwards, also for rollouts that
-stopped on a limit.
+failures end it as `infra_error`, a sandbox the agent broke as `sandbox_broken` (scored).
+The trajectory is returned in every case but one: any other exception is a bug and
+propagates. The episode never decides the score: the verifier runs the tests afterwards,
+also for rollouts that stopped on a limit.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 
 from tbrl_lib.agent.config import EpisodeLimits
@@ -24,7 +24,6 @@ from tbrl_lib.policies.base import ContextOverflow, Conversation, Policy, Policy
 from tbrl_lib.sandbox.base import Sandbox, SandboxError, SandboxLimitExceeded
 from tbrl_lib.tasks.model import Task
 
-log = logging.getLogger(__name__)
 
 
 class EpisodeEnd(Exception):
@@ -51,13 +50,12 @@ async def run_episode(task: Task, policy: Policy, sandbox: Sandbox, limits: Epis
         traj.termination = {"wall_clock": Termination.time_limit, "pids": Termination.resource_limit,
                             "memory": Termination.resource_limit}.get(exc.kind, Termination.infra_error)
         traj.termination_message, traj.error_kind = str(exc), exc.kind
-    except (SandboxError, PolicyError) as exc:
+    except SandboxError as exc:  # blame by cause: see tbrl_lib.sandbox.base
+        traj.termination = Termination.infra_error if exc.infra else Termination.sandbox_broken
+        traj.termination_message, traj.error_kind = str(exc), exc.kind
+    except PolicyError as exc:
         traj.termination, traj.termination_message = Termination.infra_error, str(exc)
-        traj.error_kind = getattr(exc, "kind", None) or type(exc).__name__
-    except Exception as exc:  # a bug below the protocol must not lose the rollout; logged loudly
-        log.exception("task %s: episode ended by an unexpected error", task.id)
-        traj.termination, traj.termination_message = Termination.infra_error, f"{type(exc).__name__}: {exc}"
-        traj.error_kind = type(exc).__name__
+        traj.error_kind = "policy"
     finally:
         traj.todos = [vars(item).copy() for item in toolbox.todo.items]
         traj.notes = list(toolbox.scratchpad.notes)

@@ -41,6 +41,9 @@ class Termination(str, Enum):
     resource_limit = "resource_limit"
     """The agent's commands hit the container's pids or memory limit (a fork bomb, a memory
     hog): the agent's doing, so the rollout is scored, not masked."""
+    sandbox_broken = "sandbox_broken"
+    """The agent's commands left the running container unusable (its shell died and no new
+    one starts, the engine refuses an operation): the agent's doing, scored."""
     infra_error = "infra_error"
     """The sandbox or the model backend failed; rewards mask such rollouts."""
 

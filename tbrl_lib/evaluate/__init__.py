@@ -1,8 +1,9 @@
 """tbrl_lib.evaluate: the benchmark harness (Terminal-Bench style runs, pass@k, intervals).
 
 Public API:
-- `run_eval(tasks, policy_spec, attempts, concurrency, out_dir, timeout_scale=1.0, ...)`
+- `run_eval(tasks, RunConfig(policy=..., attempts=..., judge=..., episode=...), out_dir)`
   (and `run_eval_async` inside an event loop) -> `RunResults`, resumable from `out_dir`;
+  every trial is one `tbrl_lib.rollout.run_rollout`, the rollout training uses;
 - `RunResults.load(run_dir)`, `.summary`, `.task_rates()`; `TrialResult`, `FailureMode`,
   `RunConfig`; `eval_metrics(summary)` -> flat `eval/...` metrics for a trainer's log;
 - `report.compare_runs(a, b)` -> paired `stats.Comparison`; tables and plots in `report`;

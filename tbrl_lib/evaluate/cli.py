@@ -1,13 +1,16 @@
 """`tbrl eval` commands: run a benchmark, show a run, compare two runs.
 
     tbrl eval run --tasks data/tasks --policy oracle --attempts 1 --concurrency 4 --out outputs/eval-oracle
+    tbrl eval run --tasks data/tasks --policy hf:outputs/x/final --judge rule --set episode.max_turns=20
     tbrl eval --tasks data/tasks --policy oracle ...     (same as `tbrl eval run ...`)
     tbrl eval show outputs/eval-oracle
     tbrl eval compare outputs/eval-a outputs/eval-b
 
 Running the same `run` command again on the same --out resumes the run: finished trials
 are kept, trials that ended in an infra error are redone, and a different policy, task
-source or timeout scale is refused. --attempts and --limit may grow on resume (to add
+source, timeout scale, judge, episode limits or reward weights is refused. `--set` takes
+any `RunConfig` setting by dotted path (`episode.max_turns=20`,
+`episode.tools.bash_default_timeout=60`, `reward.w_judge=0`). --attempts and --limit may grow on resume (to add
 attempts for pass@k); the summary covers every finished trial in the folder.
 """
 
@@ -37,6 +40,13 @@ ScaleOpt = Annotated[
     typer.Option("--timeout-scale", min=0.01, help="Multiply every task's agent and test timeout (report says so)."),
 ]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks.")]
+JudgeOpt = Annotated[
+    str, typer.Option("--judge", help="Judge whose score enters the reward: rule, anthropic:MODEL, a chain, none.")
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="A RunConfig setting, KEY=VALUE with dotted keys (episode.max_turns=20); repeatable."),
+]
 
 
 @app.callback()
@@ -49,6 +59,8 @@ def main(
     out: OutOpt = None,
     timeout_scale: ScaleOpt = 1.0,
     limit: LimitOpt = None,
+    judge: JudgeOpt = "rule",
+    settings: SetOpt = None,
 ) -> None:
     """Benchmark a policy on tasks: accuracy with 95% CIs, pass@k, failure modes.
 
@@ -59,7 +71,7 @@ def main(
     if tasks is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
-    run(tasks, policy, attempts, concurrency, out, timeout_scale, limit)
+    run(tasks, policy, attempts, concurrency, out, timeout_scale, limit, judge, settings)
 
 
 @app.command()
@@ -71,6 +83,8 @@ def run(
     out: OutOpt = None,
     timeout_scale: ScaleOpt = 1.0,
     limit: LimitOpt = None,
+    judge: JudgeOpt = "rule",
+    settings: SetOpt = None,
 ) -> None:
     """Run every task K times in fresh sandboxes; write results.json (resumable).
 
@@ -85,13 +99,12 @@ def run(
     from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.tasks import load_tasks
 
+    config = run_config(policy=policy, tasks_source=str(tasks), attempts=attempts, concurrency=concurrency,
+                        timeout_scale=timeout_scale, limit=limit, judge=judge, settings=settings or [])
     require_engine("tbrl eval run")
     loaded = load_tasks(tasks)
     run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
-    results = run_eval(
-        loaded.tasks, policy, attempts, concurrency, run_folder,
-        timeout_scale=timeout_scale, tasks_source=str(tasks), limit=limit,
-    )
+    results = run_eval(loaded.tasks, config, run_folder)
     console().print(summary_table(results))
     typer.echo(f"results: {run_folder / 'results.json'}")
     infra = results.summary.get("infra_errors", 0)
@@ -100,6 +113,19 @@ def run(
                    f"(not scored; see results.json); rerun with --out {run_folder} to retry them",
                    err=True)
         raise typer.Exit(1)
+
+
+def run_config(settings: list[str], **values):
+    """A `RunConfig` from the CLI's options plus `--set` items; a bad setting is a usage error."""
+    from pydantic import ValidationError
+
+    from tbrl_lib.evaluate.results import RunConfig
+    from tbrl_lib.overrides import merge, parse_overrides
+
+    try:
+        return RunConfig.model_validate(merge(values, parse_overrides(settings)))
+    except (ValueError, ValidationError) as err:
+        raise typer.BadParameter(str(err), param_hint="--set") from err
 
 
 @app.command()

@@ -1,23 +1,24 @@
-"""The benchmark harness: every task K times, each in a fresh sandbox, scored by the verifier.
+"""The benchmark harness: every task K times, each in a fresh sandbox, scored like training.
 
-`run_eval(tasks, policy_spec, attempts, concurrency, out_dir)` is the one entry point
-(the CLI and notebook 05 call it). A trial is: build the task's image (once per task),
-open a fresh sandbox, `run_episode` with the task's own agent timeout, `verify` with the
-task's own test timeout, then one `TrialResult`. Terminal-Bench forbids changing the
-timeouts; `timeout_scale` multiplies both and the summary then says the numbers are not
-comparable. The verifier is the same one training rewards use, so eval and reward cannot
-drift apart.
+`run_eval(tasks, RunConfig, out_dir)` is the one entry point (the CLI, notebook 05 and
+task validation call it). A trial is one `tbrl_lib.rollout.run_rollout` - the rollout
+training uses: build the task's image (once per task), open a fresh sandbox, run the
+episode with the task's own agent timeout, then the verifier (task's test timeout) and the
+judge (`RunConfig.judge`, the offline rule judge by default) -> one `TrialResult` with the
+test score, the judge score and the reward. Terminal-Bench forbids changing the timeouts;
+`timeout_scale` multiplies both and the summary then says the numbers are not comparable.
 
-Infrastructure failures (Docker errors, an image that will not build, a verifier that
-could not run) are retried once and then recorded as `infra_error`, never as an agent
-failure. Every wait is bounded: the episode and the verifier each get their own limit
-plus a grace period, after which the trial is ended and recorded.
+Infrastructure failures (the engine, an image that will not build, a verifier that could
+not run) are retried once and then recorded as `infra_error`, never as an agent failure. An
+engine that stops answering is waited for (`engine_wait_s`); if it does not come back the
+run stops with `EngineOutage` (finished trials are saved; rerunning resumes). Any other
+exception is a bug and stops the run.
 
 `results.json` is rewritten atomically after every trial, so killing the process at any
 moment loses at most the trials in flight; running the same command again resumes.
 
 Left out: sharding a run over machines (run several harnesses on disjoint task lists and
-merge their trials) and per-trial resource accounting beyond what the sandbox records.
+merge their trials).
 """
 
 from __future__ import annotations
@@ -38,15 +39,12 @@ from tbrl_lib.evaluate.results import (
     RunResults,
     TrialResult,
 )
-from tbrl_lib.sandbox.base import SandboxError
+from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
 from tbrl_lib.tasks.model import Task
-
-GRACE_SECONDS = 60.0
-"""Extra time past a task's own limit before the harness itself stops a step."""
 
 TERMINATION_MODES: dict[str, FailureMode] = {
     "time_limit": FailureMode.agent_timeout,
-    "agent_timeout": FailureMode.agent_timeout,
+    AGENT_TIMEOUT: FailureMode.agent_timeout,
     "parse_error_streak": FailureMode.parse_error,
     "no_action": FailureMode.no_action,
     "context_overflow": FailureMode.context_overflow,
@@ -54,13 +52,16 @@ TERMINATION_MODES: dict[str, FailureMode] = {
     "infra_error": FailureMode.infra_error,
 }
 """`Termination` value -> failure mode. `token_budget` (the conversation reached the
-episode's token limit) counts as a context overflow; `finished`, `max_turns` and `resource_limit` are
-`unresolved` when the tests fail. `agent_timeout` is the harness's own stop, for an
-episode that overran its limit by `GRACE_SECONDS`."""
+episode's token limit) counts as a context overflow; `finished`, `max_turns`,
+`resource_limit` and `sandbox_broken` are `unresolved` when the tests fail. `agent_timeout`
+is the rollout's own stop, for an episode that overran its limit by the grace period."""
+
+ENGINE_DOWN_KINDS = frozenset({"daemon_unreachable"})
+"""Infra kinds that mean the engine itself is gone: wait for it before retrying."""
 
 
-class InfraError(RuntimeError):
-    """A trial could not be run or scored for reasons outside the agent's control."""
+class EngineOutage(RuntimeError):
+    """The Docker engine stopped answering and did not come back within `engine_wait_s`."""
 
 
 def failure_mode(termination: str | None, resolved: bool, test_timed_out: bool) -> FailureMode:
@@ -76,50 +77,27 @@ def failure_mode(termination: str | None, resolved: bool, test_timed_out: bool) 
     return FailureMode.unresolved
 
 
-def run_eval(
-    tasks: Sequence[Task],
-    policy_spec: str,
-    attempts: int,
-    concurrency: int,
-    out_dir: str | Path,
-    timeout_scale: float = 1.0,
-    tasks_source: str = "",
-    limit: int | None = None,
-    progress: bool = True,
-) -> RunResults:
-    """Run (or resume) an evaluation; returns the finished `RunResults` (also on disk)."""
-    return run_sync(
-        run_eval_async(
-            tasks, policy_spec, attempts, concurrency, out_dir,
-            timeout_scale=timeout_scale, tasks_source=tasks_source, limit=limit,
-            progress=progress,
-        )
-    )
+def run_eval(tasks: Sequence[Task], config: RunConfig, out_dir: str | Path, *, progress: bool = True,
+             policy: Any | None = None, engine_wait_s: float = 300.0) -> RunResults:
+    """Run (or resume) an evaluation; returns the finished `RunResults` (also on disk).
+    `policy` overrides `make_policy(config.policy)` (an object already built, e.g. the
+    trainer's); `config.policy` still names it in the results."""
+    return run_sync(run_eval_async(tasks, config, out_dir, progress=progress, policy=policy,
+                                   engine_wait_s=engine_wait_s))
 
 
-async def run_eval_async(
-    tasks: Sequence[Task],
-    policy_spec: str,
-    attempts: int,
-    concurrency: int,
-    out_dir: str | Path,
-    timeout_scale: float = 1.0,
-    tasks_source: str = "",
-    limit: int | None = None,
-    progress: bool = True,
-) -> RunResults:
+async def run_eval_async(tasks: Sequence[Task], config: RunConfig, out_dir: str | Path, *,
+                         progress: bool = True, policy: Any | None = None,
+                         engine_wait_s: float = 300.0) -> RunResults:
     """`run_eval` for callers that already run an event loop (notebooks, the trainer)."""
     from tbrl_lib.policies import make_policy
 
-    config = RunConfig(
-        policy=policy_spec, tasks_source=tasks_source or "(python)", attempts=attempts,
-        timeout_scale=timeout_scale, limit=limit, concurrency=concurrency,
-    )
-    policy = make_policy(policy_spec)  # a bad spec fails here, before anything is written
-    selected = list(tasks)[:limit] if limit else list(tasks)
+    policy = policy or make_policy(config.policy)  # a bad spec fails here, before anything is written
+    judge = _judge(config)
+    selected = list(tasks)[: config.limit] if config.limit else list(tasks)
     if not selected:
         raise ValueError(f"no tasks to evaluate in {config.tasks_source!r}")
-    if policy_spec == "oracle":
+    if config.policy == "oracle":
         unsolved = [t.id for t in selected if not (t.solution or "").strip()]
         if unsolved:
             raise ValueError(
@@ -134,16 +112,16 @@ async def run_eval_async(
     done = results.done()
     pending = [
         (task, attempt)
-        for attempt in range(attempts)
+        for attempt in range(config.attempts)
         for task in selected
         if (task.id, attempt) not in done
     ]
-    runner = _TrialRunner(policy, out, timeout_scale, run_id=f"eval-{out.resolve().name}")
+    runner = TrialRunner(policy, judge, config.rollout_config(run_id=f"eval-{out.resolve().name}"), out,
+                         engine_wait_s)
     wall_before, started = results.wall_seconds, time.monotonic()
-    bar = tqdm(
-        total=len(selected) * attempts, initial=len(selected) * attempts - len(pending),
-        desc=f"eval {policy_spec}", unit="trial", disable=not progress,
-    )
+    total = len(selected) * config.attempts
+    bar = tqdm(total=total, initial=total - len(pending), desc=f"eval {config.policy}", unit="trial",
+               disable=not progress)
     queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
     for item in pending:
         queue.put_nowait(item)
@@ -159,12 +137,22 @@ async def run_eval_async(
             bar.set_postfix(resolved=sum(t.resolved for t in results.trials))
 
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(pending))))))
+        await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, len(pending))))))
     finally:
         bar.close()
-    results.wall_seconds = wall_before + time.monotonic() - started
-    results.save(out)
+        results.wall_seconds = wall_before + time.monotonic() - started
+        results.save(out)
     return results
+
+
+def _judge(config: RunConfig) -> Any | None:
+    if config.judge == "none" or config.reward.w_judge == 0:
+        return None
+    from tbrl_lib.rewards.judges import make_judge, require_available
+
+    judge = make_judge(config.judge)
+    require_available(judge)
+    return judge
 
 
 def _check_tasks_unchanged(results: RunResults, tasks: Sequence[Task]) -> None:
@@ -179,31 +167,29 @@ def _check_tasks_unchanged(results: RunResults, tasks: Sequence[Task]) -> None:
         )
 
 
-class _TrialRunner:
-    """Runs one trial, retrying once on infrastructure errors."""
+class TrialRunner:
+    """Runs one trial: a rollout, retried once on infrastructure errors, after waiting out an
+    engine outage (bounded)."""
 
-    def __init__(self, policy: Any, out_dir: Path, timeout_scale: float, run_id: str) -> None:
-        self.policy = policy
-        self.out_dir = out_dir
-        self.scale = timeout_scale
-        self.run_id = run_id
+    def __init__(self, policy: Any, judge: Any | None, rollout: RolloutConfig, out_dir: Path,
+                 engine_wait_s: float = 300.0) -> None:
+        self.policy, self.judge, self.rollout = policy, judge, rollout
+        self.out_dir, self.engine_wait_s = out_dir, engine_wait_s
 
     async def run(self, task: Task, attempt: int) -> TrialResult:
+        from tbrl_lib.sandbox import ensure_image
+
         started = time.monotonic()
         errors: list[str] = []
         for _ in range(2):
-            try:
-                trial = await self._once(task, attempt)
-            except (InfraError, SandboxError, OSError) as exc:
-                errors.append(f"{type(exc).__name__}: {exc}")
-                continue
-            except Exception as exc:  # docker SDK errors and friends: infra, not the agent
-                if not _is_infra(exc):
-                    raise
-                errors.append(f"{type(exc).__name__}: {exc}")
-                continue
-            trial.infra_retries = len(errors)
-            return trial
+            result = await self._build(task, ensure_image)
+            if result is None:
+                result = await run_rollout(task, self.policy, self.rollout, self.judge)
+            if result.infra_error is None:
+                return self._trial(task, attempt, result, started, retries=len(errors))
+            errors.append(result.infra_error)
+            if result.infra_kind in ENGINE_DOWN_KINDS:
+                await self._wait_for_engine(result.infra_error)
         return TrialResult(
             task_id=task.id, attempt=attempt, resolved=False, score=0.0,
             failure_mode=FailureMode.infra_error, difficulty=task.difficulty.value,
@@ -212,86 +198,67 @@ class _TrialRunner:
             error=" | ".join(errors),
         )
 
-    async def _once(self, task: Task, attempt: int) -> TrialResult:
-        from tbrl_lib.agent import EpisodeLimits, run_episode
-        from tbrl_lib.rewards.verifier import verify
-        from tbrl_lib.sandbox import SandboxConfig, ensure_image, open_sandbox
+    async def _build(self, task: Task, ensure_image) -> RolloutResult | None:
+        """Build the image first, under the task's own build limit (concurrent trials of one
+        task share one build); a failure is the trial's infra error."""
+        from tbrl_lib.sandbox.base import SandboxError
 
-        start = time.monotonic()
-        try:  # concurrent trials of one task share one build (ensure_image locks per image)
-            await asyncio.wait_for(ensure_image(task), task.limits.build_timeout_sec + GRACE_SECONDS)
-        except TimeoutError as exc:
-            raise InfraError(f"image build exceeded {task.limits.build_timeout_sec:.0f}s") from exc
-        agent_limit = task.limits.agent_timeout_sec * self.scale
-        test_limit = task.limits.test_timeout_sec * self.scale
-        sandbox_config = SandboxConfig(
-            run_id=self.run_id, wall_clock_s=agent_limit + test_limit + 3 * GRACE_SECONDS
-        )
-        async with open_sandbox(task, sandbox_config) as sandbox:
-            agent_start = time.monotonic()
-            try:
-                trajectory = await asyncio.wait_for(
-                    run_episode(task, self.policy, sandbox, EpisodeLimits(time_limit_s=agent_limit)),
-                    agent_limit + GRACE_SECONDS,
-                )
-            except TimeoutError:
-                trajectory = None  # the episode overran its own limit; the tests still run
-            agent_seconds = time.monotonic() - agent_start
-            if trajectory is None:
-                termination: str | None = "agent_timeout"
-            else:
-                termination = trajectory.termination.value if trajectory.termination else None
-            if termination == "infra_error":
-                raise InfraError(f"episode: {trajectory.termination_message}")
-            test_start = time.monotonic()
-            try:
-                report = await asyncio.wait_for(
-                    verify(task, sandbox, timeout=test_limit), test_limit + GRACE_SECONDS
-                )
-            except TimeoutError as exc:
-                raise InfraError(
-                    f"verifier did not return within {test_limit + GRACE_SECONDS:.0f}s"
-                ) from exc
-            test_seconds = time.monotonic() - test_start
-        if report.infra_error:
-            raise InfraError(f"verifier: {report.error}")
-        resolved = _resolved(report)
-        turns = trajectory.turns if trajectory else []
+        limit = task.limits.build_timeout_sec + self.rollout.grace_s
+        try:
+            await asyncio.wait_for(ensure_image(task), limit)
+        except TimeoutError:
+            return RolloutResult(task.id, None, infra_error=f"image build exceeded {limit:.0f}s",
+                                 infra_kind="build_timeout")
+        except SandboxError as err:
+            if not err.infra:
+                raise
+            return RolloutResult(task.id, None, infra_error=f"sandbox: {err.kind}: {err}", infra_kind=err.kind)
+        return None
+
+    async def _wait_for_engine(self, why: str) -> None:
+        from tbrl_lib.sandbox.engine import ping
+
+        deadline = time.monotonic() + self.engine_wait_s
+        while True:
+            if await asyncio.to_thread(ping) is not None:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            await asyncio.sleep(min(5.0, left))
+        raise EngineOutage(f"the Docker engine stopped answering ({why}) and did not come back within "
+                           f"{self.engine_wait_s:.0f}s; finished trials are saved: start the engine and "
+                           "rerun the same command to resume")
+
+    def _trial(self, task: Task, attempt: int, result: RolloutResult, started: float,
+               retries: int) -> TrialResult:
+        report, traj = result.tests, result.trajectory
+        assert report is not None and result.reward is not None
+        turns = traj.turns if traj is not None else []
+        resolved = result.resolved
+        judge = result.reward.judge
         return TrialResult(
             task_id=task.id, attempt=attempt, resolved=resolved, score=float(report.score),
+            reward=result.reward.total, judge_score=judge,
             failed_tests=sorted([n for n, ok in report.outcomes.items() if not ok] + report.missing),
-            failure_mode=failure_mode(termination, resolved, report.timed_out),
+            failure_mode=failure_mode(result.termination, resolved, report.timed_out),
             difficulty=task.difficulty.value, category=task.category,
-            task_hash=task.content_hash(), termination=termination,
+            task_hash=task.content_hash(), termination=result.termination,
             tokens_in=sum(t.prompt_tokens for t in turns),
             tokens_out=sum(t.completion_tokens for t in turns),
-            turns=len(turns), agent_seconds=agent_seconds, test_seconds=test_seconds,
-            total_seconds=time.monotonic() - start,
-            error=None if trajectory else "the harness stopped the episode past its time limit",
-            trajectory=self._save(trajectory, task, attempt),
+            turns=len(turns), agent_seconds=result.timings.get("episode", 0.0),
+            test_seconds=result.timings.get("scoring", 0.0),
+            total_seconds=time.monotonic() - started, infra_retries=retries,
+            error="the rollout stopped the episode past its time limit" if result.termination == AGENT_TIMEOUT
+            else None,
+            trajectory=self._save(result, task, attempt),
         )
 
-    def _save(self, trajectory: Any, task: Task, attempt: int) -> str | None:
+    def _save(self, result: RolloutResult, task: Task, attempt: int) -> str | None:
         from tbrl_lib.agent import Trajectory
 
-        if trajectory is None:
+        if result.trajectory is None or result.termination == AGENT_TIMEOUT:
             return None
-        rel = Path("trajectories") / f"{task.id}.{attempt}.jsonl"
-        Trajectory.save_jsonl(trajectory, self.out_dir / rel)
+        rel = Path("trajectories") / f"{task.safe_id}.{attempt}.jsonl"
+        Trajectory.save_jsonl(result.trajectory, self.out_dir / rel)
         return str(rel)
-
-
-def _resolved(report: Any) -> bool:
-    """Terminal-Bench's notion: every test passed (a zero-weight failure still counts).
-    Script-scored tasks (Harbor test.sh writing a reward) have no per-test outcomes: 1.0.
-    A verifier that ran out of time never resolves a trial, whatever it recorded before."""
-    if report.timed_out:
-        return False
-    if report.outcomes:
-        return all(report.outcomes.values()) and not report.missing
-    return report.score >= 1.0 - 1e-9
-
-
-def _is_infra(exc: Exception) -> bool:
-    module = type(exc).__module__ or ""
-    return module.startswith(("docker", "requests", "urllib3"))

@@ -35,7 +35,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.evaluate import stats
+from tbrl_lib.rewards.reward import RewardConfig
+from tbrl_lib.rollout.config import RolloutConfig
+from tbrl_lib.sandbox.config import SandboxConfig
 
 RESULTS_FILE = "results.json"
 
@@ -65,6 +69,10 @@ class TrialResult(BaseModel):
     resolved: bool
     score: float = Field(ge=0.0, le=1.0)
     """Weighted test score (1.0 = every test passed)."""
+    reward: float | None = None
+    """The training reward of this rollout (tests + judge, `RunConfig.reward`)."""
+    judge_score: float | None = None
+    """The judge's process score; None when no judge ran or every judge failed."""
     failed_tests: list[str] = Field(default_factory=list)
     """Tests that failed or never reported (empty for script-scored tasks)."""
     failure_mode: FailureMode
@@ -92,18 +100,32 @@ class TrialResult(BaseModel):
 
 
 class RunConfig(BaseModel):
-    """How the run was made. `IDENTITY` fields must match for a run to be resumed."""
+    """How the run was made. `IDENTITY` fields must match for a run to be resumed.
+
+    `episode` (limits and tools) and `reward` are the same objects training uses
+    (`tbrl_lib.rollout.RolloutConfig`); the episode's time limit stays None so each task's
+    own agent timeout (x `timeout_scale`) applies."""
 
     model_config = ConfigDict(extra="forbid")
 
     policy: str
-    tasks_source: str
-    attempts: int = Field(ge=1)
+    tasks_source: str = "(python)"
+    attempts: int = Field(default=1, ge=1)
     timeout_scale: float = Field(default=1.0, gt=0)
     limit: int | None = Field(default=None, ge=1)
     concurrency: int = Field(default=1, ge=1)
+    judge: str = "rule"
+    """Judge spec (`make_judge`) whose score enters `reward`; `none`: tests only."""
+    episode: EpisodeLimits = Field(default_factory=EpisodeLimits)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
 
-    IDENTITY: ClassVar[tuple[str, ...]] = ("policy", "tasks_source", "timeout_scale")
+    IDENTITY: ClassVar[tuple[str, ...]] = ("policy", "tasks_source", "timeout_scale", "judge", "episode",
+                                           "reward")
+
+    def rollout_config(self, run_id: str = "eval") -> RolloutConfig:
+        """The rollout settings of every trial."""
+        return RolloutConfig(episode=self.episode, reward=self.reward, timeout_scale=self.timeout_scale,
+                             sandbox=SandboxConfig(run_id=run_id))
 
     @property
     def timeouts_note(self) -> str:
@@ -243,7 +265,7 @@ def _accuracy(scored: list[TrialResult]) -> dict[str, Any]:
     """Accuracy, its intervals, pass@k and breakdowns over scored trials (None when none)."""
     if not scored:
         return {"n_tasks": 0, "accuracy": None, "accuracy_ci": None, "accuracy_ci_bootstrap": None,
-                "attempts_per_task": None, "resolved_trials": 0, "mean_score": None,
+                "attempts_per_task": None, "resolved_trials": 0, "mean_score": None, "mean_reward": None,
                 "pass_at_k": {}, "by_difficulty": {}, "by_category": {}, "per_task": {}}
     rates = task_rates(scored)
     per_task = Counter(t.task_id for t in scored)
@@ -261,6 +283,8 @@ def _accuracy(scored: list[TrialResult]) -> dict[str, Any]:
         "attempts_per_task": {"min": min_attempts, "max": max(per_task.values())},
         "resolved_trials": sum(t.resolved for t in scored),
         "mean_score": statistics.fmean(t.score for t in scored),
+        "mean_reward": statistics.fmean(rewards) if (rewards := [t.reward for t in scored if t.reward is not None])
+        else None,
         "pass_at_k": {
             str(k): stats.mean_pass_at_k(counts, k) for k in range(1, min_attempts + 1)
         },
@@ -273,8 +297,8 @@ def _accuracy(scored: list[TrialResult]) -> dict[str, Any]:
 def eval_metrics(summary: dict[str, Any]) -> dict[str, float]:
     """Flat `eval/...` metrics of a summary, for a trainer's or tracker's log.
 
-    eval/accuracy, eval/accuracy_ci_low, eval/accuracy_ci_high (Wilson), eval/mean_score
-    (NaN when no trial was scored), eval/infra_errors (count), eval/pass@K for each K,
+    eval/accuracy, eval/accuracy_ci_low, eval/accuracy_ci_high (Wilson), eval/mean_score,
+    eval/mean_reward (NaN when no trial was scored), eval/infra_errors (count), eval/pass@K for each K,
     eval/failure/<mode> (share of all trials), eval/turns_mean, eval/tokens_out_mean.
     """
     n = summary["n_trials"]
@@ -285,6 +309,7 @@ def eval_metrics(summary: dict[str, Any]) -> dict[str, float]:
         "eval/accuracy_ci_low": low,
         "eval/accuracy_ci_high": high,
         "eval/mean_score": nan if summary["mean_score"] is None else summary["mean_score"],
+        "eval/mean_reward": nan if summary.get("mean_reward") is None else summary["mean_reward"],
         "eval/infra_errors": summary["infra_errors"],
         "eval/turns_mean": summary["turns"]["mean"],
         "eval/tokens_out_mean": summary["tokens_out"]["mean"],

@@ -1,14 +1,16 @@
 """Task validation: does a task teach anything, and can it be solved?
 
-For each task, in its own real containers:
+Validation is an evaluation with two policies, through the one rollout
+(`tbrl_lib.rollout.run_rollout`) training and evaluation use. For each task:
 
 1. **build** the image (`sandbox.ensure_image`, content-hash cached);
-2. **nop**: run the tests on the untouched environment; the score must be at most
-   `max_nop_score` (0.2) — a task the do-nothing agent passes teaches nothing;
-3. **solution**: in a fresh container run the reference `solution/solve.sh` (bash, in /app),
-   then the tests; the score must be 1.0;
-4. **stability**: run the tests `repeats - 1` more times on that same solved container; every
-   run must give the same per-test outcomes (no flaky tests).
+2. **nop**: a rollout of the `noop` policy (no action at all), then the tests; the score must
+   be at most `max_nop_score` (0.2) — a task the do-nothing agent passes teaches nothing;
+3. **solution**: a rollout of the `oracle` policy, which acts the reference
+   `solution/solve.sh` out through the agent's tools, then the tests; the score must be 1.0
+   — so the task is solvable by an agent with exactly the tools the model has;
+4. **stability**: the tests run `repeats - 1` more times on that same solved container
+   (`RolloutConfig.verify_repeats`); every run must give the same per-test outcomes.
 
 The verdict is `pass`, `fail` (the task is at fault: no solution, build or solve failure,
 scores out of range, flaky tests) or `error` (the Docker engine or a container failed, so
@@ -18,14 +20,16 @@ under an asyncio semaphore; timings are kept per phase.
     results = validate_tasks(tasks, concurrency=4)            # from sync code
     results = await validate_tasks_async(tasks, concurrency=4)  # inside an event loop
 
-Takes any `Task` objects (bundled, converted or generated). Left out: running the tests
-more than once on the untouched environment (the nop score is checked once), and retrying
-a task whose infrastructure failed (it is reported as `error`).
+Takes any `Task` objects (bundled, converted or generated). No judge runs (the verdict is
+about the tests). Left out: running the tests more than once on the untouched environment
+(the nop score is checked once), and retrying a task whose infrastructure failed (it is
+reported as `error`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -36,7 +40,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tbrl_lib.tasks.model import Task
 
-SOLUTION_PATH = "/solution/solve.sh"
 SCORE_EPS = 1e-9
 
 
@@ -121,35 +124,47 @@ async def validate_task(task: Task, config: ValidationConfig | None = None) -> V
         try:
             await ensure_image(task)
         except SandboxError as err:
-            kind = getattr(err, "kind", "")
-            if kind in ("build_failed", "build_timeout"):
+            if err.kind in ("build_failed", "build_timeout"):
                 result.fail(f"image build failed: {_short(str(err))}")
-            else:
+            elif err.infra:
                 result.infra(f"image: {_short(str(err))}")
+            else:
+                raise
             return result
         finally:
             result.timings["build"] = time.monotonic() - phase
         await _nop_phase(task, config, result)
         if task.solution and task.solution.strip() and result.verdict is not Verdict.error:
             await _solution_phase(task, config, result)
-    except SandboxError as err:
-        result.infra(f"sandbox: {_short(str(err))}")
     finally:
         result.timings["total"] = time.monotonic() - started
     return result
 
 
+def _rollout_config(config: ValidationConfig, repeats: int = 1):
+    from tbrl_lib.rewards import RewardConfig
+    from tbrl_lib.rollout import RolloutConfig
+    from tbrl_lib.sandbox import SandboxConfig
+
+    episode = {"max_turns": 50}
+    if config.solution_timeout_s is not None:
+        episode["time_limit_s"] = config.solution_timeout_s
+    return RolloutConfig(episode=episode, reward=RewardConfig(w_tests=1.0, w_judge=0.0),
+                         sandbox=SandboxConfig(run_id=config.run_id, start_timeout_s=config.start_timeout_s),
+                         verify_timeout_s=config.test_timeout_s, verify_repeats=repeats)
+
+
 async def _nop_phase(task: Task, config: ValidationConfig, result: ValidationResult) -> None:
-    from tbrl_lib.rewards.verifier import verify
-    from tbrl_lib.sandbox import open_sandbox
+    from tbrl_lib.policies.scripted import NoopPolicy
+    from tbrl_lib.rollout import run_rollout
 
     phase = time.monotonic()
-    async with open_sandbox(task, _sandbox_config(config)) as sandbox:
-        report = await verify(task, sandbox, timeout=config.test_timeout_s)
+    rollout = await run_rollout(task, NoopPolicy(), _rollout_config(config))
     result.timings["nop"] = time.monotonic() - phase
-    if report.infra_error:
-        result.infra(f"tests on the untouched environment hit an infrastructure error: {report.error}")
+    if rollout.infra_error:
+        result.infra(f"the untouched environment could not be tested: {rollout.infra_error}")
         return
+    report = rollout.tests
     result.nop_score = report.score
     result.passing_on_nop = sorted(name for name, ok in report.outcomes.items() if ok)
     if report.score > config.max_nop_score + SCORE_EPS:
@@ -161,28 +176,22 @@ async def _nop_phase(task: Task, config: ValidationConfig, result: ValidationRes
 
 
 async def _solution_phase(task: Task, config: ValidationConfig, result: ValidationResult) -> None:
-    from tbrl_lib.rewards.verifier import verify
-    from tbrl_lib.sandbox import open_sandbox
+    from tbrl_lib.policies.scripted import OraclePolicy
+    from tbrl_lib.rollout import run_rollout
 
-    async with open_sandbox(task, _sandbox_config(config)) as sandbox:
-        phase = time.monotonic()
-        await sandbox.write_file(SOLUTION_PATH, task.solution, mode=0o755)
-        limit = config.solution_timeout_s or task.limits.agent_timeout_sec
-        run = await sandbox.run(f"cd /app && bash {SOLUTION_PATH}", timeout=limit)
-        result.timings["solve"] = time.monotonic() - phase
-        if run.timed_out:
-            result.fail(f"solve.sh did not finish within {limit:.0f}s")
-        elif run.exit_code != 0:
-            result.fail(f"solve.sh exited {run.exit_code}: {_short(run.output)}")
-        phase = time.monotonic()
-        reports = []
-        for _ in range(config.repeats):
-            report = await verify(task, sandbox, timeout=config.test_timeout_s)
-            if report.infra_error:
-                result.infra(f"tests after the solution hit an infrastructure error: {report.error}")
-                return
-            reports.append(report)
-        result.timings["tests"] = (time.monotonic() - phase) / config.repeats
+    rollout = await run_rollout(task, OraclePolicy(), _rollout_config(config, config.repeats))
+    result.timings["solve"] = rollout.timings.get("episode", 0.0)
+    result.timings["tests"] = rollout.timings.get("scoring", 0.0) / config.repeats
+    if rollout.infra_error:
+        result.infra(f"the reference solution could not be run or tested: {rollout.infra_error}")
+        return
+    if rollout.termination != "finished":
+        message = rollout.trajectory.termination_message if rollout.trajectory else ""
+        result.fail(f"acting out solve.sh did not finish ({rollout.termination}): {_short(message)}")
+    solve = _solve_outcome(rollout.trajectory)
+    if solve:
+        result.fail(solve)
+    reports = [rollout.tests, *rollout.retests]
     result.solution_scores = [r.score for r in reports]
     first = reports[0]
     result.failing_after_solution = sorted(name for name, ok in first.outcomes.items() if not ok)
@@ -198,10 +207,21 @@ async def _solution_phase(task: Task, config: ValidationConfig, result: Validati
         result.fail(f"flaky: test outcomes differ across {config.repeats} runs ({', '.join(flaky)})")
 
 
-def _sandbox_config(config: ValidationConfig):
-    from tbrl_lib.sandbox import SandboxConfig
+def _solve_outcome(trajectory) -> str | None:
+    """Why the oracle's run of solve.sh failed (exit code, time limit), read from its bash
+    tool result; None when it succeeded."""
+    from tbrl_lib.policies.scripted import SOLUTION_PATH
 
-    return SandboxConfig(run_id=config.run_id, start_timeout_s=config.start_timeout_s)
+    for turn in trajectory.turns if trajectory else []:
+        for call in turn.calls:
+            if call.kind != "bash" or SOLUTION_PATH not in str(((call.action or {}).get("fields") or {}).get("cmd", "")):
+                continue
+            if "[timed out after" in call.output:
+                return f"solve.sh did not finish within its time limit: {_short(call.output)}"
+            code = re.search(r"\[exit code (\d+)\]", call.output)
+            if code:
+                return f"solve.sh exited {code.group(1)}: {_short(call.output)}"
+    return None
 
 
 def _short(text: str, limit: int = 600) -> str:

@@ -3,7 +3,8 @@
     await record_case(task, policy, out_root, case_id, expected_range, note, rubric,
                       rationale="why the range, written before any judge scores it")
 
-Runs `run_episode` in a real sandbox (with `limits`, e.g. a small token budget), drops the
+Runs one `tbrl_lib.rollout.run_rollout` (no judge: the case is what judges are measured on;
+with `limits`, e.g. a small token budget), drops the
 agent's system prompt (judge cases start with the task, like the upstream ones), and writes
 the case directory. The expected range is the author's label for the *process* the policy
 acts out, and `rationale` (optional) says why, written before any judge scores the case; the
@@ -24,11 +25,14 @@ from tbrl_lib.tasks.model import Task
 async def record_case(task: Task, policy, out_root: str | Path, case_id: str, expected_range: tuple[float, float],
                       note: str, rubric: list[str], rationale: str = "",
                       limits: EpisodeLimits | None = None) -> Path:
-    from tbrl_lib.agent import run_episode
-    from tbrl_lib.sandbox import open_sandbox
+    from tbrl_lib.rewards import RewardConfig
+    from tbrl_lib.rollout import RolloutConfig, run_rollout
 
-    async with open_sandbox(task) as sandbox:
-        trajectory = await run_episode(task, policy, sandbox, limits)
+    config = RolloutConfig(episode=limits or EpisodeLimits(), reward=RewardConfig(w_judge=0.0))
+    result = await run_rollout(task, policy, config)
+    if result.infra_error or result.trajectory is None:
+        raise RuntimeError(f"recording case {case_id}: the rollout of {task.id} failed: {result.infra_error}")
+    trajectory = result.trajectory
     messages = [{"role": m["role"], "content": m["content"]} for m in trajectory.messages if m["role"] != "system"]
     case_dir = Path(out_root) / case_id
     case_dir.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """`tbrl tasks generate` (procedural families) and `tbrl tasks synth` helpers.
 
-The command functions live here; `tbrl_lib/tasks/cli.py` mounts `generate` on the
+The command functions live here; `tbrl_lib/tasks_cli.py` mounts `generate` on the
 `tbrl tasks` group. They are thin wrappers over `tbrl_lib.synth.generate` and
 `tbrl_lib.tasks.write_tasks`.
 """
@@ -31,7 +31,9 @@ def generate(
         tasks = draw(family, n, seed, difficulty, progress=True)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
-    report = write_tasks(tasks, fmt, out)
+    from tbrl_lib.agent.prompts import initial_messages
+
+    report = write_tasks(tasks, fmt, out, prompt_fn=initial_messages if fmt == "parquet" else None)
     typer.echo(f"wrote {len(tasks)} tasks as {fmt} to {out}")
     dropped = getattr(report, "dropped", None)
     if dropped:

@@ -32,7 +32,7 @@ from tbrl_lib.tasks.model import Difficulty, Task
 
 
 class Verdict(Protocol):
-    """What the validator says about one task (`tbrl_lib.tasks.validate.ValidationResult`)."""
+    """What the validator says about one task (`tbrl_lib.evaluate.validate.ValidationResult`)."""
 
     @property
     def ok(self) -> bool: ...

@@ -48,12 +48,13 @@ def plot_mix(tasks: list[Task], ax=None):
 
 def export_all(tasks: list[Task], out_dir: str | Path) -> dict[str, str]:
     """Write `tasks` as Harbor dirs, TB1 dirs, CSV and Parquet; returns format -> path."""
+    from tbrl_lib.agent.prompts import initial_messages
     from tbrl_lib.tasks import write_tasks
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     for fmt, name in EXPORT_FORMATS.items():
-        write_tasks(tasks, fmt, out / name, progress=False)
+        write_tasks(tasks, fmt, out / name, progress=False, prompt_fn=initial_messages if fmt == "parquet" else None)
         written[fmt] = str(out / name)
     return written

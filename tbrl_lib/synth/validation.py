@@ -1,4 +1,4 @@
-"""Validation of synthesized tasks at scale, on top of `tbrl_lib.tasks.validate`.
+"""Validation of synthesized tasks at scale, on top of `tbrl_lib.evaluate.validate`.
 
 One validator for everything (bundled, generated, LLM-written tasks): this module only
 adds what synthesis needs around it: a per-task async validator for the LLM pipeline, a
@@ -6,7 +6,7 @@ batch run that streams results to JSONL and times itself, and tables by family.
 
     python -m tbrl_lib.synth.validation --n 200 --concurrency 4 --out outputs/synth-validate
 
-Left out: the checks themselves (see `tbrl_lib.tasks.validate`).
+Left out: the checks themselves (see `tbrl_lib.evaluate.validate`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pandas as pd
 
 from tbrl_lib.aio import run_sync
 from tbrl_lib.tasks.model import Task
-from tbrl_lib.tasks.validate import (
+from tbrl_lib.evaluate.validate import (
     ValidationConfig,
     ValidationResult,
     validate_task,

@@ -30,6 +30,8 @@ FIELD_FIXES: dict[str, str] = {
     "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620",
     "environment.files": "use relative paths that stay inside the task directory",
     "tests": "give pytest tests (test_outputs.py) or a test script",
+    "tests.pytest": "define at least one pytest test: a top-level `def test_...()` or a "
+    "`test_...` method of a `class Test...`",
     "tests.weights": "name only test functions the tests define (`test_x` or `Class::test_x`), "
     "with non-negative weights that sum to more than 0; or load with --lenient, which maps "
     "keys like `x` to `test_x` and drops (and reports) what it cannot use",
@@ -97,7 +99,7 @@ def from_validation_error(
     path = ".".join(str(part) for part in first["loc"])
     message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     # Model-level validators report under their parent; their message names the field.
-    named = re.search(r"\b(environment|tests)\.(dockerfile|files|weights)\b", message)
+    named = re.search(r"\b(environment|tests)\.(dockerfile|files|weights|pytest)\b", message)
     if named and path in ("environment", "tests", ""):
         path = named.group(0)
     if path == "environment" and "dockerfile" in message:

@@ -111,7 +111,8 @@ def write_tasks(tasks: Sequence[Task], fmt: str, out: Path | str, *, mode: Mode 
                 prompt_fn: parquet_format.PromptFn | None = None) -> WriteReport:
     """Write `tasks` as `fmt` at `out`: a directory of task dirs (tb1, harbor) or one file
     (csv, parquet). An existing task dir of the same id is replaced; anything else in the
-    way is an error. `prompt_fn` (parquet only) defaults to the agent's `initial_messages`."""
+    way is an error. `prompt_fn` (parquet only, required there) renders each row's first prompt, e.g. the
+    agent's `tbrl_lib.agent.prompts.initial_messages` (the task layer does not know it)."""
     out = Path(out)
     _check_mode(mode)
     if fmt not in FORMATS:
@@ -132,18 +133,22 @@ def write_tasks(tasks: Sequence[Task], fmt: str, out: Path | str, *, mode: Mode 
             if lost:
                 report.dropped[task.id] = lost
     else:
-        fn = prompt_fn or parquet_format.default_prompt_fn()
-        records = _collect((_catch(parquet_format.task_to_record, t, fn) for t in _bar(tasks, progress, "prompts")),
+        if prompt_fn is None:
+            raise ValueError("parquet rows carry the agent's first prompt: pass prompt_fn, e.g. "
+                             "tbrl_lib.agent.prompts.initial_messages")
+        records = _collect((_catch(parquet_format.task_to_record, t, prompt_fn) for t in _bar(tasks, progress, "prompts")),
                            mode, report)
         parquet_format.write_parquet(records, out)
     return report
 
 
 def convert(src: Path | str, fmt: str, out: Path | str, *, mode: Mode = "strict",
-            workers: int = 4, progress: bool = True) -> tuple[LoadReport, WriteReport]:
+            workers: int = 4, progress: bool = True,
+            prompt_fn: parquet_format.PromptFn | None = None) -> tuple[LoadReport, WriteReport]:
     """Load `src` (any format) and write it as `fmt` at `out`."""
     tasks, load_report = load_tasks(src, mode, workers=workers, progress=progress)
-    return load_report, write_tasks(tasks, fmt, out, mode=mode, workers=workers, progress=progress)
+    return load_report, write_tasks(tasks, fmt, out, mode=mode, workers=workers, progress=progress,
+                                    prompt_fn=prompt_fn)
 
 
 def parallel_map(fn: Callable[[T], R], items: Sequence[T], workers: int, progress: bool,

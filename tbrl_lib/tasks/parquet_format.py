@@ -37,13 +37,6 @@ SCHEMA = pa.schema([
 ])
 
 
-def default_prompt_fn() -> PromptFn:
-    """`tbrl_lib.agent.prompts.initial_messages`, imported only when a prompt is needed."""
-    from tbrl_lib.agent.prompts import initial_messages
-
-    return initial_messages
-
-
 def task_to_record(task: Task, prompt_fn: PromptFn) -> dict[str, object]:
     messages = [{"role": m["role"], "content": m["content"]} for m in prompt_fn(task)]
     return {"task_id": task.id, "prompt": messages, "task": task.model_dump_json(),

@@ -4,6 +4,6 @@ Public API:
 - `presets.load_preset(name, overrides) -> TrainConfig`, `presets.preset_names()`
 - `run.train(preset, overrides, out_dir) -> summary dict` (also `tbrl train run`)
 - `memory.plan_memory(config) -> MemoryPlan` (`.table()`), `launch.accelerate_config/launch_commands`
-- `rollout.RolloutRunner` (TRL `rollout_func`), `rollout.verifier_reward` (TRL reward function)
+- `trl_rollouts.RolloutRunner` (TRL `rollout_func` over `tbrl_lib.rollout.run_rollout`), `trl_rollouts.reward_funcs()` (TRL reward functions)
 - `curriculum.Curriculum`, `curriculum.CurriculumSampler`
 """

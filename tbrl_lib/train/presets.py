@@ -5,8 +5,9 @@ reads it, applies overrides, and validates the result. Validation errors name th
 and say how to fix it. The defaults are the Terminal-Bench-RL numbers: 16 rollouts per
 task, temperature 1.2, learning rate 1e-6, gradient clipping at 0.1, 32k context, bf16.
 
-What is left out: SFT warm start settings and reward/judge mixing (the reward is the
-verifier's weighted test score; see `tbrl_lib.train.rollout`).
+The reward is the mission's: `reward_w_tests` x weighted tests + `reward_w_judge` x the
+judge's process score (65/35; `judge` picks the judge chain, the offline rule judge by
+default). What is left out: SFT warm start settings.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from importlib import resources
 from typing import Any
 
 import yaml
+
+from tbrl_lib.overrides import parse_overrides  # noqa: F401 - the CLI's parser, re-exported
 
 TINY_MODEL = "tiny"
 """`model` value that builds the tiny Qwen3-architecture model locally (no hub needed)."""
@@ -90,6 +93,19 @@ class TrainConfig:
     save_steps: int = 50
     """Checkpoint every N steps (0: only at the end)."""
 
+    # --- reward
+    judge: str = "rule"
+    """Judge spec (`tbrl_lib.rewards.judges.make_judge`): `rule` (offline), `anthropic:MODEL`,
+    a comma-separated fallback chain, `config:PATH` (hot-reloaded), or `none` (tests only)."""
+    reward_w_tests: float = 0.65
+    """Weight of the weighted unit-test score in the reward."""
+    reward_w_judge: float = 0.35
+    """Weight of the judge's process score in the reward (0: the judge is not called)."""
+    on_judge_missing: str = "renormalize"
+    """When every judge fails: `renormalize` (tests only) or `infra_error` (mask the rollout)."""
+    max_infra_error_rate: float = 0.5
+    """Stop the run when more than this share of its rollouts so far were infra errors."""
+
     # --- curriculum and filtering
     curriculum: bool = True
     """Order tasks easy -> hard by measured solve rate (unmeasured tasks first, by difficulty)."""
@@ -159,6 +175,12 @@ class TrainConfig:
                 f"gradient_accumulation_steps to a multiple of {step}")
         if self.use_lora and (self.lora_rank < 1 or self.lora_alpha < 1):
             raise ValueError("use_lora needs lora_rank >= 1 and lora_alpha >= 1 (e.g. 64 and 128)")
+        _choice("on_judge_missing", self.on_judge_missing, ("renormalize", "infra_error"))
+        if not 0 <= self.max_infra_error_rate <= 1:
+            raise ValueError(f"max_infra_error_rate={self.max_infra_error_rate} must be in [0, 1]")
+        if self.judge == "none" and self.reward_w_judge > 0:
+            raise ValueError("judge='none' with reward_w_judge > 0: set reward_w_judge=0 for a "
+                             "tests-only reward, or name a judge (e.g. judge=rule)")
         if self.filter_after_groups < 0:
             raise ValueError("filter_after_groups must be >= 0 (0 disables filtering)")
 
@@ -205,17 +227,6 @@ def config_from_dict(values: dict[str, Any], where: str = "config") -> TrainConf
         return TrainConfig(**values)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from exc
-
-
-def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """`["max_steps=2", "use_lora=true"]` -> `{"max_steps": 2, "use_lora": True}` (YAML values)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"override {item!r} is not KEY=VALUE (e.g. max_steps=2)")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -2,10 +2,14 @@
 
 Metric names (one line per logging step in `metrics.jsonl`):
     train/…       TRL's own numbers (loss, grad_norm, learning_rate, entropy, completions/…,
-                  rewards/verifier_reward/mean, frac_reward_zero_std, step_time, …)
+                  rewards/tbrl_total/mean, rewards/tbrl_tests/mean, rewards/tbrl_judge/mean,
+                  frac_reward_zero_std, step_time, …)
     rollout/…     episodes: count, turns, seconds, completion/assistant tokens,
                   infra_error_rate, termination/<reason> shares
-    reward/…      tests_score (mean verifier score of scored rollouts), solved_rate
+    reward/…      total (the reward: 65% tests + 35% judge by default), tests (weighted test
+                  score), judge, judge_missing_rate, solved_rate (all tests passed); scored
+                  rollouts only
+    judge/…       cost_usd (judge spend of the step's rollouts)
     sandbox/…     per-rollout container numbers (startup_seconds, commands, command_seconds, …)
     curriculum/…  active_tasks, skipped_tasks, mean_solve_rate
 Left out: a live dashboard (wandb/tensorboard); point TRL's `report_to` at one if wanted.
@@ -24,7 +28,7 @@ from transformers import TrainerCallback
 from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.presets import TrainConfig
 
-OWN_PREFIXES = ("rollout/", "reward/", "sandbox/", "curriculum/")
+OWN_PREFIXES = ("rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "eval/")
 
 
 def metric_name(key: str) -> str:
@@ -75,20 +79,26 @@ class CurriculumStop(TrainerCallback):
         return control
 
 
+CURVES = (("reward/total", "reward (total)", "-"), ("reward/tests", "tests", "--"),
+          ("reward/judge", "judge", ":"), ("reward/solved_rate", "solved share", "-."))
+
+
 def plot_rewards(records: list[dict[str, Any]], path: Path) -> Path | None:
-    """Reward (mean verifier score) and solved share per step, as a PNG."""
-    points = [(r["step"], r["reward/tests_score"], r.get("reward/solved_rate", 0.0))
-              for r in records if "reward/tests_score" in r]
+    """The reward and its components per step, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    if points:
-        steps, scores, solved = zip(*points)
-        ax.plot(steps, scores, marker="o", label="mean test score")
-        ax.plot(steps, solved, marker="s", linestyle="--", label="solved share")
+    drawn = 0
+    for key, label, style in CURVES:
+        points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+        if points:
+            steps, values = zip(*points)
+            ax.plot(steps, values, marker="o", markersize=3, linestyle=style, label=label)
+            drawn += 1
+    if drawn:
         ax.legend(loc="best")
     else:
         ax.text(0.5, 0.5, "no logged steps", ha="center", va="center", transform=ax.transAxes)
@@ -139,6 +149,8 @@ def rollouts_frame(run_dir: Path, reply_chars: int = 160):
             r = json.loads(line)
             replies = [m["content"] for m in r["details"].get("messages", []) if m["role"] == "assistant"]
             rows.append({"file": path.name, "task_id": r["task_id"], "reward": r["reward"],
+                         "tests": (r.get("breakdown") or {}).get("tests"),
+                         "judge": (r.get("breakdown") or {}).get("judge"),
                          "infra_error": r["infra_error"], "termination": r["termination"], "turns": r["turns"],
                          "completion_tokens": len(r["completion_ids"]), "assistant_tokens": sum(r["env_mask"]),
                          "first_reply": (replies[0][:reply_chars] if replies else "")})

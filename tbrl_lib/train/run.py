@@ -12,8 +12,10 @@ The run folder explains itself:
     reward.png         reward over steps
     summary.json       headline numbers (read back by the notebook test)
 
-What it simplifies: one reward (the verifier's weighted test score, no judge mixing yet),
-no SFT warm start, no evaluation pass inside the run (use `tbrl eval` on the checkpoint).
+Every rollout is `tbrl_lib.rollout.run_rollout`, the one evaluation and validation use:
+the reward is 65% weighted tests + 35% judge (`judge`, `reward_w_*` in the preset).
+What it simplifies: no SFT warm start, no evaluation pass inside the run (use `tbrl eval`
+on the checkpoint).
 """
 
 from __future__ import annotations
@@ -49,12 +51,34 @@ def load_training_tasks(config: TrainConfig) -> list:
     return tasks
 
 
-def episode_limits(config: TrainConfig):
+def rollout_config(config: TrainConfig, run_id: str = ""):
+    """The `RolloutConfig` every training rollout runs with."""
     from tbrl_lib.agent.config import EpisodeLimits
+    from tbrl_lib.rewards import RewardConfig
+    from tbrl_lib.rollout import RolloutConfig
+    from tbrl_lib.sandbox import SandboxConfig
 
-    return EpisodeLimits(max_turns=config.max_turns, max_total_tokens=config.max_context_tokens,
-                         max_tokens_per_turn=config.max_new_tokens_per_turn,
-                         time_limit_s=config.episode_time_limit_s)
+    hosts = [(h, max(1, config.sandbox_concurrency)) for h in config.docker_hosts]
+    sandbox = SandboxConfig(run_id=run_id or f"train-{config.name}", start_timeout_s=config.sandbox_start_timeout_s,
+                            **({"hosts": hosts} if hosts else {}))
+    episode = EpisodeLimits(max_turns=config.max_turns, max_total_tokens=config.max_context_tokens,
+                            max_tokens_per_turn=config.max_new_tokens_per_turn,
+                            time_limit_s=config.episode_time_limit_s)
+    reward = RewardConfig(w_tests=config.reward_w_tests, w_judge=config.reward_w_judge,
+                          on_judge_missing=config.on_judge_missing)
+    return RolloutConfig(episode=episode, sandbox=sandbox, reward=reward)
+
+
+def make_training_judge(config: TrainConfig):
+    """The judge of the run (None when the reward is tests only); refuses, before step 1, a
+    judge that cannot run here (no API key, no CLI)."""
+    if config.reward_w_judge == 0 or config.judge == "none":
+        return None
+    from tbrl_lib.rewards.judges import make_judge, require_available
+
+    judge = make_judge(config.judge)
+    require_available(judge)
+    return judge
 
 
 def dataset_rows(tasks: list, limits) -> list[dict[str, Any]]:
@@ -76,6 +100,8 @@ def grpo_args(config: TrainConfig, out_dir: Path):
     """The TRL `GRPOConfig` for `config`."""
     from trl import GRPOConfig
 
+    from tbrl_lib.train.trl_rollouts import REWARD_WEIGHTS
+
     cpu = config.gpus_per_node == 0
     vllm = config.generation_backend.startswith("vllm")
     kwargs: dict[str, Any] = {
@@ -89,7 +115,7 @@ def grpo_args(config: TrainConfig, out_dir: Path):
         "gradient_checkpointing": config.gradient_checkpointing, "seed": config.seed,
         "logging_steps": 1, "report_to": [], "disable_tqdm": False, "save_strategy": "steps" if config.save_steps else "no",
         "save_steps": config.save_steps or 500, "shuffle_dataset": False, "dataloader_num_workers": 0,
-        "use_vllm": vllm, "log_completions": False,
+        "use_vllm": vllm, "log_completions": False, "reward_weights": list(REWARD_WEIGHTS),
     }
     if vllm:
         kwargs.update(vllm_mode="colocate" if config.generation_backend == "vllm-colocate" else "server",
@@ -129,7 +155,7 @@ def train(preset: str = "cpu-smoke", overrides: dict[str, Any] | None = None,
         trainer.save_model(str(out / "final"))
     records = writer.records
     plot_rewards(records, out / "reward.png")
-    rewards = [r["reward/tests_score"] for r in records if "reward/tests_score" in r]
+    rewards = [r["reward/total"] for r in records if r.get("reward/total") is not None]
     summary = {
         "preset": config.name, "model": config.model, "model_path": state["model_path"],
         "steps": trainer.state.global_step,
@@ -153,39 +179,38 @@ def build_trainer(config: TrainConfig, out: Path):
     from trl import GRPOTrainer
 
     from tbrl_lib.agent.prompts import initial_messages
-    from tbrl_lib.sandbox import SandboxConfig
-    from tbrl_lib.train.episodes import TrainerPolicy, run_task_episode
-    from tbrl_lib.train.generation import BatchingGenerator, HFBackend, VLLMBackend
+    from tbrl_lib.policies.batching import BatchingGenerator
+    from tbrl_lib.policies.chat import TokenChat, TokenPolicy
+    from tbrl_lib.policies.hf import HFBackend
+    from tbrl_lib.rollout import run_rollout
+    from tbrl_lib.train.generation import VLLMBackend
     from tbrl_lib.train.reporting import CurriculumStop
-    from tbrl_lib.train.rollout import RolloutRunner, TaskIndex, verifier_reward
     from tbrl_lib.train.trl_compat import install_torch_logprob_head
+    from tbrl_lib.train.trl_rollouts import RolloutRunner, TaskIndex, reward_funcs
 
     install_torch_logprob_head()
     tasks = load_training_tasks(config)
-    limits = episode_limits(config)
-    rows = dataset_rows(tasks, limits)
+    rollout = rollout_config(config, run_id=f"train-{config.name}-{os.getpid()}")
+    judge = make_training_judge(config)
+    rows = dataset_rows(tasks, rollout.episode)
     prebuild_images(tasks, config)
     model_path = resolve_model(config, out)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     curriculum = Curriculum({t.id: t.difficulty.value for t in tasks}, config.filter_after_groups)
     state: dict[str, Any] = {"curriculum": curriculum, "model_path": model_path}
-    hosts = [(h, max(1, config.sandbox_concurrency)) for h in config.docker_hosts] or None
-    sandbox_config = SandboxConfig(run_id=f"train-{config.name}-{os.getpid()}",
-                                   start_timeout_s=config.sandbox_start_timeout_s,
-                                   **({"hosts": hosts} if hosts else {}))
-    policy_box: dict[str, TrainerPolicy] = {}
+    policy_box: dict[str, TokenPolicy] = {}
 
-    async def episode(task):
-        return await run_task_episode(task, policy_box["policy"], sandbox_config, limits)
+    async def one_rollout(task):
+        return await run_rollout(task, policy_box["policy"], rollout, judge)
 
     runner = RolloutRunner(
-        TaskIndex(rows), episode, config.sandbox_concurrency,
-        fallback_prompt_ids=lambda t: list(tokenizer.apply_chat_template(
-            initial_messages(t, limits), add_generation_prompt=True, tokenize=True, return_dict=False)),
-        eos_id=tokenizer.eos_token_id, trajectories_dir=out / "trajectories", on_rollouts=curriculum.record_rollouts)
+        TaskIndex(rows), one_rollout, config.sandbox_concurrency,
+        fallback_prompt_ids=lambda t: TokenChat(tokenizer).prompt_ids(initial_messages(t, rollout.episode)),
+        eos_id=tokenizer.eos_token_id, trajectories_dir=out / "trajectories", on_rollouts=curriculum.record_rollouts,
+        max_infra_error_rate=config.max_infra_error_rate, infra_check_after=config.rollouts_per_step)
     peft_config = lora_config(config) if config.use_lora else None
     trainer_cls = curriculum_trainer(curriculum, [t.id for t in tasks]) if config.curriculum else GRPOTrainer
-    trainer = trainer_cls(model=model_path, reward_funcs=[verifier_reward], args=grpo_args(config, out),
+    trainer = trainer_cls(model=model_path, reward_funcs=reward_funcs(), args=grpo_args(config, out),
                           train_dataset=Dataset.from_list([_without_task_json(r) for r in rows]),
                           processing_class=tokenizer,
                           rollout_func=runner, peft_config=peft_config,
@@ -194,7 +219,8 @@ def build_trainer(config: TrainConfig, out: Path):
         backend = HFBackend(trainer.model, tokenizer, config.temperature, config.top_p)
     else:
         backend = VLLMBackend(trainer, config.temperature, config.top_p)
-    policy_box["policy"] = TrainerPolicy(tokenizer, BatchingGenerator(backend), config.max_context_tokens)
+    policy_box["policy"] = TokenPolicy("trainer", TokenChat(tokenizer), BatchingGenerator(backend),
+                                       config.max_context_tokens)
     return trainer, state
 
 

@@ -9,17 +9,21 @@ For each entry `RolloutRunner`:
 
 1. maps the prompt back to its `Task` (`TaskIndex`: dataset rows carry the task JSON, so a
    training node needs nothing but the parquet file);
-2. runs the episode in its own sandbox, all entries concurrently on one asyncio loop
-   (`sandbox_concurrency` at a time), with a policy that samples from the trainer's
-   current weights (see `tbrl_lib.train.generation`);
-3. verifies with the same `verify` the evaluation uses, and returns
-   `prompt_ids` (the first prompt), `completion_ids` (everything after it: assistant tokens
-   with env_mask 1, observations and chat scaffolding with env_mask 0, exactly as generated),
-   `env_mask`, `logprobs`, and reward fields that `verifier_reward` hands back to TRL.
+2. runs `tbrl_lib.rollout.run_rollout` for it (the same rollout evaluation and validation
+   use: sandbox, episode, verifier + judge, the mission's reward), all entries concurrently
+   on one asyncio loop (`sandbox_concurrency` at a time), with a policy that samples from
+   the trainer's current weights (a `TokenPolicy` over `tbrl_lib.policies.batching`);
+3. returns `prompt_ids` (the first prompt), `completion_ids` (everything after it: assistant
+   tokens with env_mask 1, observations and chat scaffolding with env_mask 0, exactly as
+   generated), `env_mask`, `logprobs`, and `reward_breakdowns`, which the reward functions
+   (`tbrl_lib.rewards.reward_function`) hand back to TRL: `tbrl_total` (weight 1) is the
+   reward; `tbrl_tests` and `tbrl_judge` (weight 0) are logged beside it.
 
 Infra errors (sandbox or model backend failed) never teach the model it failed: the reward
 is None, which TRL turns into a zero advantage and leaves out of the group baseline, and
-the env_mask is all zeros, so no token of that rollout enters the loss.
+the env_mask is all zeros, so no token of that rollout enters the loss. A run whose rollouts
+are mostly infra errors stops (`max_infra_error_rate`) and names the first errors. Any other
+exception is a bug and stops training: it is never masked.
 
 Log-probs: TRL needs the sampler's log-probs only for vLLM importance-sampling correction
 (on by default with vLLM) and off-policy masking. We return them when the backend gives them
@@ -27,8 +31,8 @@ Log-probs: TRL needs the sampler's log-probs only for vLLM importance-sampling c
 `use_vllm` is off, which is the HF/CPU path.
 
 Metrics (appended to TRL's own, averaged per logging step): `rollout/…` (turns, tokens,
-seconds, infra error rate, termination shares), `reward/…` (test score, solved share),
-`sandbox/…` (startup, commands, command seconds).
+seconds, infra error rate, termination shares), `reward/…` (total, tests, judge, judge
+missing rate, solved share), `judge/cost_usd`, `sandbox/…` (startup, commands, seconds).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from tbrl_lib.aio import run_sync
+from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutResult
 from tbrl_lib.tasks.model import Task
 
 
@@ -87,7 +92,7 @@ class TaskIndex:
 
 @dataclass
 class Rollout:
-    """One episode as training sees it."""
+    """One episode as training sees it: token ids, mask, and its reward breakdown."""
 
     task_id: str
     prompt_ids: list[int]
@@ -95,33 +100,67 @@ class Rollout:
     env_mask: list[int]
     logprobs: list[float] | None
     reward: float | None
-    """Verifier score in [0, 1]; None for an infra error (masked out of training)."""
+    """The combined reward (`RewardBreakdown.total`); None for an infra error (masked)."""
+    breakdown: dict[str, Any] | None = None
+    """`RewardBreakdown.to_dict()`: tests, judge, weights, notes; None when masked."""
     infra_error: bool = False
     error: str | None = None
     termination: str = "unknown"
     turns: int = 0
     seconds: float = 0.0
+    judge_cost_usd: float = 0.0
     sandbox: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
-    """Test outcomes and anything else worth keeping with the trajectory."""
+    """Test outcomes, judge verdict, messages: what is worth keeping with the trajectory."""
+
+    @classmethod
+    def from_result(cls, result: RolloutResult) -> Rollout:
+        """The training record of a rollout. No tokens (the episode ended before the first
+        reply, or overran its limit and was stopped) leaves nothing to train on: masked."""
+        traj = result.trajectory
+        details = result.to_dict()
+        judge_cost = float((details.get("judge") or {}).get("cost_usd") or 0.0)
+        common = dict(termination=result.termination, turns=len(traj.turns) if traj else 0,
+                      seconds=result.timings.get("total", 0.0), judge_cost_usd=judge_cost,
+                      sandbox=result.sandbox, details=details)
+        error = result.infra_error
+        if error is None and (traj is None or not traj.prompt_ids or not traj.completion_ids):
+            why = "overran its time limit" if result.termination == AGENT_TIMEOUT else (
+                f"ended ({result.termination}) before the first reply")
+            error = f"no tokens to train on: the episode {why}"
+        if error is not None:
+            return cls(result.task_id, (traj and traj.prompt_ids) or [],
+                       (traj and traj.completion_ids) or [], (traj and traj.env_mask) or [], None,
+                       reward=None, infra_error=True, error=error, **common)
+        assert result.reward is not None and traj is not None
+        return cls(result.task_id, traj.prompt_ids, traj.completion_ids, traj.env_mask, traj.logprobs,
+                   reward=result.reward.total, breakdown=result.reward.to_dict(), **common)
 
 
-EpisodeFn = Callable[[Task], Any]
-"""`async (task) -> Rollout`: runs one episode end to end (see `run_task_episode`)."""
+RolloutFn = Callable[[Task], Any]
+"""`async (task) -> RolloutResult`: one rollout end to end (`tbrl_lib.rollout.run_rollout`)."""
+
+
+class InfraErrorRateExceeded(RuntimeError):
+    """Too many rollouts were infrastructure errors: the run measures the machines, not the model."""
 
 
 class RolloutRunner:
-    """Callable as TRL's `rollout_func`; runs episodes with `episode_fn` and shapes the output."""
+    """Callable as TRL's `rollout_func`; runs rollouts with `rollout_fn` and shapes the output."""
 
-    def __init__(self, index: TaskIndex, episode_fn: EpisodeFn, concurrency: int,
+    def __init__(self, index: TaskIndex, rollout_fn: RolloutFn, concurrency: int,
                  fallback_prompt_ids: Callable[[Task], list[int]], eos_id: int,
                  trajectories_dir: Path | None = None,
                  on_rollouts: Callable[[list[str], list[float | None]], None] | None = None,
-                 progress: bool = True) -> None:
-        self.index, self.episode_fn, self.concurrency = index, episode_fn, concurrency
+                 progress: bool = True, max_infra_error_rate: float = 1.0,
+                 infra_check_after: int = 1) -> None:
+        self.index, self.rollout_fn, self.concurrency = index, rollout_fn, concurrency
         self.fallback_prompt_ids, self.eos_id = fallback_prompt_ids, eos_id
         self.trajectories_dir, self.on_rollouts, self.progress = trajectories_dir, on_rollouts, progress
+        self.max_infra_error_rate, self.infra_check_after = max_infra_error_rate, infra_check_after
         self.calls = 0
+        self.total = 0
+        self.infra_errors: list[str] = []
 
     def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
         tasks = [self.index.task_for(p) for p in prompts]
@@ -130,6 +169,7 @@ class RolloutRunner:
         step = getattr(getattr(trainer, "state", None), "global_step", self.calls)
         if self.trajectories_dir is not None:
             save_rollouts(rollouts, self.trajectories_dir / f"step-{step:05d}-call-{self.calls:04d}.jsonl")
+        self._check_infra_rate(rollouts)
         metrics = rollout_metrics(rollouts)
         trainer_metrics = getattr(trainer, "_metrics", None)
         if trainer_metrics is not None:
@@ -140,6 +180,17 @@ class RolloutRunner:
             self.on_rollouts(task_ids, rewards)
         return to_trl_output(rollouts)
 
+    def _check_infra_rate(self, rollouts: list[Rollout]) -> None:
+        self.total += len(rollouts)
+        self.infra_errors += [f"{r.task_id}: {r.error}" for r in rollouts if r.infra_error]
+        rate = len(self.infra_errors) / self.total if self.total else 0.0
+        if self.total >= self.infra_check_after and rate > self.max_infra_error_rate:
+            first = "\n  ".join(self.infra_errors[:5])
+            raise InfraErrorRateExceeded(
+                f"{len(self.infra_errors)} of {self.total} rollouts ({rate:.0%}) were infrastructure "
+                f"errors, above max_infra_error_rate={self.max_infra_error_rate:g}; training stopped "
+                f"(these rollouts teach nothing). First errors:\n  {first}")
+
     async def run_all(self, tasks: list[Task]) -> list[Rollout]:
         from tqdm.auto import tqdm
 
@@ -149,15 +200,11 @@ class RolloutRunner:
         async def one(task: Task) -> Rollout:
             async with limit:
                 try:
-                    rollout = await self.episode_fn(task)
-                except Exception as exc:  # noqa: BLE001 - any failure of the machinery is an infra error
-                    rollout = self.infra_failure(task, f"{type(exc).__name__}: {exc}")
+                    rollout = Rollout.from_result(await self.rollout_fn(task))
                 finally:
                     bar.update(1)
             if rollout.infra_error and not (rollout.prompt_ids and rollout.completion_ids):
-                stub = self.infra_failure(task, rollout.error or "no tokens")
-                rollout.prompt_ids, rollout.completion_ids, rollout.env_mask = (
-                    stub.prompt_ids, stub.completion_ids, stub.env_mask)
+                rollout.prompt_ids, rollout.completion_ids = self.stub_ids(task)
                 rollout.logprobs = None
             if rollout.infra_error:  # what is saved is what training sees: no loss tokens
                 rollout.env_mask = [0] * len(rollout.completion_ids)
@@ -168,14 +215,10 @@ class RolloutRunner:
         finally:
             bar.close()
 
-    def infra_failure(self, task: Task, error: str) -> Rollout:
-        """A rollout that failed before producing tokens: one masked EOS, no reward."""
-        try:
-            prompt = self.fallback_prompt_ids(task)
-        except Exception:  # noqa: BLE001 - a rollout must come back whatever happened
-            prompt = [self.eos_id]
-        return Rollout(task.id, prompt, [self.eos_id], [0], None, reward=None, infra_error=True,
-                       error=error, termination="infra_error")
+    def stub_ids(self, task: Task) -> tuple[list[int], list[int]]:
+        """Prompt and completion of a rollout that produced no tokens: the task's prompt and
+        one masked EOS (TRL needs at least one completion token per row)."""
+        return list(self.fallback_prompt_ids(task)), [self.eos_id]
 
 
 def gather_results(rollouts: list[Rollout], trainer: Any) -> tuple[list[str], list[float | None]]:
@@ -190,12 +233,24 @@ def gather_results(rollouts: list[Rollout], trainer: Any) -> tuple[list[str], li
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
+REWARD_FUNCS = ("total", "tests", "judge")
+"""The reward functions handed to TRL, in order; `REWARD_WEIGHTS` makes `total` the reward."""
+REWARD_WEIGHTS = [1.0, 0.0, 0.0]
+
+
+def reward_funcs() -> list[Callable[..., list[float | None]]]:
+    """TRL reward functions over `reward_breakdowns` (see the module docstring)."""
+    from tbrl_lib.rewards import reward_function
+
+    return [reward_function(key) for key in REWARD_FUNCS]
+
+
 def to_trl_output(rollouts: list[Rollout]) -> dict[str, list]:
     """The dict TRL expects back; infra-error rollouts get an all-zero env_mask."""
     have_logprobs = any(r.logprobs is not None for r in rollouts)
     out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "env_mask": [],
                             "logprobs": [] if have_logprobs else None,
-                            "task_id": [], "tbrl_reward": [], "infra_error": [], "termination": []}
+                            "task_id": [], "reward_breakdowns": [], "infra_error": [], "termination": []}
     for r in rollouts:
         if not (len(r.completion_ids) == len(r.env_mask) >= 1):
             raise ValueError(f"rollout of {r.task_id}: {len(r.completion_ids)} completion ids but "
@@ -207,22 +262,17 @@ def to_trl_output(rollouts: list[Rollout]) -> dict[str, list]:
             lps = r.logprobs if r.logprobs is not None else [0.0] * len(r.completion_ids)
             out["logprobs"].append(lps)
         out["task_id"].append(r.task_id)
-        out["tbrl_reward"].append(None if r.infra_error else r.reward)
+        out["reward_breakdowns"].append(None if r.infra_error else r.breakdown)
         out["infra_error"].append(r.infra_error)
         out["termination"].append(r.termination)
     return out
 
 
-def verifier_reward(completions: list, tbrl_reward: list[float | None], **kwargs: Any) -> list[float | None]:
-    """TRL reward function: the verifier's score from the rollout; None (masked) on infra error."""
-    if len(tbrl_reward) != len(completions):
-        raise ValueError(f"{len(tbrl_reward)} rewards for {len(completions)} completions")
-    return list(tbrl_reward)
-
-
 def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float]:
+    """Per-call numbers. Reward metrics average the scored rollouts only and are absent
+    when none was scored (a 0.0 there would read as a failing model)."""
     n = len(rollouts)
-    ok = [r for r in rollouts if not r.infra_error]
+    ok = [r for r in rollouts if not r.infra_error and r.breakdown is not None]
     metrics = {
         "rollout/count": float(n),
         "rollout/infra_error_rate": (n - len(ok)) / n if n else 0.0,
@@ -230,9 +280,19 @@ def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float]:
         "rollout/seconds": _mean(r.seconds for r in rollouts),
         "rollout/completion_tokens": _mean(len(r.completion_ids) for r in rollouts),
         "rollout/assistant_tokens": _mean(sum(r.env_mask) for r in rollouts),
-        "reward/tests_score": _mean(r.reward for r in ok) if ok else 0.0,
-        "reward/solved_rate": _mean(float((r.reward or 0) >= 1.0) for r in ok) if ok else 0.0,
+        "judge/cost_usd": sum(r.judge_cost_usd for r in rollouts),
     }
+    if ok:
+        judged = [r.breakdown["judge"] for r in ok if r.breakdown["judge"] is not None]
+        metrics.update({
+            "reward/total": _mean(r.breakdown["total"] for r in ok),
+            "reward/tests": _mean(r.breakdown["tests"] for r in ok),
+            "reward/solved_rate": _mean(float(r.breakdown["tests"] >= 1.0) for r in ok),
+            "reward/judge_missing_rate": _mean(
+                float(r.breakdown["judge"] is None and r.breakdown["w_judge"] > 0) for r in ok),
+        })
+        if judged:
+            metrics["reward/judge"] = _mean(judged)
     for reason, count in Counter(r.termination for r in rollouts).items():
         metrics[f"rollout/termination/{reason}"] = count / n
     keys = sorted({k for r in rollouts for k in r.sandbox})

@@ -28,5 +28,5 @@ def test_run_command_oracle_on_a_bundled_task(base_image, tmp_path):
     out = tmp_path / "t.jsonl"
     result = CliRunner().invoke(app, ["run", str(REPO / "data/tasks"), "--task-id", "word-frequency", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "word-frequency: finished" in result.output and "tests score 1.000" in result.output
+    assert "word-frequency: finished" in result.output and "tests 1.000" in result.output and "judge" in result.output
     assert out.exists()

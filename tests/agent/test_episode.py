@@ -113,6 +113,22 @@ def test_policy_failures(base_image, exc, reason):
     assert traj.termination == reason and str(exc) in traj.termination_message
 
 
+def test_a_bug_raises_instead_of_becoming_an_infra_error(base_image):
+    """A bug is never masked: an unexpected exception leaves the episode, it is not recorded
+    as infra_error (which training would silently mask)."""
+    with pytest.raises(ZeroDivisionError):
+        episode(_Raising(ZeroDivisionError("planted bug")))
+
+
+@pytest.mark.parametrize("kind,reason", [("shell_broken", Termination.sandbox_broken),
+                                         ("daemon_unreachable", Termination.infra_error)])
+def test_sandbox_errors_are_blamed_by_cause(base_image, kind, reason):
+    from tbrl_lib.sandbox.base import SandboxError
+
+    traj = episode(_Raising(SandboxError("boom", kind=kind)))
+    assert traj.termination == reason and traj.error_kind == kind
+
+
 def test_container_death_is_an_infra_error_and_the_trajectory_survives(base_image, docker_client):
     def kill_then_act(conv):
         if conv.turn == 1:

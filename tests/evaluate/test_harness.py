@@ -17,7 +17,7 @@ import pytest
 
 from tbrl_lib.evaluate.harness import failure_mode, run_eval
 from tbrl_lib.evaluate.report import compare_runs
-from tbrl_lib.evaluate.results import FailureMode, RunResults
+from tbrl_lib.evaluate.results import FailureMode, RunConfig, RunResults
 from tbrl_lib.sandbox import image_tag
 from tbrl_lib.tasks import Environment, Limits, Task, load_tasks
 from tbrl_lib.tasks import Tests as TaskTests
@@ -100,13 +100,16 @@ DONE_TEST = "import os\n\ndef test_done():\n    assert os.path.exists('/app/done
 @pytest.mark.slow
 def test_oracle_resolves_and_noop_does_not(bundled, tmp_path):
     n = len(SUBSET)
-    oracle = run_eval(bundled, "oracle", 1, 3, tmp_path / "oracle", progress=False)
+    oracle = run_eval(bundled, RunConfig(policy="oracle", concurrency=3), tmp_path / "oracle", progress=False)
     assert oracle.summary["accuracy"] == 1.0, oracle.summary["failure_modes"]
     assert oracle.summary["failure_modes"]["resolved"] == n
     for trial in oracle.trials:
         assert trial.turns >= 1 and trial.termination == "finished"
+        # the training reward, measured the same way: tests 65% + the rule judge 35%
+        assert trial.judge_score is not None
+        assert trial.reward == pytest.approx(0.65 * trial.score + 0.35 * trial.judge_score)
         assert (tmp_path / "oracle" / trial.trajectory).exists()
-    noop = run_eval(bundled, "noop", 1, 3, tmp_path / "noop", progress=False)
+    noop = run_eval(bundled, RunConfig(policy="noop", concurrency=3), tmp_path / "noop", progress=False)
     assert noop.summary["accuracy"] == 0.0
     modes = {m for m, n in noop.summary["failure_modes"].items() if n}
     assert modes <= {"no_action", "unresolved"}, noop.summary["failure_modes"]
@@ -115,17 +118,46 @@ def test_oracle_resolves_and_noop_does_not(bundled, tmp_path):
     assert (cmp.difference, cmp.a_better, cmp.n_tasks) == (1.0, n, n)
 
 
+def test_settings_by_dotted_path_reach_the_rollout_and_bad_ones_are_named():
+    import typer
+
+    from tbrl_lib.evaluate.cli import run_config
+
+    config = run_config(["episode.max_turns=3", "episode.tools.bash_default_timeout=5", "reward.w_judge=0"],
+                        policy="oracle")
+    rollout = config.rollout_config()
+    assert rollout.episode.max_turns == 3 and rollout.episode.tools.bash_default_timeout == 5
+    assert rollout.reward.w_judge == 0 and rollout.episode.time_limit_s is None  # the task's own timeout
+    with pytest.raises(typer.BadParameter, match="max_turnz"):
+        run_config(["episode.max_turnz=3"], policy="oracle")
+
+
+def test_an_engine_that_stays_down_stops_the_run_with_a_way_to_resume(monkeypatch, tmp_path):
+    import asyncio
+
+    from tbrl_lib.evaluate import harness
+    from tbrl_lib.sandbox import engine
+
+    pings = []
+    monkeypatch.setattr(engine, "ping", lambda *a: pings.append(1))  # never answers
+    runner = harness.TrialRunner(None, None, RunConfig(policy="noop").rollout_config(), tmp_path,
+                                 engine_wait_s=0.5)
+    with pytest.raises(harness.EngineOutage, match="rerun the same command to resume"):
+        asyncio.run(runner._wait_for_engine("sandbox: daemon_unreachable: refused"))
+    assert len(pings) >= 2  # it kept asking for the whole wait
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_task_timeouts_are_honoured_and_scaled(tiny_tasks, tmp_path):
     # the solution needs ~4 s; the task allows the agent 2 s
     slow = tiny_tasks("eval-slow-solution", "sleep 4 && touch /app/done", DONE_TEST, agent_s=2.0)
-    run = run_eval([slow], "oracle", 1, 1, tmp_path / "x1", progress=False)
+    run = run_eval([slow], RunConfig(policy="oracle"), tmp_path / "x1", progress=False)
     assert run.trials[0].failure_mode == FailureMode.agent_timeout
     assert run.trials[0].termination == "time_limit"
     assert run.trials[0].agent_seconds < 2.0 + 5.0
     # x6 gives it 12 s: resolved, and the summary says the numbers are not Terminal-Bench's
-    run = run_eval([slow], "oracle", 1, 1, tmp_path / "x6", timeout_scale=6.0, progress=False)
+    run = run_eval([slow], RunConfig(policy="oracle", timeout_scale=6.0), tmp_path / "x6", progress=False)
     assert run.trials[0].resolved, run.trials[0]
     assert "NOT comparable" in run.summary["timeouts"]
 
@@ -135,7 +167,7 @@ def test_task_timeouts_are_honoured_and_scaled(tiny_tasks, tmp_path):
 def test_verifier_timeout_is_its_own_failure_mode(tiny_tasks, tmp_path):
     hang = "import time\n\ndef test_hangs():\n    time.sleep(60)\n"
     task = tiny_tasks("eval-slow-tests", "touch /app/done", hang, test_s=3.0)
-    run = run_eval([task], "oracle", 1, 1, tmp_path, progress=False)
+    run = run_eval([task], RunConfig(policy="oracle"), tmp_path, progress=False)
     trial = run.trials[0]
     assert trial.failure_mode == FailureMode.test_timeout and not trial.resolved
     assert trial.test_seconds < 3.0 + 30.0
@@ -146,7 +178,7 @@ def test_verifier_timeout_is_its_own_failure_mode(tiny_tasks, tmp_path):
 def test_infra_errors_are_retried_once_recorded_and_redone_on_resume(tiny_tasks, tmp_path, base_image):
     broken = tiny_tasks("eval-broken-image", "true", DONE_TEST,
                         dockerfile=f"FROM {base_image}\nRUN echo broken on purpose && exit 3\n")
-    run = run_eval([broken], "oracle", 1, 1, tmp_path, progress=False)
+    run = run_eval([broken], RunConfig(policy="oracle"), tmp_path, progress=False)
     trial = run.trials[0]
     assert trial.failure_mode == FailureMode.infra_error and trial.infra_retries == 1
     assert "exit 3" in trial.error or "returned a non-zero code" in trial.error, trial.error
@@ -190,8 +222,9 @@ def test_killed_run_resumes_to_the_same_summary(subset_dir, tmp_path):
     kept = {t.key: t.finished_at for t in final.trials if t.key in before}
     assert kept == before, "finished trials were redone"
 
-    straight = run_eval(load_tasks(subset_dir, progress=False).tasks, "oracle", 2, 2,
-                        tmp_path / "straight", tasks_source=str(subset_dir), limit=2, progress=False)
+    straight = run_eval(load_tasks(subset_dir, progress=False).tasks,
+                        RunConfig(policy="oracle", attempts=2, concurrency=2, tasks_source=str(subset_dir), limit=2),
+                        tmp_path / "straight", progress=False)
     assert final.summary == straight.summary
 
 
@@ -204,7 +237,7 @@ def test_tiny_checkpoint_runs_through_the_harness(bundled, tmp_path):
     from tbrl_lib.policies.tiny_model import build_tiny_qwen3
 
     model = build_tiny_qwen3(tmp_path / "models")
-    run = run_eval(bundled, f"hf:{model}", 1, 1, tmp_path / "run", timeout_scale=0.03, limit=1,
+    run = run_eval(bundled, RunConfig(policy=f"hf:{model}", timeout_scale=0.03, limit=1), tmp_path / "run",
                    progress=False)
     trial = run.trials[0]
     assert trial.failure_mode not in (FailureMode.infra_error, FailureMode.resolved), trial

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Task
-from tbrl_lib.tasks.validate import (
+from tbrl_lib.evaluate.validate import (
     ValidationConfig,
     ValidationResult,
     Verdict,

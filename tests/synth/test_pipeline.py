@@ -123,7 +123,7 @@ def test_bad_config_says_what_is_wrong(tmp_path, kwargs, message):
 
 
 def test_infrastructure_errors_are_retried_not_blamed_on_the_builder(tmp_path):
-    from tbrl_lib.tasks.validate import ValidationResult
+    from tbrl_lib.evaluate.validate import ValidationResult
 
     calls = []
 

@@ -6,6 +6,7 @@ import csv
 
 import pytest
 
+from tbrl_lib.agent.prompts import initial_messages
 from tbrl_lib.tasks import TaskFormatError, convert, detect_format, load_tasks, write_tasks
 from tbrl_lib.tasks.harbor_format import write_harbor_dir
 from tbrl_lib.tasks.tb1_format import write_tb1_dir
@@ -16,7 +17,7 @@ from .helpers import assert_names, make_task
 def test_detects_every_format(tmp_path):
     task = make_task()
     write_tasks([task], "csv", tmp_path / "t.csv", progress=False)
-    write_tasks([task], "parquet", tmp_path / "t.parquet", progress=False)
+    write_tasks([task], "parquet", tmp_path / "t.parquet", progress=False, prompt_fn=initial_messages)
     harbor = write_harbor_dir(task, tmp_path / "h")
     tb1 = write_tb1_dir(task, tmp_path / "t")
     assert [detect_format(p) for p in (tmp_path / "t.csv", tmp_path / "t.parquet", harbor, tb1, tmp_path / "h")] \
@@ -48,7 +49,7 @@ def test_convert_chain_csv_tb1_harbor_parquet(tmp_path):
     write_tasks(tasks, "csv", tmp_path / "a.csv", progress=False)
     convert(tmp_path / "a.csv", "tb1", tmp_path / "tb1", progress=False)
     convert(tmp_path / "tb1", "harbor", tmp_path / "harbor", progress=False)
-    load_report, write_report = convert(tmp_path / "harbor", "parquet", tmp_path / "b.parquet", progress=False)
+    load_report, write_report = convert(tmp_path / "harbor", "parquet", tmp_path / "b.parquet", progress=False, prompt_fn=initial_messages)
     assert load_report.loaded == 3 and write_report.written == 3
     from tbrl_lib.tasks.csv_format import csv_projection
 

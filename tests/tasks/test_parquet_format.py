@@ -17,7 +17,7 @@ from .helpers import assert_names, make_task
 def test_rows_carry_prompt_id_and_the_whole_task(tmp_path):
     tasks = [make_task(id="a"), make_task(id="b", difficulty="hard")]
     path = tmp_path / "train.parquet"
-    write_tasks(tasks, "parquet", path, progress=False)
+    write_tasks(tasks, "parquet", path, progress=False, prompt_fn=initial_messages)
     table = pq.read_table(path)
     assert table.column_names == COLUMNS and table.num_rows == 2
     rows = table.to_pylist()
@@ -45,7 +45,7 @@ def test_not_a_task_parquet_file(tmp_path):
 
 def test_corrupt_row_is_named(tmp_path):
     path = tmp_path / "t.parquet"
-    write_tasks([make_task(id="a"), make_task(id="b")], "parquet", path, progress=False)
+    write_tasks([make_task(id="a"), make_task(id="b")], "parquet", path, progress=False, prompt_fn=initial_messages)
     table = pq.read_table(path)
     broken = table.set_column(2, "task", pa.array([table.column("task")[0].as_py(), '{"id": "b"}']))
     pq.write_table(broken, path)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
+from tbrl_lib.agent.prompts import initial_messages
 from tbrl_lib.tasks import load_tasks, write_tasks
 from tbrl_lib.tasks.csv_format import csv_projection
 
@@ -25,7 +26,7 @@ FILE_SUFFIX = {"csv": "tasks.csv", "parquet": "tasks.parquet"}
 
 def round_trip(task_list, fmt: str, where: Path):
     out = where / FILE_SUFFIX.get(fmt, fmt)
-    write_tasks(task_list, fmt, out, progress=False)
+    write_tasks(task_list, fmt, out, progress=False, prompt_fn=initial_messages)
     loaded, report = load_tasks(out, progress=False)
     assert report.ok, report.summary()
     return loaded

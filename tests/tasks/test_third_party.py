@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from tbrl_lib.agent.prompts import initial_messages
 from tbrl_lib.tasks import TaskFormatError, load_tasks, write_tasks
 from tbrl_lib.tasks.console import skipped_table
 from tbrl_lib.tasks.csv_format import csv_projection
@@ -68,7 +69,7 @@ def test_binary_data_files_load_byte_exact(harbor_tasks):
 def test_binary_files_and_original_ids_survive_every_format(harbor_tasks, fmt, tmp_path):
     tasks = list(harbor_tasks.values())
     out = tmp_path / FILE_SUFFIX.get(fmt, fmt)
-    write_tasks(tasks, fmt, out, progress=False)
+    write_tasks(tasks, fmt, out, progress=False, prompt_fn=initial_messages)
     back, report = load_tasks(out, "strict", progress=False)
     assert report.ok
     for before, after in zip(tasks, back):
@@ -85,7 +86,8 @@ def test_a_chain_of_conversions_keeps_the_bytes(harbor_tasks, tmp_path):
     write_tasks(tasks, "harbor", source, progress=False)
     for step, fmt in enumerate(["csv", "parquet", "tb1", "harbor"]):
         target = tmp_path / f"{step}" / FILE_SUFFIX.get(fmt, fmt)
-        write_tasks(load_tasks(source, progress=False).tasks, fmt, target, progress=False)
+        write_tasks(load_tasks(source, progress=False).tasks, fmt, target, progress=False,
+                    prompt_fn=initial_messages)
         source = target
     copied = source / "R_package_Summary-Stats" / "environment" / "data" / "sales.parquet"
     assert copied.read_bytes() == PARQUET.read_bytes()

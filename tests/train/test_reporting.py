@@ -25,7 +25,7 @@ def test_trl_names_go_under_train_and_ours_stay():
 def test_metrics_writer_appends_numbers_with_step_and_curriculum(tmp_path):
     cur = Curriculum({"a": "easy"})
     writer = MetricsWriter(tmp_path / "m.jsonl", cur)
-    writer.on_log(None, SimpleNamespace(global_step=3), None, logs={"loss": "0.5", "reward/tests_score": 0.25})
+    writer.on_log(None, SimpleNamespace(global_step=3), None, logs={"loss": "0.5", "reward/total": 0.25})
     writer.on_log(None, SimpleNamespace(global_step=3), None, logs={"train_runtime": 1.0})  # end-of-run summary
     lines = (tmp_path / "m.jsonl").read_text().splitlines()
     assert len(lines) == 1
@@ -34,7 +34,7 @@ def test_metrics_writer_appends_numbers_with_step_and_curriculum(tmp_path):
 
 
 def test_plot_is_written_with_and_without_points(tmp_path):
-    assert plot_rewards([{"step": 1, "reward/tests_score": 0.5}], tmp_path / "a.png").stat().st_size > 1000
+    assert plot_rewards([{"step": 1, "reward/total": 0.5}], tmp_path / "a.png").stat().st_size > 1000
     assert plot_rewards([], tmp_path / "b.png").is_file()
 
 

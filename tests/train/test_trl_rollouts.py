@@ -1,5 +1,6 @@
 """The rollout_func contract with TRL: one rollout per prompt entry, ids/masks aligned,
-infra errors masked (zero advantage, no loss tokens), and a real GRPOTrainer step on it."""
+the mission's reward (tests + judge) as TRL's reward, infra errors masked (zero advantage,
+no loss tokens), bugs raised, a run of infra errors stopped, and a real GRPOTrainer step."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ import asyncio
 
 import pytest
 
-from tbrl_lib.sandbox.base import SandboxError
+from tbrl_lib.agent.trajectory import Termination, Trajectory
+from tbrl_lib.rewards import RewardConfig, combine
+from tbrl_lib.rollout import RolloutResult
 from tbrl_lib.tasks.model import Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
-from tbrl_lib.train.rollout import (
+from tbrl_lib.train.trl_rollouts import (
+    REWARD_WEIGHTS,
+    InfraErrorRateExceeded,
     Rollout,
     RolloutRunner,
     TaskIndex,
     prompt_key,
+    reward_funcs,
     to_trl_output,
-    verifier_reward,
 )
 
 
@@ -31,15 +36,28 @@ def row(task: Task) -> dict:
             "task": task.model_dump_json(), "task_id": task.id}
 
 
-def scripted_rollout(task: Task, reward: float, n_turns: int = 2) -> Rollout:
-    # prompt of 3 tokens; each turn: 2 assistant tokens (mask 1) ending in EOS, then 3 env tokens
-    # (mask 0). The first token depends on the reward, so rollouts of a group differ.
+def scripted_result(task: Task, tests: float, judge: float | None = 1.0, n_turns: int = 2) -> RolloutResult:
+    """A scored rollout as `run_rollout` returns it: prompt of 3 tokens; each turn 2 assistant
+    tokens (mask 1) ending in EOS, then 3 env tokens (mask 0). The first token depends on
+    the test score, so rollouts of a group differ."""
     completion, mask = [], []
     for turn in range(n_turns):
-        completion += [10 + turn + int(reward * 10), 1] + [40, 41, 42]
+        completion += [10 + turn + int(tests * 10), 1] + [40, 41, 42]
         mask += [1, 1, 0, 0, 0]
-    return Rollout(task.id, [3, 5, 7], completion, mask, [-0.5] * len(completion), reward=reward,
-                   termination="finished", turns=n_turns)
+    traj = Trajectory(task_id=task.id, policy="scripted", messages=[], termination=Termination.finished,
+                      prompt_ids=[3, 5, 7], completion_ids=completion, env_mask=mask,
+                      logprobs=[-0.5] * len(completion))
+    return RolloutResult(task.id, traj, reward=combine(tests, judge, RewardConfig(),
+                                                       judge_missing_reason=None if judge is not None else "down"),
+                         termination="finished")
+
+
+def infra_result(task: Task, reason: str = "sandbox: container_died: gone") -> RolloutResult:
+    return RolloutResult(task.id, None, infra_error=reason, infra_kind="container_died")
+
+
+def scripted_rollout(task: Task, tests: float, n_turns: int = 2) -> Rollout:
+    return Rollout.from_result(scripted_result(task, tests, n_turns=n_turns))
 
 
 # --- TaskIndex --------------------------------------------------------------------------
@@ -65,15 +83,18 @@ def test_prompt_key_depends_on_role_and_content():
 
 # --- output shaping -----------------------------------------------------------------------
 
-def test_infra_error_rows_get_no_reward_and_an_all_zero_mask():
+def test_the_reward_is_the_missions_mix_and_infra_rows_get_none_from_every_function():
     a = make_task("a")
-    good = scripted_rollout(a, 1.0)
-    bad = scripted_rollout(a, 0.0)
-    bad.infra_error, bad.reward = True, 0.0
-    out = to_trl_output([good, bad])
-    assert out["tbrl_reward"] == [1.0, None]
-    assert out["env_mask"][0] == good.env_mask and set(out["env_mask"][1]) == {0}
-    assert verifier_reward(completions=["x", "y"], **{k: v for k, v in out.items()}) == [1.0, None]
+    good = Rollout.from_result(scripted_result(a, tests=1.0, judge=0.5))
+    no_judge = Rollout.from_result(scripted_result(a, tests=0.5, judge=None))
+    bad = Rollout.from_result(infra_result(a))
+    bad.prompt_ids, bad.completion_ids, bad.env_mask = [3], [1], [0]
+    out = to_trl_output([good, no_judge, bad])
+    assert set(out["env_mask"][2]) == {0} and out["reward_breakdowns"][2] is None
+    total, tests, judge = (f(completions=["x"] * 3, **out) for f in reward_funcs())
+    assert total[:2] == pytest.approx([0.825, 0.5]) and total[2] is None  # missing judge: renormalised
+    assert tests == [1.0, 0.5, None] and judge == [0.5, None, None]
+    assert REWARD_WEIGHTS == [1.0, 0.0, 0.0]  # total is the reward; the parts are logged
 
 
 def test_logprobs_are_none_when_no_rollout_has_them_and_zero_filled_otherwise():
@@ -100,18 +121,16 @@ def test_runner_returns_one_rollout_per_entry_in_order_within_the_concurrency_li
     index = TaskIndex([row(t) for t in tasks])
     running, peak = 0, 0
 
-    async def episode(task):
+    async def rollout(task):
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
         await asyncio.sleep(0.01)
         running -= 1
-        if task.id == "b":
-            raise SandboxError("daemon went away", kind="daemon_unreachable")
-        return scripted_rollout(task, 1.0)
+        return infra_result(task) if task.id == "b" else scripted_result(task, 1.0)
 
     seen = []
-    runner = RolloutRunner(index, episode, concurrency=2, fallback_prompt_ids=lambda t: [3, 5],
+    runner = RolloutRunner(index, rollout, concurrency=2, fallback_prompt_ids=lambda t: [3, 5],
                            eos_id=1, on_rollouts=lambda ids, rewards: seen.extend(zip(ids, rewards)),
                            progress=False)
     prompts = [row(tasks[0])["prompt"]] * 3 + [row(tasks[1])["prompt"]] * 3  # TRL repeats each prompt
@@ -122,6 +141,34 @@ def test_runner_returns_one_rollout_per_entry_in_order_within_the_concurrency_li
     assert out["completion_ids"][3] == [1] and out["prompt_ids"][3] == [3, 5]  # masked stub
     assert seen == [("a", 1.0)] * 3 + [("b", None)] * 3  # the curriculum never counts infra errors
     assert peak == 2
+
+
+def test_a_bug_in_a_rollout_stops_training_instead_of_being_masked():
+    task = make_task("a")
+
+    async def rollout(task):
+        raise ZeroDivisionError("planted scoring bug")
+
+    runner = RolloutRunner(TaskIndex([row(task)]), rollout, concurrency=2, fallback_prompt_ids=lambda t: [3],
+                           eos_id=1, progress=False)
+    with pytest.raises(ZeroDivisionError, match="planted"):
+        runner([row(task)["prompt"]] * 2, trainer=None)
+
+
+def test_a_run_of_infra_errors_stops_with_the_first_errors_named():
+    task = make_task("a")
+    calls = iter([scripted_result(task, 1.0), infra_result(task, "sandbox: daemon_unreachable: refused")] * 4)
+
+    async def rollout(task):
+        return next(calls)
+
+    runner = RolloutRunner(TaskIndex([row(task)]), rollout, concurrency=1, fallback_prompt_ids=lambda t: [3],
+                           eos_id=1, progress=False, max_infra_error_rate=0.5, infra_check_after=4)
+    runner([row(task)["prompt"]] * 2, trainer=None)  # 1 of 2: under the minimum count, goes on
+    runner([row(task)["prompt"]] * 2, trainer=None)  # 2 of 4 = 50%: not above the limit
+    runner.max_infra_error_rate = 0.4
+    with pytest.raises(InfraErrorRateExceeded, match="daemon_unreachable: refused"):
+        runner([row(task)["prompt"]] * 2, trainer=None)
 
 
 # --- one real GRPOTrainer step on the tiny model -------------------------------------------
@@ -145,8 +192,8 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(tmp_path, tin
     async def episode(task):
         if task.id == "b" and not any(r == "b-failed" for r in received):
             received.append("b-failed")
-            raise SandboxError("container died", kind="container_died")
-        return scripted_rollout(task, next(rewards[task.id]), n_turns=2 if task.id == "a" else 1)
+            return infra_result(task)
+        return scripted_result(task, next(rewards[task.id]), judge=None, n_turns=2 if task.id == "a" else 1)
 
     runner = RolloutRunner(TaskIndex(rows), episode, concurrency=4, fallback_prompt_ids=lambda t: [3, 5, 7],
                            eos_id=1, trajectories_dir=tmp_path / "traj", progress=False)
@@ -160,8 +207,8 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(tmp_path, tin
     args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=3,
                       gradient_accumulation_steps=2, num_generations=3, learning_rate=1e-3, use_cpu=True,
                       report_to=[], save_strategy="no", shuffle_dataset=False, logging_steps=1,
-                      disable_tqdm=True, max_completion_length=64)
-    trainer = Capturing(model=tiny_model, reward_funcs=[verifier_reward], args=args, processing_class=tiny_tokenizer,
+                      disable_tqdm=True, max_completion_length=64, reward_weights=REWARD_WEIGHTS)
+    trainer = Capturing(model=tiny_model, reward_funcs=reward_funcs(), args=args, processing_class=tiny_tokenizer,
                         train_dataset=Dataset.from_list(rows), rollout_func=runner)
     before = [p.detach().clone() for p in trainer.model.parameters()]
     trainer.train()

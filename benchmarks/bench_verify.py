@@ -1,0 +1,94 @@
+"""Verifier benchmark: seconds per verification, tbrl's isolated verifier next to a naive one.
+
+    python benchmarks/bench_verify.py                 # 10 verifications each, one container
+    python benchmarks/bench_verify.py --runs 20 --tests 12
+
+Baseline (same run, same container): the naive way - copy the tests in and run `pytest`
+from the container's PATH through `docker exec` (no protection at all against an agent that
+planted a fake pytest, a conftest or a sitecustomize). Measured: `verify()` as training,
+evaluation and validation call it - engine-started process, the runtime volume's own
+interpreter and pytest, private root-only directory, JUnit over a pipe, cleanup. The first
+verification on an engine also builds the runtime volume; it is reported apart.
+
+The previous verifier copied a 55 MB runtime into every container: 3-9 s per verification
+on this 2-core machine (issue #11); the goal for the runtime volume was a median <= 0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import statistics
+import tarfile
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from tbrl_lib.rewards.verifier import verify
+from tbrl_lib.sandbox import open_sandbox
+from tbrl_lib.tasks.model import Environment, Task, Tests
+
+
+def make_task(n_tests: int) -> Task:
+    body = "\n".join(f"def test_{i}():\n    assert {i} == {i}\n" for i in range(n_tests))
+    return Task(id="bench-verify", instruction="nothing to do",
+                environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
+                tests=Tests(pytest=body))
+
+
+def naive(sandbox, tests: str) -> None:
+    container = sandbox.host.client.containers.get(sandbox.container_id)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        data = tests.encode()
+        info = tarfile.TarInfo("test_outputs.py")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    container.exec_run(["mkdir", "-p", "/tests"])
+    container.put_archive("/tests", buf.getvalue())
+    result = container.exec_run(["bash", "-c", "cd /app && python3 -m pytest -q -p no:cacheprovider "
+                                 "/tests/test_outputs.py --junitxml=/tmp/junit.xml"])
+    if result.exit_code != 0:
+        raise RuntimeError(f"naive pytest failed: {result.output.decode()[-500:]}")
+
+
+async def measure(runs: int, n_tests: int) -> dict[str, list[float]]:
+    task = make_task(n_tests)
+    times: dict[str, list[float]] = {"naive docker exec pytest (baseline)": [], "tbrl verify": [],
+                                     "tbrl verify, first on this engine": []}
+    async with open_sandbox(task) as sandbox:
+        t0 = time.perf_counter()
+        report = await verify(task, sandbox)
+        times["tbrl verify, first on this engine"].append(time.perf_counter() - t0)
+        if report.score != 1.0:
+            raise RuntimeError(f"verify scored {report.score}: {report.error}")
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            await asyncio.to_thread(naive, sandbox, task.tests.pytest)
+            times["naive docker exec pytest (baseline)"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            report = await verify(task, sandbox)
+            times["tbrl verify"].append(time.perf_counter() - t0)
+            assert report.score == 1.0, report
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="verifications per method")
+    parser.add_argument("--tests", type=int, default=12, help="test functions in the task")
+    args = parser.parse_args()
+    times = asyncio.run(measure(args.runs, args.tests))
+    table = Table(title=f"seconds per verification ({args.tests} tests, {args.runs} runs, one container)")
+    for column in ("method", "n", "median", "min", "max"):
+        table.add_column(column, justify="left" if column == "method" else "right")
+    for name, values in times.items():
+        table.add_row(name, str(len(values)), f"{statistics.median(values):.3f}", f"{min(values):.3f}",
+                      f"{max(values):.3f}")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
