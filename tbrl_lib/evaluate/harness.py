@@ -9,9 +9,10 @@ test score, the judge score and the reward. Terminal-Bench forbids changing the 
 `timeout_scale` multiplies both and the summary then says the numbers are not comparable.
 
 Infrastructure failures (the engine, an image that will not build, a verifier that could
-not run) are retried once and then recorded as `infra_error`, never as an agent failure. An
-engine that stops answering is waited for (`engine_wait_s`); if it does not come back the
-run stops with `EngineOutage` (finished trials are saved; rerunning resumes). Any other
+not run) are retried once and then recorded as `infra_error`, never as an agent failure.
+After an infra error the engine is pinged: one that stopped answering (a restart) is waited
+for, with a message, before the retry (`engine_wait_s`); if it does not come back the run
+stops with `EngineOutage` (finished trials are saved; rerunning resumes). Any other
 exception is a bug and stops the run.
 
 `results.json` is rewritten atomically after every trial, so killing the process at any
@@ -55,10 +56,6 @@ TERMINATION_MODES: dict[str, FailureMode] = {
 episode's token limit) counts as a context overflow; `finished`, `max_turns`,
 `resource_limit` and `sandbox_broken` are `unresolved` when the tests fail. `agent_timeout`
 is the rollout's own stop, for an episode that overran its limit by the grace period."""
-
-ENGINE_DOWN_KINDS = frozenset({"daemon_unreachable"})
-"""Infra kinds that mean the engine itself is gone: wait for it before retrying."""
-
 
 class EngineOutage(RuntimeError):
     """The Docker engine stopped answering and did not come back within `engine_wait_s`."""
@@ -188,8 +185,7 @@ class TrialRunner:
             if result.infra_error is None:
                 return self._trial(task, attempt, result, started, retries=len(errors))
             errors.append(result.infra_error)
-            if result.infra_kind in ENGINE_DOWN_KINDS:
-                await self._wait_for_engine(result.infra_error)
+            await self._wait_for_engine(result.infra_error)
         return TrialResult(
             task_id=task.id, attempt=attempt, resolved=False, score=0.0,
             failure_mode=FailureMode.infra_error, difficulty=task.difficulty.value,
@@ -216,12 +212,20 @@ class TrialRunner:
         return None
 
     async def _wait_for_engine(self, why: str) -> None:
+        """Return at once while the engine answers; else wait for it (saying so), bounded."""
         from tbrl_lib.sandbox.engine import ping
 
         deadline = time.monotonic() + self.engine_wait_s
+        said = False
         while True:
             if await asyncio.to_thread(ping) is not None:
+                if said:
+                    tqdm.write("tbrl eval: the Docker engine answers again; retrying the trial")
                 return
+            if not said:
+                tqdm.write(f"tbrl eval: the Docker engine does not answer ({why}); waiting up to "
+                           f"{self.engine_wait_s:.0f}s for it before retrying")
+                said = True
             left = deadline - time.monotonic()
             if left <= 0:
                 break
