@@ -281,7 +281,7 @@ class DockerSandbox(FileTransfer):
         except SandboxLimitExceeded as err:
             self._failed = err
             raise
-        except SandboxError as err:
+        except (SandboxError, DockerException) as err:  # blamed by cause (a vanished container, too)
             self._failed = await self._blame(err, "running a command", since)
             raise self._failed from err
         self._check_open()
