@@ -6,7 +6,7 @@
   resumable state): `pipeline.PipelineConfig`, `pipeline.run_pipeline`, backends in
   `llm` (`make_llm("anthropic:MODEL" | "openai:BASE_URL+MODEL")`).
 - Validation at scale on the shared validator: `validation.validate_many`,
-  `validation.task_validator`, `python -m tbrl_lib.synth.validation`.
+  `batch_validate.task_validator`, `python -m tbrl_lib.synth.batch_validate`.
 - Near-duplicates and balance: `dedup.near_duplicates`, `dedup.balance_table`.
 - Tables, plots, export for the notebook: `report`.
 """

@@ -4,7 +4,7 @@ One validator for everything (bundled, generated, LLM-written tasks): this modul
 adds what synthesis needs around it: a per-task async validator for the LLM pipeline, a
 batch run that streams results to JSONL and times itself, and tables by family.
 
-    python -m tbrl_lib.synth.validation --n 200 --concurrency 4 --out outputs/synth-validate
+    python -m tbrl_lib.synth.batch_validate --n 200 --concurrency 4 --out outputs/synth-validate
 
 Left out: the checks themselves (see `tbrl_lib.evaluate.validate`).
 """

@@ -2,7 +2,7 @@
 
 `tasks_frame` gives one row per task; `plot_mix` draws the category x difficulty mix;
 `export_all` writes the set in every format `write_tasks` speaks. Left out: anything that
-runs containers (validation lives in `tbrl_lib.synth.validation`).
+runs containers (validation lives in `tbrl_lib.synth.batch_validate`).
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ import pytest
 
 @pytest.fixture
 def task_validator(docker_client, base_image):
-    """`tbrl_lib.synth.validation.task_validator`, recording tasks so their images go away."""
+    """`tbrl_lib.synth.batch_validate.task_validator`, recording tasks so their images go away."""
     from docker.errors import ImageNotFound
 
     from tbrl_lib.sandbox.images import image_tag
-    from tbrl_lib.synth.validation import task_validator as make
+    from tbrl_lib.synth.batch_validate import task_validator as make
 
     seen = []
     inner = make(concurrency=3)

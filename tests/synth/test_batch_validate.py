@@ -9,7 +9,7 @@ import pytest
 
 from tbrl_lib.synth.families import FAMILIES
 from tbrl_lib.synth.generate import generate, make_task
-from tbrl_lib.synth.validation import results_frame, summary_table
+from tbrl_lib.synth.batch_validate import results_frame, summary_table
 from tbrl_lib.evaluate.validate import ValidationResult, Verdict
 
 SAMPLE_SEED = 90_000
