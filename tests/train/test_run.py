@@ -27,7 +27,7 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
     metrics = load_metrics(out)
     prefixes = ("train/", "rollout/", "reward/", "judge/", "sandbox/", "curriculum/")
     assert all(c == "step" or c.startswith(prefixes) for c in metrics.columns)
-    assert {"train/loss", "rollout/turns", "reward/total", "reward/tests", "sandbox/startup_seconds"} <= set(metrics.columns)
+    assert {"train/loss", "rollout/turns", "reward/total", "reward/tests", "reward/judge", "sandbox/startup_seconds"} <= set(metrics.columns)
     rollouts = rollouts_frame(out)
     assert len(rollouts) == 2 and set(rollouts.task_id) == {"count-error-lines"}
     assert (rollouts.completion_tokens >= rollouts.assistant_tokens).all()
