@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from tbrl_lib.overrides import parse_overrides  # noqa: F401 - the CLI's parser, re-exported
+from tbrl_lib.overrides import merge, parse_overrides  # noqa: F401 - parse_overrides: the CLI's parser
 
 TINY_MODEL = "tiny"
 """`model` value that builds the tiny Qwen3-architecture model locally (no hub needed)."""
@@ -105,6 +105,9 @@ class TrainConfig:
     """When every judge fails: `renormalize` (tests only) or `infra_error` (mask the rollout)."""
     max_infra_error_rate: float = 0.5
     """Stop the run when more than this share of its rollouts so far were infra errors."""
+    tools: dict[str, Any] = field(default_factory=dict)
+    """`ToolConfig` settings of the episodes (`tools.bash_default_timeout=60` on the command
+    line); empty: the defaults the system prompt states."""
 
     # --- curriculum and filtering
     curriculum: bool = True
@@ -181,6 +184,12 @@ class TrainConfig:
         if self.judge == "none" and self.reward_w_judge > 0:
             raise ValueError("judge='none' with reward_w_judge > 0: set reward_w_judge=0 for a "
                              "tests-only reward, or name a judge (e.g. judge=rule)")
+        from tbrl_lib.agent.config import ToolConfig
+
+        try:
+            ToolConfig(**self.tools)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"tools: {exc}") from exc
         if self.filter_after_groups < 0:
             raise ValueError("filter_after_groups must be >= 0 (0 disables filtering)")
 
@@ -214,7 +223,7 @@ def load_preset(name: str, overrides: dict[str, Any] | None = None) -> TrainConf
         raise ValueError(f"unknown preset {name!r}; choose one of {preset_names()}")
     text = resources.files("tbrl_lib.train").joinpath("presets", f"{name}.yaml").read_text("utf-8")
     values = yaml.safe_load(text) or {}
-    return config_from_dict({**values, **(overrides or {}), "name": name}, where=f"preset {name!r}")
+    return config_from_dict({**merge(values, overrides or {}), "name": name}, where=f"preset {name!r}")
 
 
 def config_from_dict(values: dict[str, Any], where: str = "config") -> TrainConfig:

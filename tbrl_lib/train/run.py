@@ -53,7 +53,7 @@ def load_training_tasks(config: TrainConfig) -> list:
 
 def rollout_config(config: TrainConfig, run_id: str = ""):
     """The `RolloutConfig` every training rollout runs with."""
-    from tbrl_lib.agent.config import EpisodeLimits
+    from tbrl_lib.agent.config import EpisodeLimits, ToolConfig
     from tbrl_lib.rewards import RewardConfig
     from tbrl_lib.rollout import RolloutConfig
     from tbrl_lib.sandbox import SandboxConfig
@@ -63,7 +63,7 @@ def rollout_config(config: TrainConfig, run_id: str = ""):
                             **({"hosts": hosts} if hosts else {}))
     episode = EpisodeLimits(max_turns=config.max_turns, max_total_tokens=config.max_context_tokens,
                             max_tokens_per_turn=config.max_new_tokens_per_turn,
-                            time_limit_s=config.episode_time_limit_s)
+                            time_limit_s=config.episode_time_limit_s, tools=ToolConfig(**config.tools))
     reward = RewardConfig(w_tests=config.reward_w_tests, w_judge=config.reward_w_judge,
                           on_judge_missing=config.on_judge_missing)
     return RolloutConfig(episode=episode, sandbox=sandbox, reward=reward)

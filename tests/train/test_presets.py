@@ -87,3 +87,12 @@ def test_parse_overrides_reads_yaml_values():
         "max_steps": 3, "use_lora": True, "task_ids": ["a", "b"]}
     with pytest.raises(ValueError, match="not KEY=VALUE"):
         parse_overrides(["max_steps"])
+
+
+def test_tool_settings_reach_the_episodes_and_typos_are_named():
+    from tbrl_lib.train.run import rollout_config
+
+    config = load_preset("cpu-smoke", parse_overrides(["tools.bash_default_timeout=7"]))
+    assert rollout_config(config).episode.tools.bash_default_timeout == 7
+    with pytest.raises(ValueError, match="bash_default_timout"):
+        load_preset("cpu-smoke", parse_overrides(["tools.bash_default_timout=7"]))
