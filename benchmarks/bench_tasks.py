@@ -30,10 +30,10 @@ from rich.table import Table
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tbrl_lib import upstream
-from tbrl_lib.agent.prompts import initial_messages
-from tbrl_lib.tasks import load_tasks, write_tasks
-from tbrl_lib.tasks.model import _parsed_test_names
+from tbrl_lib import upstream  # noqa: E402 - after the sys.path line, for a plain `python benchmarks/...`
+from tbrl_lib.agent.prompts import initial_messages  # noqa: E402
+from tbrl_lib.tasks import load_tasks, write_tasks  # noqa: E402
+from tbrl_lib.tasks.model import _parsed_test_names  # noqa: E402
 
 
 def timed(fn: Callable[[], object], repeats: int) -> tuple[float, object]:

@@ -98,9 +98,9 @@ def validate(
     import json
 
     from tbrl_lib.console import console
+    from tbrl_lib.evaluate.validate import ValidationConfig, validate_tasks, validation_table
     from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.tasks.loader import load_tasks
-    from tbrl_lib.evaluate.validate import ValidationConfig, validate_tasks, validation_table
 
     require_engine("tbrl tasks validate")
     tasks, _ = load_tasks(path, "lenient" if lenient else "strict")

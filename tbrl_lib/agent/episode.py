@@ -25,7 +25,6 @@ from tbrl_lib.sandbox.base import Sandbox, SandboxError, SandboxLimitExceeded
 from tbrl_lib.tasks.model import Task
 
 
-
 class EpisodeEnd(Exception):
     def __init__(self, reason: Termination, message: str) -> None:
         super().__init__(message)

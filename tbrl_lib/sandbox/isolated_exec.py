@@ -86,7 +86,7 @@ def _kill_all(api: Any, container_id: str) -> bool:
     for _ in range(KILL_TRIES):
         done = threading.Event()
 
-        def kill() -> None:
+        def kill(done: threading.Event = done) -> None:  # this try's event, not a later one's
             try:
                 kill_id = api.exec_create(container_id, [*BASH, "--noprofile", "--norc", "-c", "kill -9 -1"],
                                           user="0:0")["Id"]

@@ -21,13 +21,13 @@ from typing import Any
 import pandas as pd
 
 from tbrl_lib.aio import run_sync
-from tbrl_lib.tasks.model import Task
 from tbrl_lib.evaluate.validate import (
     ValidationConfig,
     ValidationResult,
     validate_task,
     validate_tasks_async,
 )
+from tbrl_lib.tasks.model import Task
 
 
 def task_validator(concurrency: int = 2, config: ValidationConfig | None = None):

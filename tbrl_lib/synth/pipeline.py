@@ -176,7 +176,7 @@ class Pipeline:
     async def _validate(self, task: Task) -> Verdict:
         """The validator's verdict; an infrastructure error (Docker failed, nothing is known
         about the task) is retried instead of being blamed on the builder."""
-        for attempt in range(INFRA_RETRIES + 1):
+        for _attempt in range(INFRA_RETRIES + 1):
             verdict = await self.validator(task)
             if getattr(verdict, "verdict", None) != "error":
                 return verdict

@@ -20,9 +20,9 @@ from pydantic import ValidationError
 
 from tbrl_lib.synth.families.base import BASE_IMAGE
 from tbrl_lib.synth.llm import CostMeter, ScopedMeter, StructuredLLM, Tool, ask_metered
+from tbrl_lib.tasks.model import Difficulty, Environment, Provenance, Task, Tests
 
 Meter = CostMeter | ScopedMeter
-from tbrl_lib.tasks.model import Difficulty, Environment, Provenance, Task, Tests
 
 STR = {"type": "string"}
 

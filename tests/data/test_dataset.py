@@ -116,8 +116,9 @@ def test_every_bundled_task_validates(tasks, base_image):
     """What `tbrl tasks validate data/tasks` checks, for all of them: the image builds, the
     untouched environment scores at most 0.2, the reference solution scores 1.0, and three
     test runs agree."""
-    from tbrl_lib.evaluate.validate import Verdict, validate_tasks, validation_table
     from rich.console import Console
+
+    from tbrl_lib.evaluate.validate import Verdict, validate_tasks, validation_table
 
     results = validate_tasks(tasks, concurrency=4, progress=False)
     Console(width=200).print(validation_table(results))

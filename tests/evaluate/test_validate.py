@@ -13,8 +13,6 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from tbrl_lib.tasks import load_tasks
-from tbrl_lib.tasks.model import Task
 from tbrl_lib.evaluate.validate import (
     ValidationConfig,
     ValidationResult,
@@ -23,6 +21,8 @@ from tbrl_lib.evaluate.validate import (
     validate_tasks_async,
     validation_table,
 )
+from tbrl_lib.tasks import load_tasks
+from tbrl_lib.tasks.model import Task
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tasks"
 

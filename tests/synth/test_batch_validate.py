@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
+from tbrl_lib.evaluate.validate import ValidationResult, Verdict
+from tbrl_lib.synth.batch_validate import results_frame, summary_table
 from tbrl_lib.synth.families import FAMILIES
 from tbrl_lib.synth.generate import generate, make_task
-from tbrl_lib.synth.batch_validate import results_frame, summary_table
-from tbrl_lib.evaluate.validate import ValidationResult, Verdict
 
 SAMPLE_SEED = 90_000
 """Far from the seeds the 200-task run uses, so cached images do not hide a build."""

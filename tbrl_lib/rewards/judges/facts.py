@@ -147,7 +147,7 @@ def _blocks(observation: str) -> list[tuple[str, str]]:
 def _pair(reply: int, item: Action | ParseError, blocks: list[tuple[str, str]]) -> ToolFact:
     """Take the first unused result block of the item's tag (results come in order)."""
     tag = "parse_error" if isinstance(item, ParseError) else item.tag
-    for at, (block_tag, body) in enumerate(blocks):
+    for at, (block_tag, _body) in enumerate(blocks):
         if block_tag == tag:
             del blocks[at]
             break
