@@ -147,12 +147,8 @@ def _blocks(observation: str) -> list[tuple[str, str]]:
 def _pair(reply: int, item: Action | ParseError, blocks: list[tuple[str, str]]) -> ToolFact:
     """Take the first unused result block of the item's tag (results come in order)."""
     tag = "parse_error" if isinstance(item, ParseError) else item.tag
-    for at, (block_tag, _body) in enumerate(blocks):
-        if block_tag == tag:
-            del blocks[at]
-            break
-    else:
-        body = None
+    at = next((i for i, (block_tag, _) in enumerate(blocks) if block_tag == tag), None)
+    body = blocks.pop(at)[1] if at is not None else None
     if isinstance(item, ParseError):
         return ToolFact(reply, "parse_error", None, body, "parse error")
     cmd = item.cmd if isinstance(item, BashAction) else ""
