@@ -116,3 +116,32 @@ def validate(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps([r.to_dict() for r in results], indent=2))
     raise typer.Exit(0 if all(r.ok for r in results) else 1)
+
+
+@app.command()
+def check(
+    path: Path = typer.Argument(..., help="Tasks someone else wrote (any supported format), e.g. a Harbor dataset."),
+    concurrency: int = typer.Option(2, min=1, help="Tasks checked at once."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write every result as JSON."),
+) -> None:
+    """Before training on a dataset: load it leniently, build each image, run the no-op
+    policy and (where a solution exists) the oracle through the real rollout; one table of
+    loads / builds / no-op / oracle / reason. Exit 1 when anything failed."""
+    import json
+
+    from tbrl_lib.console import console
+    from tbrl_lib.evaluate.validate import ValidationConfig, check_ok, check_table, validate_tasks
+    from tbrl_lib.sandbox.engine import require_engine
+    from tbrl_lib.tasks.loader import load_tasks
+
+    require_engine("tbrl tasks check")
+    loaded = load_tasks(path, "lenient")
+    results = validate_tasks(loaded.tasks, concurrency=concurrency, config=ValidationConfig(repeats=1)) \
+        if loaded.tasks else []
+    console().print(check_table(loaded.report.skipped, results))
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps({"skipped": [e.as_dict() for e in loaded.report.skipped],
+                                        "results": [r.to_dict() for r in results]}, indent=2))
+    raise typer.Exit(0 if check_ok(loaded.report.skipped, results) else 1)
+

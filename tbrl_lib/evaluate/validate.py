@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tbrl_lib.tasks.model import Task
 
 SCORE_EPS = 1e-9
+NO_SOLUTION = "no reference solution"
 
 
 class Verdict(str, Enum):
@@ -119,7 +120,7 @@ async def validate_task(task: Task, config: ValidationConfig | None = None) -> V
     started = time.monotonic()
     try:
         if not task.solution or not task.solution.strip():
-            result.fail("no reference solution (solution/solve.sh): cannot show the task is solvable")
+            result.fail(f"{NO_SOLUTION} (solution/solve.sh): cannot show the task is solvable")
         phase = time.monotonic()
         try:
             await ensure_image(task)
@@ -301,3 +302,40 @@ def validation_table(results: Sequence[ValidationResult]):
     passed = sum(r.ok for r in results)
     table.caption = f"{passed}/{len(results)} pass"
     return table
+
+
+
+def check_table(skipped: Sequence[Any], results: Sequence[ValidationResult]):
+    """`tbrl tasks check`: one row per task found, loadable or not: loads / builds / no-op
+    score / oracle score / what went wrong. A task without a solution is not a failure here
+    (the oracle column says so)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="task compatibility")
+    for name, justify in [("task", "left"), ("loads", "center"), ("builds", "center"), ("no-op", "right"),
+                          ("oracle", "right"), ("result", "left")]:
+        table.add_column(name, justify=justify)
+    for err in skipped:
+        where = getattr(err, "location", "?")
+        table.add_row(escape(str(where)), "[red]no[/]", "-", "-", "-", escape(str(err)))
+    for r in results:
+        built = not any(x.startswith("image build failed") for x in r.reasons)
+        problems = [x for x in r.reasons if not x.startswith(NO_SOLUTION)]
+        oracle = "no solution" if any(x.startswith(NO_SOLUTION) for x in r.reasons) else (
+            "-" if r.solution_score is None else f"{r.solution_score:.2f}")
+        verdict = "[yellow]infra error[/]" if r.verdict is Verdict.error else (
+            "[red]" + escape("; ".join(problems)) + "[/]" if problems else "[green]ok[/]")
+        table.add_row(escape(r.task_id), "yes", "yes" if built else "[red]no[/]",
+                      "-" if r.nop_score is None else f"{r.nop_score:.2f}", oracle, verdict)
+    ok = sum(1 for r in results if r.verdict is not Verdict.error
+             and not [x for x in r.reasons if not x.startswith(NO_SOLUTION)])
+    table.caption = f"{ok}/{len(skipped) + len(results)} ok"
+    return table
+
+
+def check_ok(skipped: Sequence[Any], results: Sequence[ValidationResult]) -> bool:
+    """Everything loaded, built and behaved (a missing reference solution is allowed)."""
+    return not skipped and all(r.verdict is not Verdict.error and all(x.startswith(NO_SOLUTION) for x in r.reasons)
+                               for r in results)
+

@@ -222,3 +222,28 @@ def test_table_shows_scores_reasons_and_totals():
     assert "t-ok" in text and "t-bad" in text and "0.60" in text and "2.5" in text
     assert "untouched environment scores 0.60" in text and "1/2 pass" in text
     assert ok.ok and not bad.ok and bad.to_dict()["verdict"] == "fail"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_check_reports_third_party_tasks_including_those_that_do_not_load(tmp_path, base_image):
+    """`tbrl tasks check` on the third-party Harbor fixtures (upper-case id, binary data, dated
+    base tag), one copy without a solution (fine here) and one that does not load."""
+    from tbrl_lib.cli import app
+
+    fixtures = Path(__file__).resolve().parents[1] / "tasks" / "fixtures" / "third_party" / "harbor"
+    for task_dir in fixtures.iterdir():
+        shutil.copytree(task_dir, tmp_path / task_dir.name)
+    shutil.copytree(fixtures / "py313-dated-logs", tmp_path / "py313-no-solution")
+    shutil.rmtree(tmp_path / "py313-no-solution" / "solution")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "task.toml").write_text("this is = not [toml\n")
+    out = tmp_path / "check.json"
+    result = CliRunner().invoke(app, ["tasks", "check", str(tmp_path), "--json", str(out)], env={"COLUMNS": "250"})
+    assert result.exit_code == 1, result.output  # the broken one
+    report = json.loads(out.read_text())
+    assert [Path(s["location"]).name for s in report["skipped"]] == ["broken"]
+    by_id = {r["task_id"]: r for r in report["results"]}
+    assert by_id["R_package_Summary-Stats"]["solution_scores"] == [1.0]
+    assert by_id["py313-dated-logs"]["nop_score"] == 0.0 and by_id["py313-dated-logs"]["verdict"] == "pass"
+    assert "no solution" in result.output and "broken" in result.output
