@@ -22,17 +22,41 @@ How it resists an agent that spent the whole episode as root in the container:
 | `/tests` made unwritable, a file, or a symlink | the container's `/tests` is renamed aside and a fresh copy placed; the private copy is what runs |
 | `/etc/ld.so.preload` | overwritten with an empty file through the Docker API before the run |
 | `/logs/verifier/reward.txt` pre-written (script tasks) | `/logs/verifier` is moved aside and recreated before `test.sh` runs |
+| a patched third-party library (numpy's `assert_allclose` made a no-op) | the image's own site-packages, from a read-only volume copied from the *image* (`sandbox.pristine_volume`), come before the container's |
+| a shadowing copy of a library (workdir, `.pth` path line, other site dir) | the pristine site dirs come first; the workdir is not on `sys.path` |
+| wrapped tools (`python3` that writes reward 1 for anything under /tests; `jq`, `curl` ...) | the tests' and `test.sh`'s PATH starts with the image's pristine tool dirs; the pristine `python3` finds the image's stdlib and packages next to itself, then the agent's *new* packages |
+| an output symlinked to the tests' expected file (`/app/out -> /tests/expected.json`) | links under the workdir that resolve into the tests are moved aside before the tests are placed |
+| killing everything (`kill -9 -1`, its own shell too), a removed `bash`, pids exhaustion, hung commands | init ignores signals from inside, the shell restarts (or the episode ends `sandbox_broken`), the verifier is started by the engine: scored, never `infra_error` |
 
 Found while building the suite (reported to the sandbox owner): a process that SIGSTOPs
 `runc init` wedges the Docker daemon for that container (`docker kill`/`rm` hang until it
 is SIGKILLed from the host); the hacking suite's stop attack spares `runc` for that reason.
 
-Not blocked (documented limits): code the tests themselves import from the agent's work runs
-inside the test process and could tamper with pytest in memory; a third-party library the
-tests import from the container's site-packages (e.g. numpy) may have been modified; a
-background process that ptrace-attaches to the runner in the few milliseconds before it
-turns non-dumpable. Script-only (Harbor `test.sh`) tasks use the runtime's bash and an
-isolated `pytest` function, but the script's other tools come from the container.
+Not blocked (what remains, and why):
+- Code the tests import from the agent's work (the module under test) runs inside the test
+  process and can tamper with pytest in memory: that is what such a task tests, so it must
+  be imported from the container.
+- Packages the agent installed *new*, or upgraded past the image's version, come from the
+  container (tests of "install X" tasks must see them); an upgrade is shadowed by the image's
+  version, which is the one a test gets.
+- Shared libraries and the loader: pristine programs are the image's binaries but run with
+  the container's `/lib64/ld-linux*.so` and `.so` files (libc, libssl, a shared libpython);
+  `/etc/ld.so.preload` is emptied, a replaced library is not detected (closing it means
+  copying the lib dirs too and running every tool through the pristine loader).
+- Programs called by absolute path (`/usr/bin/python3 /tests/check.py`), through a shebang
+  (`#!/usr/bin/env python3` resolves `env` by absolute path) or from a directory the image's
+  PATH lacks run the container's copy: tests that want the image's tool must go through PATH.
+- State the tests read is the agent's: files, git repositories, databases, services it
+  started (a service that answers "ok" to the checker is the agent's work, as in any end-state
+  test). Answers cached in the image (a solution left in git history) are a task-authoring
+  bug no verifier can undo.
+- `pytest` run as `python3 -m pytest` from a `test.sh` is the image's pytest with the
+  container's `conftest.py` files above `/tests` (only the `pytest` function is isolated).
+- A background process that ptrace-attaches to the runner in the few milliseconds before it
+  turns non-dumpable.
+- A process that SIGSTOPs `runc init` wedges the engine for that container (found while
+  building the suite); such a rollout can end as the verifier's time-out, `infra_error`
+  (the suite's stop attack spares `runc`; not fixed here).
 
 `infra_error` is set only when the sandbox says the infrastructure failed
 (`SandboxError.infra`: the engine unreachable, the container gone or stopped from outside)
@@ -121,7 +145,7 @@ async def verify(task: Task, sandbox: Sandbox, timeout: float | None = None) -> 
     config = {"root": root, "rt": sandbox.runtime_dir + "/rt", "marker": marker, "boot": BOOT,
               "mode": mode, "timeout_s": limit, "test_files": ["test_outputs.py"],
               "tests_dst": TESTS_DST, "logs_dir": LOGS_DIR, "workdir": sandbox.workdir,
-              "site_dirs": SITE_DIRS}
+              "site_dirs": SITE_DIRS, "pristine": getattr(sandbox, "pristine_dir", None)}
     placed = {root[1:] + "/" + rel: data for rel, data in files.items()}
     placed["etc/ld.so.preload"] = b""  # neutralised before the run (read by every loader)
     try:

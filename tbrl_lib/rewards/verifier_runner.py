@@ -11,10 +11,14 @@ What it does, in order:
 1. makes itself non-dumpable (other processes of the container, which lack CAP_SYS_PTRACE,
    can no longer read its environment, open its file descriptors or attach to it) and
    becomes its own process group (so everything it started can be killed);
-2. builds `sys.path`: its own stdlib and pytest first, then the container's site-packages
-   directories (path lines of `.pth` files only; `import` lines, `sitecustomize` and
+2. builds `sys.path`: its own stdlib and pytest first, then the image's pristine
+   site-packages (`sandbox.pristine_volume`, read-only), then the container's (packages the
+   agent added; path lines of `.pth` files only; `import` lines, `sitecustomize` and
    `usercustomize` are never executed); pins common stdlib modules and blocks pytest's
-   optional imports (pygments, colorama, ...) so nothing planted can load first;
+   optional imports (pygments, colorama, ...) so nothing planted can load first; puts the
+   image's pristine PATH directories before the container's (tests' subprocesses and
+   `test.sh` find the image's programs first, and `python3` is the image's, with its own
+   stdlib and packages, then the agent's new packages);
 3. moves an existing `/tests` (file, dir or symlink) aside and copies the pristine tests in;
    pytest itself runs the verifier's *private* copy, hashed before and after collection;
 4. runs pytest in-process with no conftest, no plugins, no cache, an empty ini file, an
@@ -77,9 +81,13 @@ def tree_hash(path):
     return digest.hexdigest()
 
 
-def container_site_dirs():
+def site_dirs(prefix=""):
+    """The site directories under `prefix` ("" = the container's; the pristine mount = the
+    image's), each followed by the path lines of its `.pth` files (absolute lines resolved
+    under `prefix` first)."""
     dirs = []
     for d in CONFIG["site_dirs"]:
+        d = prefix + d
         if os.path.isdir(d) and not os.path.islink(d):
             dirs.append(d)
             for name in sorted(os.listdir(d)):
@@ -93,6 +101,8 @@ def container_site_dirs():
                     line = line.strip()
                     if line and not line.startswith(("#", "import ", "import\t")):
                         full = os.path.normpath(os.path.join(d, line))
+                        if prefix and line.startswith("/") and os.path.isdir(prefix + full):
+                            full = prefix + full
                         if os.path.isdir(full):
                             dirs.append(full)
     return dirs
@@ -115,12 +125,48 @@ def isolate_imports():
         __import__(name)
     for name in BLOCKED:
         sys.modules[name] = None
-    sys.path.extend(container_site_dirs())
+    pristine = CONFIG.get("pristine") or ""
+    if pristine and os.path.isdir(pristine):
+        sys.path.extend(site_dirs(pristine))
+    else:
+        pristine = ""
+    if pristine and not CLI_MODE:  # a `pytest` called from test.sh inherits this PATH
+        path = os.environ.get("PATH", "")
+        os.environ["PATH"] = ":".join([pristine + d for d in path.split(":") if d.startswith("/")] + [path])
+    sys.path.extend([d for d in site_dirs() if d not in sys.path])
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONSTARTUP", "PY_COLORS"):
         os.environ.pop(var, None)
-    if os.path.exists("/usr/bin/python3"):
-        sys.executable = "/usr/bin/python3"
+    for exe in (pristine + "/usr/bin/python3", pristine + "/usr/local/bin/python3", "/usr/bin/python3"):
+        if os.path.exists(exe):
+            sys.executable = exe
+            break
+
+
+LINK_SCAN_MAX = 20000
+"""Entries of the workdir looked at for links into the tests (bounded: a huge tree is cut)."""
+
+
+def unlink_into_tests():
+    """Move aside every symlink under the workdir that resolves into the tests (an output
+    linked to `/tests/expected.json` before the tests exist would read the answer key).
+    Runs while `/tests` is absent, so `realpath` follows the chain up to the missing part."""
+    dst, seen = CONFIG["tests_dst"], 0
+    bad = (dst + "/", "/.tbrl-v")
+    for base, dirs, files in os.walk(CONFIG["workdir"]):
+        for name in dirs + files:
+            seen += 1
+            path = os.path.join(base, name)
+            if not os.path.islink(path):
+                continue
+            real = os.path.realpath(path)
+            if real == dst or real.startswith(bad):
+                aside = path + ".agent-link-" + CONFIG["marker"][-8:]
+                os.rename(path, aside)
+                STATE["notes"].append(f"moved aside {path}, a link into the tests ({real})")
+        if seen > LINK_SCAN_MAX:
+            STATE["notes"].append(f"stopped looking for links into the tests after {seen} entries")
+            return
 
 
 def place_tests():
@@ -131,6 +177,7 @@ def place_tests():
         aside = dst + ".agent-" + CONFIG["marker"][-8:]
         os.rename(dst, aside)
         STATE["notes"].append(f"moved the container's {dst} to {aside}")
+    unlink_into_tests()
     shutil.copytree(ROOT + "/tests", dst, symlinks=False)
     logs = CONFIG["logs_dir"]
     if os.path.lexists(logs):

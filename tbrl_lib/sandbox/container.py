@@ -50,6 +50,7 @@ from tbrl_lib.sandbox.files import FileTransfer
 from tbrl_lib.sandbox.hosts import Host, acquire_slot, release_slot
 from tbrl_lib.sandbox.images import ensure_image
 from tbrl_lib.sandbox.isolated_exec import exec_with_deadline
+from tbrl_lib.sandbox.pristine_volume import PRISTINE_MOUNT, ensure_pristine_volume
 from tbrl_lib.sandbox.runtime_volume import INIT, RUNTIME_MOUNT, ensure_runtime_volume
 from tbrl_lib.sandbox.shell import PersistentShell
 from tbrl_lib.tasks.model import Task
@@ -74,6 +75,7 @@ class DockerSandbox(FileTransfer):
     """A `Sandbox` backed by one Docker container. Use via `open_sandbox`."""
 
     runtime_dir = RUNTIME_MOUNT
+    pristine_dir = PRISTINE_MOUNT
 
     def __init__(self, task: Task, config: SandboxConfig | None = None) -> None:
         self.task = task
@@ -91,6 +93,7 @@ class DockerSandbox(FileTransfer):
         self._failed: SandboxError | None = None
         """Set once an infrastructure failure or limit ended the rollout; later calls re-raise it."""
         self._runtime_volume = ""
+        self._pristine_volume = ""
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> DockerSandbox:
@@ -166,7 +169,9 @@ class DockerSandbox(FileTransfer):
             log.warning("tbrl: reaping leftovers on %s takes over %.0fs; going on without "
                         "waiting (`tbrl docker reap` finishes it)", host.name, REAP_WAIT_S)
         self._runtime_volume = await ensure_runtime_volume(host)
-        return await ensure_image(self.task, host)
+        image = await ensure_image(self.task, host)
+        self._pristine_volume = await ensure_pristine_volume(host, image, self._runtime_volume)
+        return image
 
     async def _create_and_start(self, image: str) -> None:
         host = self.host
@@ -223,7 +228,8 @@ class DockerSandbox(FileTransfer):
             pids_limit=limits.pids, network_mode="bridge" if internet else "none",
             cap_drop=["ALL"], cap_add=sorted(set(KEEP_CAPS) | set(self.config.cap_add)),
             security_opt=["no-new-privileges"], init=False,
-            mounts=[Mount(RUNTIME_MOUNT, self._runtime_volume, type="volume", read_only=True)],
+            mounts=[Mount(RUNTIME_MOUNT, self._runtime_volume, type="volume", read_only=True),
+                    Mount(PRISTINE_MOUNT, self._pristine_volume, type="volume", read_only=True)],
             log_config=LogConfig(type="none"),
             storage_opt={"size": f"{storage_mb}M"} if storage_mb else None,
         )

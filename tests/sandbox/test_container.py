@@ -16,6 +16,7 @@ from tbrl_lib.sandbox import (
     open_sandbox,
 )
 from tbrl_lib.sandbox.container import KEEP_CAPS
+from tbrl_lib.sandbox.pristine_volume import PRISTINE_MOUNT
 from tbrl_lib.sandbox.runtime_volume import INIT, RUNTIME_MOUNT
 from tests.sandbox.conftest import make_task, run
 
@@ -36,10 +37,14 @@ def test_limits_labels_and_isolation_as_the_daemon_sees_them(docker_client, base
             assert hc["CapDrop"] == ["ALL"] and set(hc["CapAdd"]) == set(KEEP_CAPS)
             assert "no-new-privileges" in hc["SecurityOpt"]
             assert not hc["Privileged"] and not hc["Binds"]
-            # PID 1 is tbrl's init from the read-only runtime volume, the only mount.
+            # PID 1 is tbrl's init from the read-only runtime volume; the only other mount is
+            # the image's pristine tools and packages, read-only too.
             assert info["Config"]["Entrypoint"] == INIT
-            (mount,) = info["Mounts"]
-            assert mount["Destination"] == RUNTIME_MOUNT and mount["RW"] is False
+            mounts = {m["Destination"]: m for m in info["Mounts"]}
+            assert set(mounts) == {RUNTIME_MOUNT, PRISTINE_MOUNT}
+            assert not any(m["RW"] for m in mounts.values())
+            r = await sb.run(f"touch {PRISTINE_MOUNT}/usr/bin/x; ls {PRISTINE_MOUNT}/usr/bin/python3")
+            assert "Read-only file system" in r.output and "python3" in r.output
             r = await sb.run("cat /proc/1/cmdline | tr '\\0' ' '")
             assert "init.py" in r.output
             assert labels["tbrl.run"] == "run-42" and labels["tbrl.task"] == "limits-check"

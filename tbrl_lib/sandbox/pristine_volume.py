@@ -1,0 +1,197 @@
+"""The task image's own tools and Python packages, as they were before the episode, mounted
+read-only into every sandbox of that image at `PRISTINE_MOUNT`.
+
+The agent is root in its container, so at the end of an episode the container's
+`/usr/bin/python3`, `jq` or numpy's `assert_allclose` may be wrappers that make every check
+pass. The verifier therefore takes third-party code and programs from a copy of the *image*:
+one named volume per image (`tbrl-pristine-<key>`, key = image id + recipe), built once by a
+throwaway container of the image (the runtime's interpreter does the copying, so the image
+needs no tools), `flock` + `.ready` marker as in `runtime_volume.py`. It mirrors, under
+the mount, the image's absolute paths:
+
+- the PATH directories (`/usr/local/{s,}bin`, `/usr/{s,}bin`, `/{s,}bin`; merged-usr links stay links);
+- every `/usr/lib/python3*` and `/usr/local/lib/python3*` (stdlib, lib-dynload, site- and
+  dist-packages; the stdlib's `test`, `idlelib`, `turtledemo` are left out).
+
+Absolute symlinks are rewritten to point inside the mirror. Each mirrored stdlib gets a
+`sitecustomize.py` of tbrl's that appends the *container's* site-packages directories after
+the pristine ones, so a pristine `python3` (which finds its stdlib next to itself, under the
+mount) still imports packages the agent installed new — but an image package always comes
+from the image. The verifier (see `tbrl_lib.rewards.verifier_runner`) puts the mirrored site
+directories before the container's and the mirrored PATH first.
+
+Residual risk: pristine programs are ordinary dynamically linked binaries, run by the
+container's loader (`/lib64/ld-linux-x86-64.so.2`) with the container's shared libraries
+(libc, libssl, libpython of a shared-libpython build). `/etc/ld.so.preload` is emptied before
+every verification; a replaced `.so` or loader is not detected. Size: about 95 MB per image for
+`tbrl/base:trixie`; old volumes are not deleted (`docker volume rm` them by the
+`tbrl.pristine` label).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+import docker
+from docker.errors import NotFound
+
+from tbrl_lib.sandbox.base import SandboxError
+from tbrl_lib.sandbox.hosts import Host
+from tbrl_lib.sandbox.runtime_volume import RUNTIME_MOUNT, interpreter_argv
+
+PRISTINE_MOUNT = "/.tbrl-pristine"
+"""Where the image's pristine tools and packages are mounted (read-only)."""
+BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+"""The PATH the verifier gives tests; mirrored, and put first (under the mount) when they run."""
+LABEL = "tbrl.pristine"
+RECIPE_VERSION = "1"
+
+SITECUSTOMIZE = '''\
+# tbrl: after the image's pristine site dirs, the container's (packages the agent added)
+import os, sys
+_m = "@MOUNT@"
+for _p in [p for p in sys.path if p.startswith(_m + "/") and p.endswith("-packages")]:
+    _c = _p[len(_m):]
+    if _c not in sys.path and os.path.isdir(_c) and not os.path.islink(_c):
+        sys.path.append(_c)
+'''.replace("@MOUNT@", PRISTINE_MOUNT)
+
+BUILD_SCRIPT = r'''
+import fcntl, glob, os, shutil, stat, sys
+V, M, BINS, SITECUSTOMIZE = "/vol", sys.argv[1], sys.argv[2].split(":"), sys.argv[3]
+lock = open(V + "/.lock", "a")
+fcntl.flock(lock, fcntl.LOCK_EX)
+if os.path.exists(V + "/.ready"):
+    sys.exit(0)
+R = V  # the volume's root is the mirror's root (the engine cannot mount a subpath)
+for name in os.listdir(R):
+    if name != ".lock":
+        p = os.path.join(R, name)
+        shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+SKIP = {"test", "idlelib", "turtledemo"}
+
+def ignore(d, names):
+    if os.path.basename(d).startswith("python3.") and os.path.isfile(d + "/os.py"):
+        return [n for n in names if n in SKIP]
+    return []
+
+def copy(s, d):
+    if stat.S_ISREG(os.lstat(s).st_mode):
+        shutil.copy2(s, d)
+
+def link(target, dst):
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    os.symlink(M + target if target.startswith("/") else target, dst)
+
+srcs = list(BINS) + sorted(glob.glob("/usr/lib/python3*")) + sorted(glob.glob("/usr/local/lib/python3*"))
+for src in srcs:
+    dst = R + src
+    if os.path.lexists(dst):
+        continue
+    if os.path.islink(src):
+        link(os.readlink(src), dst)
+    elif os.path.isdir(src):
+        shutil.copytree(src, dst, symlinks=True, ignore=ignore, copy_function=copy,
+                        ignore_dangling_symlinks=True)
+for base, dirs, files in os.walk(R):
+    for name in dirs + files:
+        p = os.path.join(base, name)
+        if os.path.islink(p) and os.readlink(p).startswith("/"):
+            target = os.readlink(p)
+            os.unlink(p)
+            link(target, p)
+for landmark in glob.glob(R + "/usr/lib/python3.*/os.py") + glob.glob(R + "/usr/local/lib/python3.*/os.py"):
+    sc = os.path.join(os.path.dirname(landmark), "sitecustomize.py")
+    if os.path.lexists(sc):
+        os.unlink(sc)
+    with open(sc, "w") as fh:
+        fh.write(SITECUSTOMIZE)
+open(V + "/.ready", "w").close()
+'''
+"""Runs in a throwaway container of the task image (the runtime's interpreter, own loader),
+the volume at /vol; idempotent, and `flock` makes concurrent builders wait for the first."""
+
+_locks: dict[tuple[str, str], threading.Lock] = {}
+_ready: dict[tuple[str, str], str] = {}
+_registry_lock = threading.Lock()
+build_seconds: dict[str, float] = {}
+"""Volume name -> seconds its build took in this process (for benchmarks and logs)."""
+
+
+def pristine_key(image_id: str) -> str:
+    blob = f"{image_id}\n{RECIPE_VERSION}\n{BUILD_SCRIPT}\n{SITECUSTOMIZE}\n{BIN_DIRS}".encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def volume_name(key: str) -> str:
+    return f"tbrl-pristine-{key}"
+
+
+async def ensure_pristine_volume(host: Host, image: str, runtime_volume: str,
+                                 timeout_s: float = 600.0) -> str:
+    """The name of `image`'s pristine volume on `host`, built on first use."""
+    with _registry_lock:
+        done = _ready.get((host.name, image))
+    if done is not None:
+        return done
+    return await host.call(_ensure_blocking, host, image, runtime_volume, timeout_s,
+                           what="preparing the image's pristine tools")
+
+
+def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: float) -> str:
+    with _registry_lock:
+        lock = _locks.setdefault((host.name, image), threading.Lock())
+    with lock:
+        if (host.name, image) in _ready:
+            return _ready[(host.name, image)]
+        client = host.client
+        try:
+            image_id = client.images.get(image).id
+        except NotFound as err:
+            raise SandboxError(f"image {image} vanished before its pristine copy was made",
+                               kind="image_missing") from err
+        name = volume_name(pristine_key(image_id))
+        try:
+            client.volumes.get(name)
+        except NotFound:
+            client.volumes.create(name, labels={LABEL: image_id})
+        t0 = time.monotonic()
+        _build(client, image, name, runtime_volume, timeout_s)
+        build_seconds.setdefault(name, time.monotonic() - t0)
+        with _registry_lock:
+            _ready[(host.name, image)] = name
+        return name
+
+
+def _build(client: docker.DockerClient, image: str, volume: str, runtime_volume: str,
+           timeout_s: float) -> None:
+    """Fill the volume from `image` (a no-op when its `.ready` marker exists)."""
+    argv = [*interpreter_argv(), "-I", "-S", "-B", "-c", BUILD_SCRIPT, PRISTINE_MOUNT,
+            ":".join(BIN_DIRS), SITECUSTOMIZE]
+    container = client.containers.create(
+        image, entrypoint=argv, command=[], user="0:0", labels={"tbrl.role": "pristine-build"},
+        network_disabled=True, working_dir="/",
+        volumes={volume: {"bind": "/vol", "mode": "rw"},
+                 runtime_volume: {"bind": RUNTIME_MOUNT, "mode": "ro"}},
+    )
+    try:
+        container.start()
+        result = container.wait(timeout=timeout_s)
+        if result.get("StatusCode") != 0:
+            logs = container.logs().decode(errors="replace")[-2000:]
+            raise SandboxError(f"copying the pristine tools of {image} into {volume} failed:\n{logs}",
+                               kind="runtime_failed")
+    finally:
+        container.remove(force=True)
+
+
+def forget() -> None:
+    """Forget which images have a ready volume (tests that remove volumes call this)."""
+    with _registry_lock:
+        _ready.clear()
+
+
+__all__ = ["BIN_DIRS", "PRISTINE_MOUNT", "ensure_pristine_volume", "forget", "pristine_key",
+           "volume_name"]
