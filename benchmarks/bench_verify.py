@@ -8,7 +8,10 @@ from the container's PATH through `docker exec` (no protection at all against an
 planted a fake pytest, a conftest or a sitecustomize). Measured: `verify()` as training,
 evaluation and validation call it - engine-started process, the runtime volume's own
 interpreter and pytest, private root-only directory, JUnit over a pipe, cleanup. The first
-verification on an engine also builds the runtime volume; it is reported apart.
+verification on an engine also builds the runtime volume; it is reported apart, and so is
+the first sandbox's pristine volume of the image (a build, or only the `.ready` check when
+an earlier process built it). A Harbor-style script task (test.sh runs the image's pristine
+`python3`) is measured too.
 
 The previous verifier copied a 55 MB runtime into every container: 3-9 s per verification
 on this 2-core machine (issue #11); the goal for the runtime volume was a median <= 0.5 s.
@@ -27,7 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tbrl_lib.rewards.verifier import verify
-from tbrl_lib.sandbox import open_sandbox
+from tbrl_lib.sandbox import open_sandbox, pristine_volume
 from tbrl_lib.tasks.model import Environment, Task, Tests
 
 
@@ -54,11 +57,24 @@ def naive(sandbox, tests: str) -> None:
         raise RuntimeError(f"naive pytest failed: {result.output.decode()[-500:]}")
 
 
+def make_script_task() -> Task:
+    """A Harbor-style task: test.sh runs `python3 check.py` (the image's pristine python3)."""
+    check = "import pathlib\npathlib.Path('/logs/verifier/reward.txt').write_text('1')\n"
+    return Task(id="bench-verify-script", instruction="nothing to do",
+                environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
+                tests=Tests(script="#!/bin/bash\npython3 /tests/check.py\n", files={"check.py": check}))
+
+
 async def measure(runs: int, n_tests: int) -> dict[str, list[float]]:
     task = make_task(n_tests)
     times: dict[str, list[float]] = {"naive docker exec pytest (baseline)": [], "tbrl verify": [],
-                                     "tbrl verify, first on this engine": []}
+                                     "tbrl verify, first on this engine": [],
+                                     "tbrl verify, script task running python3": [],
+                                     "pristine volume: build or ready check, first sandbox": []}
+    t0 = time.perf_counter()
     async with open_sandbox(task) as sandbox:
+        times["pristine volume: build or ready check, first sandbox"] = list(
+            pristine_volume.build_seconds.values()) or [time.perf_counter() - t0]
         t0 = time.perf_counter()
         report = await verify(task, sandbox)
         times["tbrl verify, first on this engine"].append(time.perf_counter() - t0)
@@ -71,6 +87,13 @@ async def measure(runs: int, n_tests: int) -> dict[str, list[float]]:
             t0 = time.perf_counter()
             report = await verify(task, sandbox)
             times["tbrl verify"].append(time.perf_counter() - t0)
+            assert report.score == 1.0, report
+    script = make_script_task()
+    async with open_sandbox(script) as sandbox:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            report = await verify(script, sandbox)
+            times["tbrl verify, script task running python3"].append(time.perf_counter() - t0)
             assert report.score == 1.0, report
     return times
 

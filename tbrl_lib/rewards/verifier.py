@@ -25,6 +25,7 @@ How it resists an agent that spent the whole episode as root in the container:
 | a patched third-party library (numpy's `assert_allclose` made a no-op) | the image's own site-packages, from a read-only volume copied from the *image* (`sandbox.pristine_volume`), come before the container's |
 | a shadowing copy of a library (workdir, `.pth` path line, other site dir) | the pristine site dirs come first; the workdir is not on `sys.path` |
 | wrapped tools (`python3` that writes reward 1 for anything under /tests; `jq`, `curl` ...) | the tests' and `test.sh`'s PATH starts with the image's pristine tool dirs; the pristine `python3` finds the image's stdlib and packages next to itself, then the agent's *new* packages |
+| `/pytest.ini` above `/tests` (`addopts = --collect-only`) for a `python3 -m pytest` in test.sh | `PYTEST_ADDOPTS` names the ini (the tests' own, or an empty one) and the rootdir |
 | an output symlinked to the tests' expected file (`/app/out -> /tests/expected.json`) | links under the workdir that resolve into the tests are moved aside before the tests are placed |
 | killing everything (`kill -9 -1`, its own shell too), a removed `bash`, pids exhaustion, hung commands | init ignores signals from inside, the shell restarts (or the episode ends `sandbox_broken`), the verifier is started by the engine: scored, never `infra_error` |
 
@@ -50,8 +51,9 @@ Not blocked (what remains, and why):
   started (a service that answers "ok" to the checker is the agent's work, as in any end-state
   test). Answers cached in the image (a solution left in git history) are a task-authoring
   bug no verifier can undo.
-- `pytest` run as `python3 -m pytest` from a `test.sh` is the image's pytest with the
-  container's `conftest.py` files above `/tests` (only the `pytest` function is isolated).
+- `python3 -m pytest` from a `test.sh` is the image's pytest run normally (not the isolated
+  `pytest` function): `PYTEST_ADDOPTS` pins its ini file (the tests' own or an empty one) and
+  rootdir, plugins do not autoload, but its imports follow the pristine-then-container rule.
 - A background process that ptrace-attaches to the runner in the few milliseconds before it
   turns non-dumpable.
 - A process that SIGSTOPs `runc init` wedges the engine for that container (found while

@@ -233,6 +233,11 @@ def run_script():
     cli = {k: v for k, v in CONFIG.items() if k not in ("marker", "boot")}
     env["TBRL_VERIFY_CLI"] = json.dumps(cli)
     env["BASH_FUNC_pytest%%"] = "() { " + me + ' "$@"; }'
+    # any other pytest (`python3 -m pytest`, the image's): no ini file of the agent's (a
+    # /pytest.ini above /tests with `addopts = --collect-only` passes everything), no cache
+    tests_ini = CONFIG["tests_dst"] + "/pytest.ini"
+    ini = tests_ini if os.path.isfile(tests_ini) else ROOT + "/pytest.ini"
+    env["PYTEST_ADDOPTS"] = f"-p no:cacheprovider -c {ini} --rootdir {CONFIG['tests_dst']}"
     proc = subprocess.run(loader + [rt + "/usr/bin/bash", "--noprofile", "--norc",
                                     CONFIG["tests_dst"] + "/test.sh"],
                           env=env, cwd=CONFIG["workdir"])
