@@ -57,8 +57,9 @@ Not blocked (what remains, and why):
 - A background process that ptrace-attaches to the runner in the few milliseconds before it
   turns non-dumpable.
 - A process that SIGSTOPs `runc init` wedges the engine for that container (found while
-  building the suite); such a rollout can end as the verifier's time-out, `infra_error`
-  (the suite's stop attack spares `runc`; not fixed here).
+  building the suite: `docker kill`/`rm` hang until runc is SIGKILLed from the host). The
+  verifier's deadline should still score it 0, but the container leaks and the rollout waits
+  on the engine's API timeout; untested (the suite's stop attack spares `runc`), not fixed.
 
 `infra_error` is set only when the sandbox says the infrastructure failed
 (`SandboxError.infra`: the engine unreachable, the container gone or stopped from outside)

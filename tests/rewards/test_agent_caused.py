@@ -64,3 +64,22 @@ def test_agent_caused_failures_are_scored(name):
     assert result.termination, result
     if name == "bash_removed":  # no new shell can start: the agent broke its sandbox
         assert result.termination == "sandbox_broken", result.trajectory.termination_message
+
+
+@pytest.mark.parametrize("how", ["removed", "killed"])
+def test_a_container_gone_or_stopped_from_outside_before_the_tests_is_infra(docker_client, how):
+    """The other side at the verifier: the engine answers, but the container was removed or
+    stopped from outside (init ignores every signal from inside, so the agent cannot)."""
+    from tbrl_lib.rewards.verifier import verify
+    from tbrl_lib.sandbox import open_sandbox
+
+    async def run():
+        async with open_sandbox(PYTEST_TASK) as sb:
+            await sb.run("kill -9 1; bash -c 'kill -9 -1'")  # the agent's best try changes nothing
+            assert (await sb.run("echo alive")).output == "alive\n"
+            container = docker_client.containers.get(sb.container_id)
+            container.remove(force=True) if how == "removed" else container.kill()
+            return await verify(PYTEST_TASK, sb)
+
+    report = asyncio.run(run())
+    assert report.infra_error and report.score == 0.0, report
