@@ -7,6 +7,7 @@ description). Seeding, ids and batches live in `tbrl_lib.synth.generate`.
 from __future__ import annotations
 
 from tbrl_lib.synth.families.base import Draft, Family
+from tbrl_lib.synth.families.copy_answer import copy_answer
 from tbrl_lib.synth.families.logs_data import data_transform, log_analysis
 from tbrl_lib.synth.families.repair import build_fix, config_repair, script_debug
 from tbrl_lib.synth.families.sqlite_report import sqlite_report
@@ -31,6 +32,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
            "serve a small JSON HTTP API on a port with a start script"),
     Family("sqlite_report", "data-querying", sqlite_report,
            "answer questions from a SQLite database into a CSV report"),
+    Family("copy_answer", "file-operations", copy_answer,
+           "copy a ticket code and owner from the instruction into files (partial credit)"),
 ]}
 
 __all__ = ["FAMILIES", "Draft", "Family"]

@@ -1,0 +1,114 @@
+"""Oracle demonstrations recorded with exact token ids, and their dataset writer.
+
+A demonstration is a real rollout (`run_rollout`: sandbox, episode, verifier, judge) whose
+policy is a `TokenPolicy` like the trainer's, except that its sampler does not sample: it
+emits a teacher's reply tokens, `encode(reply) + <|im_end|>`. The prompt, the observations
+and the chat scaffolding therefore come from the one renderer (`TokenChat`) exactly as in
+generation, and `prompt_ids` / `completion_ids` / `env_mask` are what a model that wrote
+those replies would have produced. SFT on them (`tbrl_lib.train.sft`) trains the same
+token sequences GRPO later samples from.
+
+`ShortOracle` is the teacher used for the CPU demo: one reply runs the task's reference
+solution with `bash`, the next one finishes - the shortest trajectory a tiny model can
+imitate. `OraclePolicy` (four replies with todos) is the long alternative.
+
+Left out: re-tokenising text trajectories recorded elsewhere (never done: ids or nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tbrl_lib.agent.actions import render_action
+from tbrl_lib.policies.base import Conversation, Generation, Policy
+from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy
+from tbrl_lib.rollout import RolloutConfig, RolloutResult, run_rollout
+from tbrl_lib.tasks.model import Task
+
+
+class ShortOracle:
+    """Two replies: run the reference solution with `bash`, then `finish`."""
+
+    name = "short-oracle"
+
+    async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
+        if conversation.turn == 0:
+            text = render_action("bash", {"cmd": conversation.task.solution.strip()})
+        else:
+            text = render_action("finish", {"message": "done"})
+        return Generation(text=text)
+
+
+class TeacherSampler:
+    """A `Sampler` that returns the next queued reply's tokens plus the end-of-turn id."""
+
+    def __init__(self, chat: TokenChat) -> None:
+        self.chat = chat
+        self.queue: list[str] = []
+
+    async def sample(self, prompt_ids: list[int], max_new_tokens: int) -> Sample:
+        end = _im_end(self.chat)
+        ids = self.chat.encode(self.queue.pop(0)) + [end if end is not None else self.chat.stop_ids[-1]]
+        return Sample(ids=ids[:max_new_tokens], stopped=len(ids) <= max_new_tokens)
+
+
+def _im_end(chat: TokenChat) -> int | None:
+    found = chat.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    return found if isinstance(found, int) and found in chat.stop_ids else None
+
+
+class TeacherPolicy(TokenPolicy):
+    """A `TokenPolicy` whose replies come from a text teacher, tokenised by the one renderer."""
+
+    def __init__(self, teacher: Policy, chat: TokenChat, max_context: int) -> None:
+        super().__init__(f"teacher:{teacher.name}", chat, TeacherSampler(chat), max_context)
+        self.teacher = teacher
+
+    async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
+        reply = await self.teacher.generate(conversation, max_new_tokens)
+        # One episode per policy object: the queue holds this turn's reply only.
+        self.sampler.queue = [reply.text]
+        return await super().generate(conversation, max_new_tokens)
+
+
+async def record_demos(tasks: Sequence[Task], tokenizer: Any, config: RolloutConfig | None = None,
+                       judge: Any | None = None, teacher: Policy | None = None,
+                       max_context: int = 4096, concurrency: int = 2) -> list[RolloutResult]:
+    """One teacher rollout per task, token-exact; each gets its own policy (own queue)."""
+    gate = asyncio.Semaphore(concurrency)
+    chat = TokenChat(tokenizer)
+
+    async def one(task: Task) -> RolloutResult:
+        async with gate:
+            policy = TeacherPolicy(teacher or ShortOracle(), chat, max_context)
+            return await run_rollout(task, policy, config, judge)
+
+    return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+
+def demo_rows(results: Sequence[RolloutResult], min_reward: float = 1.0) -> list[dict[str, Any]]:
+    """Dataset rows of the rollouts that scored at least `min_reward` on the tests."""
+    rows = []
+    for r in results:
+        traj = r.trajectory
+        if r.infra_error or traj is None or not traj.completion_ids or r.tests is None:
+            continue
+        if r.tests.score < min_reward - 1e-9:
+            continue
+        rows.append({"task_id": r.task_id, "prompt_ids": list(traj.prompt_ids),
+                     "completion_ids": list(traj.completion_ids), "env_mask": list(traj.env_mask),
+                     "reward": float(r.total or 0.0), "tests_score": float(r.tests.score)})
+    return rows
+
+
+def write_demos(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Write demonstration rows as Parquet (HF `datasets`); returns the path."""
+    from datasets import Dataset  # heavy import, only where a dataset is written
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(list(rows)).to_parquet(str(path))
+    return path
