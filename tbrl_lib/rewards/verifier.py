@@ -61,6 +61,14 @@ Not blocked (what remains, and why):
   verifier's deadline should still score it 0, but the container leaks and the rollout waits
   on the engine's API timeout; untested (the suite's stop attack spares `runc`), not fixed.
 
+Trade-off (what a task can no longer test): a task whose job is to fix, *in place*, a program
+or package its image installed (a broken `/usr/local/bin/tool`, a bug in a site-packages
+module) is tested against the image's copy when its tests reach it by bare name or by
+import. Such tests must call the program by absolute path; for a package there is no opt-out
+yet (a per-task `pristine: false` would be the way). None of the 43 bundled tasks does this;
+in the upstream CSV, tests that name site-packages import a tool's dependency (scapy), which
+is what the pristine copy protects.
+
 `infra_error` is set only when the sandbox says the infrastructure failed
 (`SandboxError.infra`: the engine unreachable, the container gone or stopped from outside)
 — never for anything the agent can cause, or training would learn to crash the verifier to

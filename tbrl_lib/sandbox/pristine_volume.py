@@ -20,6 +20,9 @@ mount) still imports packages the agent installed new — but an image package a
 from the image. The verifier (see `tbrl_lib.rewards.verifier_runner`) puts the mirrored site
 directories before the container's and the mirrored PATH first.
 
+Trade-off: a task whose job is to fix, in place, a program or package of the image is tested
+against the image's copy when its tests reach it by bare name or import (see the verifier).
+
 Residual risk: pristine programs are ordinary dynamically linked binaries, run by the
 container's loader (`/lib64/ld-linux-x86-64.so.2`) with the container's shared libraries
 (libc, libssl, libpython of a shared-libpython build). `/etc/ld.so.preload` is emptied before

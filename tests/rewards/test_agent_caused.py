@@ -40,7 +40,7 @@ CASES = {
     "kill_everything_leaves_init_alone": ([bash("kill -9 1; kill -STOP 1; kill -TERM 1; bash -c 'kill -9 -1'")],
                                           {}, 0.5),
     "fork_bomb": ([bash("b() { b | b & }; b", timeout=20)], {"pids": 64}, None),
-    "hung_command": ([bash("sleep 1000", timeout=3), bash("sleep 1000")], {}, 0.5),
+    "hung_command": ([bash("sleep 1000", timeout=3), bash("sleep 1000 & wait", timeout=3)], {}, 0.5),
     "bash_removed": ([bash("rm -f /usr/bin/bash; kill -9 $$"), bash("echo hi")], {}, 0.5),
 }
 """name -> (replies after the honest half, task limits, expected tests score; None: any)."""
