@@ -68,3 +68,12 @@ def test_local_model_folder_shape_is_read_from_config_json(tmp_path):
     assert model_shape(str(tmp_path)) == ModelShape(64, 2, 128, 4, 2, 16, 1000, True)
     with pytest.raises(ValueError, match="does not know model"):
         model_shape(str(tmp_path / "missing"))
+
+
+def test_plan_knows_the_local_tiny_model():
+    # cpu-smoke's model is `tiny`, built on demand: the planner reads the builder's shape
+    from tbrl_lib.train.memory import model_shape, plan_text
+    from tbrl_lib.train.presets import load_preset
+
+    assert model_shape("tiny").parameters() > 0
+    assert "total" in plan_text(load_preset("cpu-smoke"))
