@@ -32,6 +32,6 @@ def test_teacher_rollout_is_token_exact_and_solves(tmp_path, docker_client, base
     im_end = tok.convert_tokens_to_ids("<|im_end|>")
     assistant = [i for i, m in zip(row["completion_ids"], row["env_mask"], strict=True) if m]
     assert assistant.count(im_end) == 2
-    assert "printf" in tok.decode(assistant) and "<finish>" in tok.decode(assistant)
+    assert "echo" in tok.decode(assistant) and "<finish>" in tok.decode(assistant)
     path = write_demos([row], tmp_path / "demos.parquet")
     assert Dataset.from_parquet(str(path))[0]["completion_ids"] == row["completion_ids"]

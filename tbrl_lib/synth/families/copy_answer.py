@@ -4,7 +4,8 @@ The smallest family where a policy must read its own instruction: a ticket code 
 owner name, both drawn per seed, go to `/app/answer.txt` and `/app/owner.txt`. Weighted
 tests give partial credit (answer file present, code right, owner right), so a model that
 gets one value right earns part of the reward - the graded signal GRPO needs on CPU.
-The reference solution is two `printf` lines, short enough for a tiny model to imitate.
+The reference solution is one `echo` line (a one-line YAML `cmd:` in the action), short
+enough for a tiny model to imitate.
 
 Left out on purpose: any exploration of /app (there is nothing to find); difficulty only
 lengthens the code.
@@ -45,7 +46,7 @@ def copy_answer(rng: random.Random, difficulty: Difficulty) -> Draft:
     instruction = (f"Ticket {code} belongs to {owner}.\n"
                    f"Write the ticket code {code} to /app/answer.txt and the owner name {owner} "
                    "to /app/owner.txt, one line each.")
-    solution = f"printf '%s\\n' {code} > /app/answer.txt\nprintf '%s\\n' {owner} > /app/owner.txt\n"
+    solution = f"echo {code} > /app/answer.txt; echo {owner} > /app/owner.txt\n"
     return Draft(
         title=f"Record ticket {code}",
         instruction=instruction,
