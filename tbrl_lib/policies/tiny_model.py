@@ -37,6 +37,15 @@ MODEL_CONFIG = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers"
                 "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 32768,
                 "tie_word_embeddings": True, "rope_theta": 1_000_000.0}
 VOCAB_SIZE = 2048
+SIZES: dict[str, dict] = {
+    "smoke": MODEL_CONFIG,
+    # Wide and deep enough to copy an instance's code from the instruction (an induction-style
+    # lookup over a ~2.4k-token prompt) after a few minutes of SFT on 2 CPU cores; the smoke
+    # shape learns the action format but not the copy.
+    "learn": {**MODEL_CONFIG, "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 4,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32},
+}
+"""Tiny model shapes: `smoke` (plumbing tests, fastest) and `learn` (the CPU learning demo)."""
 
 
 def training_text(repo_root: Path | None = None) -> list[str]:
@@ -54,10 +63,14 @@ def training_text(repo_root: Path | None = None) -> list[str]:
     return texts
 
 
-def build_tiny_qwen3(out_dir: str | Path = "outputs/models", seed: int = 0) -> Path:
-    """Build (or reuse) the tiny model; returns the directory to pass to `from_pretrained`."""
+def build_tiny_qwen3(out_dir: str | Path = "outputs/models", seed: int = 0, size: str = "smoke") -> Path:
+    """Build (or reuse) the tiny model of shape `SIZES[size]`; returns the directory to pass to
+    `from_pretrained`."""
+    if size not in SIZES:
+        raise ValueError(f"tiny model size {size!r} is unknown; use one of {sorted(SIZES)}")
+    shape = SIZES[size]
     texts = training_text()
-    digest = hashlib.sha256(json.dumps([BUILDER_VERSION, seed, VOCAB_SIZE, MODEL_CONFIG, CHAT_TEMPLATE, texts])
+    digest = hashlib.sha256(json.dumps([BUILDER_VERSION, seed, VOCAB_SIZE, shape, CHAT_TEMPLATE, texts])
                             .encode()).hexdigest()[:16]
     path = Path(out_dir) / f"tiny-qwen3-{digest}"
     if (path / "tbrl-build.json").exists():
@@ -66,7 +79,7 @@ def build_tiny_qwen3(out_dir: str | Path = "outputs/models", seed: int = 0) -> P
     tmp.mkdir(parents=True, exist_ok=True)
     tokenizer = _train_tokenizer(texts)
     tokenizer.save_pretrained(tmp)
-    _init_model(tokenizer, seed).save_pretrained(tmp)
+    _init_model(tokenizer, seed, shape).save_pretrained(tmp)
     (tmp / "tbrl-build.json").write_text(json.dumps({"builder_version": BUILDER_VERSION, "seed": seed,
                                                      "texts": len(texts), "vocab_size": len(tokenizer)}))
     if path.exists():  # another process won the race; keep its copy
@@ -94,12 +107,12 @@ def _train_tokenizer(texts: list[str]):
     return fast
 
 
-def _init_model(tokenizer, seed: int):
+def _init_model(tokenizer, seed: int, shape: dict):
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(seed)
     config = Qwen3Config(vocab_size=len(tokenizer), bos_token_id=None,
                          eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
-                         pad_token_id=tokenizer.pad_token_id, **MODEL_CONFIG)
+                         pad_token_id=tokenizer.pad_token_id, **shape)
     return Qwen3ForCausalLM(config).eval()

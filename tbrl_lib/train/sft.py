@@ -37,7 +37,7 @@ class SFTSettings:
     """What `tbrl train sft` runs."""
 
     model: str = "tiny"
-    """A model folder, or `tiny` for the locally built tiny Qwen3."""
+    """A model folder, `tiny` (the locally built tiny Qwen3) or `tiny:<size>` (`tiny_model.SIZES`)."""
     family: str = "copy_answer"
     """Procedural family the demonstrations come from."""
     difficulty: str = "easy"
@@ -82,10 +82,10 @@ def assistant_loss(model: Any, dataset: Dataset) -> float:
 
 
 def resolve_model(model: str) -> str:
-    if model == "tiny":
+    if model == "tiny" or model.startswith("tiny:"):
         from tbrl_lib.policies.tiny_model import build_tiny_qwen3
 
-        return str(build_tiny_qwen3())
+        return str(build_tiny_qwen3(size=model.partition(":")[2] or "smoke"))
     return model
 
 

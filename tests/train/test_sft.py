@@ -27,3 +27,14 @@ def test_sft_lowers_assistant_loss_and_saves_checkpoint(tmp_path, docker_client,
     assert summary["loss_after"] < summary["loss_before"]
     AutoModelForCausalLM.from_pretrained(summary["checkpoint"])  # a `model:` GRPO can start from
     assert (tmp_path / "demos.parquet").is_file()
+
+
+def test_tiny_model_sizes_build_distinct_models(tmp_path):
+    # `learn` is the shape the CPU learning demo needs; `smoke` stays the default and cached path
+    from transformers import AutoConfig
+
+    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+
+    smoke, learn = build_tiny_qwen3(tmp_path), build_tiny_qwen3(tmp_path, size="learn")
+    assert smoke != learn and build_tiny_qwen3(tmp_path) == smoke
+    assert AutoConfig.from_pretrained(learn).num_hidden_layers > AutoConfig.from_pretrained(smoke).num_hidden_layers
