@@ -37,6 +37,13 @@ def run_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt,
     from tbrl_lib.sandbox.engine import require_engine
 
     config = _config(preset, overrides)
+    from tbrl_lib.train.preflight import PreflightError, require_preflight
+
+    try:
+        require_preflight(config)  # before any image build or download
+    except PreflightError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
     require_engine("tbrl train run")
     from tbrl_lib.train.run import train  # torch and TRL: only once the engine answers
     summary = train(config.name, out_dir=out, config=config)

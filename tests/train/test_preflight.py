@@ -1,0 +1,56 @@
+"""Preflight: a preset that cannot run here is refused in seconds, before anything is built.
+
+No GPU exists here; `TBRL_FAKE_GPUS` (documented in preflight.py) fakes only what torch reports.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tbrl_lib.train.preflight import preflight
+from tbrl_lib.train.presets import load_preset
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_cpu_smoke_passes_here(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert preflight(load_preset("cpu-smoke")) == []
+
+
+def test_32xh100_names_what_is_missing(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("VLLM_HOST", raising=False)
+    problems = "\n".join(preflight(load_preset("32xh100")))
+    assert "world size 1" in problems and "24 training processes" in problems
+    assert "VLLM_HOST" in problems
+    assert "Qwen/Qwen3-32B" in problems
+
+
+def test_world_size_and_fake_gpus(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("WORLD_SIZE", "1")  # 2xa100: 1 trainer + 1 vLLM server GPU on one node
+    monkeypatch.setenv("TBRL_FAKE_GPUS", "2:80")
+    problems = preflight(load_preset("2xa100"))
+    assert not any("world size" in p or "GPU" in p for p in problems), problems
+    monkeypatch.setenv("TBRL_FAKE_GPUS", "1:40")
+    problems = "\n".join(preflight(load_preset("2xa100")))
+    assert "1 GPU(s) visible, the preset needs 2" in problems
+
+
+def test_cli_refuses_32xh100_fast_without_traceback(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("WORLD_SIZE", None)
+    t0 = time.monotonic()
+    proc = subprocess.run([str(Path(sys.executable).parent / "tbrl"), "train", "run", "--preset", "32xh100",
+                           "--out", str(tmp_path / "run")], capture_output=True, text=True, cwd=REPO, env=env)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode != 0
+    assert elapsed < 15
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "cannot run here" in proc.stderr and "tbrl train launch" in proc.stderr
+    assert not (tmp_path / "run").exists()
