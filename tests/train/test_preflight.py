@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tbrl_lib.train.preflight import preflight
 from tbrl_lib.train.presets import load_preset
 
@@ -54,3 +56,20 @@ def test_cli_refuses_32xh100_fast_without_traceback(tmp_path):
     assert "Traceback" not in proc.stdout + proc.stderr
     assert "cannot run here" in proc.stderr and "tbrl train launch" in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_notebook_refuses_32xh100_fast_and_builds_nothing(tmp_path):
+    """papermill's own CLI prints its wrapper traceback; the notebook cell's error is the short refusal."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("WORLD_SIZE", None)
+    run = tmp_path / "run"
+    t0 = time.monotonic()
+    proc = subprocess.run([str(Path(sys.executable).parent / "papermill"), str(REPO / "notebooks/04_train.ipynb"),
+                           str(tmp_path / "out.ipynb"), "-p", "preset", "32xh100", "-p", "out_dir", str(run),
+                           "--cwd", str(REPO)], capture_output=True, text=True, env=env)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode != 0
+    assert elapsed < 15, elapsed
+    assert "SystemExit: preset 32xh100 cannot run here" in proc.stdout + proc.stderr
+    assert not run.exists()
