@@ -26,6 +26,7 @@ def _config(preset: str, overrides: list[str]):
 
 
 PresetOpt = typer.Option("cpu-smoke", "--preset", help="Preset name (see `tbrl train presets`).")
+PresetArg = typer.Argument("", show_default=False, help="Preset name; same as --preset.")
 SetOpt = typer.Option([], "--set", help="Override a setting: KEY=VALUE (YAML value).")
 LaunchOutOpt = typer.Option(Path("launch"), "--out", help="Folder for accelerate.yaml and commands.sh.")
 
@@ -91,9 +92,11 @@ def presets_cmd() -> None:
 
 
 @app.command("plan")
-def plan_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt) -> None:
+def plan_cmd(preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt) -> None:
     """Per-GPU memory estimate of a preset (weights, grads, optimizer, activations, logits, vLLM)."""
     from tbrl_lib.train.memory import plan_memory
+
+    preset = preset_name or preset
 
     plan = plan_memory(_config(preset, overrides))
     typer.echo(plan.table())
@@ -101,10 +104,12 @@ def plan_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt) -> None:
 
 
 @app.command("launch")
-def launch_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt,
+def launch_cmd(preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt,
                out: Path = LaunchOutOpt) -> None:
     """Write the accelerate config and the per-role commands for a (multi-node) preset."""
     from tbrl_lib.train.launch import launch_commands, write_accelerate_config
+
+    preset = preset_name or preset
 
     config = _config(preset, overrides)
     acc = write_accelerate_config(config, out / "accelerate.yaml")

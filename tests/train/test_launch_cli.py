@@ -1,0 +1,24 @@
+"""`tbrl train plan/launch` take the preset positionally (as the README writes it) or with --preset."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from tbrl_lib.train.cli import app
+
+runner = CliRunner()
+
+
+def test_plan_positional_equals_option():
+    a = runner.invoke(app, ["plan", "32xh100"])
+    b = runner.invoke(app, ["plan", "--preset", "32xh100"])
+    assert a.exit_code == b.exit_code == 0, a.output
+    assert a.output == b.output
+    assert "capacity 80" in a.output
+
+
+def test_launch_positional_writes_files(tmp_path):
+    result = runner.invoke(app, ["launch", "32xh100", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "accelerate.yaml").is_file() and (tmp_path / "commands.sh").is_file()
+    assert "trl vllm-serve" in (tmp_path / "commands.sh").read_text()
