@@ -33,13 +33,17 @@ LaunchOutOpt = typer.Option(Path("launch"), "--out", help="Folder for accelerate
 
 @app.command("run")
 def run_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt,
-            out: str = typer.Option("", help="Run folder (default outputs/train-<preset>-<time>).")) -> None:
+            out: str = typer.Option("", help="Run folder (default outputs/train-<preset>-<time>)."),
+            dry_run: bool = typer.Option(False, "--dry-run", help="Print preflight, memory plan and launch commands; run nothing.")) -> None:
     """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary."""
     from tbrl_lib.sandbox.engine import require_engine
 
     config = _config(preset, overrides)
-    from tbrl_lib.train.preflight import PreflightError, require_preflight
+    from tbrl_lib.train.preflight import PreflightError, dry_run_text, require_preflight
 
+    if dry_run:
+        typer.echo(dry_run_text(config))
+        return
     try:
         require_preflight(config)  # before any image build or download
     except PreflightError as exc:
@@ -89,6 +93,20 @@ def presets_cmd() -> None:
         gpus = "CPU" if c.gpus_per_node == 0 else f"{c.num_nodes}x{c.gpus_per_node} GPU"
         typer.echo(f"{name:<10} {c.model:<16} {gpus:<10} {c.distributed:<6} {c.generation_backend:<14} "
                    f"{c.tasks_per_step} tasks x {c.num_generations} rollouts/step")
+
+
+@app.command("preflight")
+def preflight_cmd(preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt) -> None:
+    """Check a preset against this machine and launch (exit 2 naming what is missing)."""
+    from tbrl_lib.train.preflight import PreflightError, require_preflight
+
+    config = _config(preset_name or preset, overrides)
+    try:
+        require_preflight(config)
+    except PreflightError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"preset {config.name}: preflight ok")
 
 
 @app.command("plan")

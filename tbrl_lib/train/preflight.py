@@ -112,7 +112,7 @@ def preflight(config: TrainConfig) -> list[str]:
 def launch_hint(config: TrainConfig) -> str:
     if config.num_processes <= 1 and config.gpus_per_node <= 1:
         return f"tbrl train run --preset {config.name}"
-    return f"tbrl train launch --preset {config.name} --out launch/   (then run launch/commands.sh on each node)"
+    return f"tbrl train launch {config.name} --out launch/   (then run launch/commands.sh on each node)"
 
 
 def require_preflight(config: TrainConfig) -> None:
@@ -122,3 +122,16 @@ def require_preflight(config: TrainConfig) -> None:
         lines = [f"preset {config.name} cannot run here:"] + [f"  - {p}" for p in problems]
         lines.append(f"launch it with: {launch_hint(config)}")
         raise PreflightError("\n".join(lines))
+
+
+def dry_run_text(config: TrainConfig) -> str:
+    """Preflight result, memory plan and launch commands for `config`; nothing is run or built."""
+    from tbrl_lib.train.launch import launch_commands
+    from tbrl_lib.train.memory import plan_memory
+
+    problems = preflight(config)
+    lines = [f"preset {config.name}: " + ("preflight ok" if not problems else "preflight would refuse:")]
+    lines += [f"  - {p}" for p in problems]
+    lines += ["", plan_memory(config).table(), ""]
+    lines += [f"{role}: {cmd}" for role, cmd in launch_commands(config).items()]
+    return "\n".join(lines)

@@ -73,3 +73,20 @@ def test_notebook_refuses_32xh100_fast_and_builds_nothing(tmp_path):
     assert elapsed < 15, elapsed
     assert "SystemExit: preset 32xh100 cannot run here" in proc.stdout + proc.stderr
     assert not run.exists()
+
+
+def test_preflight_command_and_dry_run(monkeypatch):
+    from typer.testing import CliRunner
+
+    from tbrl_lib.train.cli import app
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    runner = CliRunner()
+    ok = runner.invoke(app, ["preflight", "cpu-smoke"])
+    assert ok.exit_code == 0 and "preflight ok" in ok.output
+    bad = runner.invoke(app, ["preflight", "32xh100"])
+    assert bad.exit_code == 2 and "cannot run here" in bad.output
+    dry = runner.invoke(app, ["run", "--preset", "32xh100", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "preflight would refuse" in dry.output and "trl vllm-serve" in dry.output and "accelerate launch" in dry.output
