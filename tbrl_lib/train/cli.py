@@ -90,7 +90,8 @@ def presets_cmd() -> None:
     typer.echo(" ".join(f"{name:<{width}}" for name, width in header) + " per step")
     for name in preset_names():
         c = load_preset(name)
-        gpus = "CPU" if c.gpus_per_node == 0 else f"{c.num_nodes}x{c.gpus_per_node} GPU"
+        nodes = c.num_nodes + c.vllm_server_nodes  # training nodes + vLLM server nodes
+        gpus = "CPU" if c.gpus_per_node == 0 else f"{nodes}x{c.gpus_per_node} GPU"
         typer.echo(f"{name:<10} {c.model:<16} {gpus:<10} {c.distributed:<6} {c.generation_backend:<14} "
                    f"{c.tasks_per_step} tasks x {c.num_generations} rollouts/step")
 

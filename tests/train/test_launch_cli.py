@@ -22,3 +22,15 @@ def test_launch_positional_writes_files(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "accelerate.yaml").is_file() and (tmp_path / "commands.sh").is_file()
     assert "trl vllm-serve" in (tmp_path / "commands.sh").read_text()
+
+
+def test_16xh100_is_two_nodes_everywhere():
+    from tbrl_lib.train.memory import plan_memory
+    from tbrl_lib.train.presets import load_preset
+
+    c = load_preset("16xh100")
+    assert c.num_nodes + c.vllm_server_nodes == 2 and c.num_processes == 8
+    assert plan_memory(c).fits
+    listing = runner.invoke(app, ["presets"]).output
+    assert "16xh100" in listing and "2x8 GPU" in listing
+    assert "4x8 GPU" in listing  # 32xh100: 3 training nodes + 1 vLLM server node
