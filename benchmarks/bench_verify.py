@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import statistics
-import tarfile
 import time
 
 from rich.console import Console
@@ -31,6 +29,7 @@ from rich.table import Table
 
 from tbrl_lib.rewards.verifier import verify
 from tbrl_lib.sandbox import open_sandbox, pristine_volume
+from tbrl_lib.sandbox.files import tar_of
 from tbrl_lib.tasks.model import Environment, Task, Tests
 
 
@@ -43,14 +42,8 @@ def make_task(n_tests: int) -> Task:
 
 def naive(sandbox, tests: str) -> None:
     container = sandbox.host.client.containers.get(sandbox.container_id)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        data = tests.encode()
-        info = tarfile.TarInfo("test_outputs.py")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
     container.exec_run(["mkdir", "-p", "/tests"])
-    container.put_archive("/tests", buf.getvalue())
+    container.put_archive("/tests", tar_of({"test_outputs.py": tests.encode()}))
     result = container.exec_run(["bash", "-c", "cd /app && python3 -m pytest -q -p no:cacheprovider "
                                  "/tests/test_outputs.py --junitxml=/tmp/junit.xml"])
     if result.exit_code != 0:

@@ -25,13 +25,12 @@ verifier, to show the attack is real and not a no-op.
 from __future__ import annotations
 
 import asyncio
-import io
-import tarfile
 from dataclasses import dataclass
 
 import pytest
 
 from tbrl_lib.rewards.verifier import verify
+from tbrl_lib.sandbox.files import tar_of
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.weights import outcomes_from_junit_xml, weighted_score
 
@@ -170,14 +169,8 @@ ATTACKS = [
 def naive_verify(sandbox) -> float:
     """What a naive verifier scores: pytest from PATH in a login shell, JUnit at a fixed path."""
     container = sandbox.host.client.containers.get(sandbox.container_id)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        data = TESTS.encode()
-        info = tarfile.TarInfo("test_outputs.py")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
     container.exec_run(["mkdir", "-p", "/tests", "/logs/verifier"])
-    container.put_archive("/tests", buf.getvalue())
+    container.put_archive("/tests", tar_of({"test_outputs.py": TESTS.encode()}))
     container.exec_run(["bash", "-lc", "cd /app && pytest /tests/test_outputs.py "
                         "--junitxml=/logs/verifier/junit.xml -q; sleep 0.5"])
     result = container.exec_run(["cat", "/logs/verifier/junit.xml"])
