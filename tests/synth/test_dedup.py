@@ -59,10 +59,13 @@ def test_most_similar_instruction():
 
 
 def test_balance_table_and_report():
-    tasks = generate("all", 27, seed=0)
+    from tbrl_lib.synth.families import FAMILIES
+
+    n = 3 * len(FAMILIES)  # one task per family and difficulty
+    tasks = generate("all", n, seed=0)
     table = balance_table(tasks)
     assert list(table.columns) == ["easy", "medium", "hard", "total"]
-    assert table.loc["total", "total"] == 27
+    assert table.loc["total", "total"] == n
     assert table.loc["version-control", "total"] == 3
     report = balance_report(tasks)
     assert report["difficulties"] == {"easy": 1 / 3, "medium": 1 / 3, "hard": 1 / 3} or \
