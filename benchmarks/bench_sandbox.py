@@ -21,5 +21,10 @@ if __name__ == "__main__":
     parser.add_argument("--levels", default="1,8,32", help="comma-separated concurrency levels")
     parser.add_argument("--out", default=None, help="also write the numbers as JSON here")
     args = parser.parse_args()
-    run_benchmark(commands=args.commands, starts=args.starts, episodes=args.episodes,
-                  levels=[int(x) for x in args.levels.split(",")], out=args.out)
+    run_benchmark(
+        commands=args.commands,
+        starts=args.starts,
+        episodes=args.episodes,
+        levels=[int(x) for x in args.levels.split(",")],
+        out=args.out,
+    )

@@ -71,48 +71,87 @@ def stages(csv_path: Path, out: Path, workers: int, repeats: int, fresh) -> tupl
     parquet, csv->harbor->parquet total] and the number of tasks read back from Parquet."""
     t_csv, result = timed(lambda: load_tasks(csv_path, progress=False), repeats)
     tasks = result.tasks
-    t_wh, _ = timed(lambda: write_tasks(tasks, "harbor", out / f"harbor{next(fresh)}", workers=workers,
-                                        progress=False), repeats)
+    t_wh, _ = timed(
+        lambda: write_tasks(
+            tasks, "harbor", out / f"harbor{next(fresh)}", workers=workers, progress=False
+        ),
+        repeats,
+    )
     harbor_dir = next(out.glob("harbor*"))
     t_rh, result = timed(lambda: load_tasks(harbor_dir, workers=workers, progress=False), repeats)
     harbor_tasks = result.tasks
-    t_wp, _ = timed(lambda: write_tasks(harbor_tasks, "parquet", out / "t.parquet", progress=False, prompt_fn=initial_messages), repeats)
+    t_wp, _ = timed(
+        lambda: write_tasks(
+            harbor_tasks, "parquet", out / "t.parquet", progress=False, prompt_fn=initial_messages
+        ),
+        repeats,
+    )
     t_rp, result = timed(lambda: load_tasks(out / "t.parquet", progress=False), repeats)
     return [t_csv, t_wh, t_rh, t_wp, t_rp, t_csv + t_wh + t_rh + t_wp], len(result.tasks)
 
 
 def run(csv_path: Path, repeats: int, worker_counts: list[int], tmp_root: Path | None) -> Table:
     table = Table(title=f"{csv_path.name} -> Harbor dirs -> Parquet, median of {repeats} (seconds)")
-    for column in ("pipeline", "read csv", "write harbor", "read harbor", "write parquet", "read parquet",
-                   "csv->harbor->parquet"):
+    for column in (
+        "pipeline",
+        "read csv",
+        "write harbor",
+        "read harbor",
+        "write parquet",
+        "read parquet",
+        "csv->harbor->parquet",
+    ):
         table.add_column(column, justify="left" if column == "pipeline" else "right")
     fresh = iter(range(1_000_000))  # every repeat writes into a new directory
     with tempfile.TemporaryDirectory(dir=tmp_root) as tmp:
-        base_time, count = timed(lambda: baseline(csv_path, Path(tmp) / f"baseline{next(fresh)}"), repeats)
-        table.add_row("baseline (pandas, no checks)", "-", f"{base_time:.2f}", "-", "-", "-", f"{base_time:.2f}")
+        base_time, count = timed(
+            lambda: baseline(csv_path, Path(tmp) / f"baseline{next(fresh)}"), repeats
+        )
+        table.add_row(
+            "baseline (pandas, no checks)",
+            "-",
+            f"{base_time:.2f}",
+            "-",
+            "-",
+            "-",
+            f"{base_time:.2f}",
+        )
         for workers in worker_counts:
             out = Path(tmp) / f"w{workers}"
             times, count_back = stages(csv_path, out, workers, repeats, fresh)
             assert count_back == count, "tasks were lost on the way"
             table.add_row(f"tbrl, {workers} worker(s)", *(f"{t:.2f}" for t in times))
         size_kb = (out / "t.parquet").stat().st_size / 1024
-        table.caption = (f"{count} tasks; parquet {size_kb:,.0f} KiB; task dirs under {tmp_root or tempfile.gettempdir()}"
-                         "; writing dirs is file-system bound (compare with the baseline row)")
+        table.caption = (
+            f"{count} tasks; parquet {size_kb:,.0f} KiB; task dirs under {tmp_root or tempfile.gettempdir()}"
+            "; writing dirs is file-system bound (compare with the baseline row)"
+        )
     return table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--csv", type=Path, default=upstream.upstream_path(upstream.CSV_NAME),
-                        help="The upstream latest_verified.csv (default: the upstream folder's).")
+    parser.add_argument(
+        "--csv",
+        type=Path,
+        default=upstream.upstream_path(upstream.CSV_NAME),
+        help="The upstream latest_verified.csv (default: the upstream folder's).",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--tmp", type=Path, default=None, help="Where to write the task dirs (default: system temp).")
+    parser.add_argument(
+        "--tmp",
+        type=Path,
+        default=None,
+        help="Where to write the task dirs (default: system temp).",
+    )
     args = parser.parse_args()
     if args.csv is None:
         raise SystemExit(f"no CSV given: pass --csv PATH, or {upstream.hint()}")
     if not args.csv.exists():
-        raise SystemExit(f"{args.csv} not found: pass --csv PATH to the upstream latest_verified.csv")
+        raise SystemExit(
+            f"{args.csv} not found: pass --csv PATH to the upstream latest_verified.csv"
+        )
     Console(width=140).print(run(args.csv, args.repeats, args.workers, args.tmp))
 
 

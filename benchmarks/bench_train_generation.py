@@ -21,8 +21,15 @@ import random
 import time
 
 
-def measure(backend, episodes: int, turns: int, prompt_tokens: int, new_tokens: int, max_batch: int,
-            vocab: int) -> tuple[float, int]:
+def measure(
+    backend,
+    episodes: int,
+    turns: int,
+    prompt_tokens: int,
+    new_tokens: int,
+    max_batch: int,
+    vocab: int,
+) -> tuple[float, int]:
     from tbrl_lib.train.generation import BatchingGenerator
 
     generator = BatchingGenerator(backend, max_batch=max_batch, window_s=0.005)
@@ -35,7 +42,9 @@ def measure(backend, episodes: int, turns: int, prompt_tokens: int, new_tokens: 
         for _ in range(turns):
             result = await generator.generate(context, new_tokens)
             generated += len(result.ids)
-            context += result.ids + [rng.randrange(10, vocab) for _ in range(16)]  # + an observation
+            context += result.ids + [
+                rng.randrange(10, vocab) for _ in range(16)
+            ]  # + an observation
 
     async def main() -> None:
         try:
@@ -62,11 +71,15 @@ def run(episodes: int, turns: int, prompt_tokens: int, new_tokens: int) -> None:
     backend = HFBackend(model, tokenizer, temperature=1.2)
     rows = []
     for name, batch in [("one at a time (baseline)", 1), (f"batched (up to {episodes})", episodes)]:
-        seconds, tokens = measure(backend, episodes, turns, prompt_tokens, new_tokens, batch, len(tokenizer))
+        seconds, tokens = measure(
+            backend, episodes, turns, prompt_tokens, new_tokens, batch, len(tokenizer)
+        )
         rows.append((name, seconds, episodes * turns / seconds, tokens / seconds))
     base = rows[0][2]
-    print(f"\n{episodes} episodes x {turns} turns, {prompt_tokens}-token prompts, {new_tokens} new tokens/turn "
-          f"(tiny Qwen3, {torch.get_num_threads()} CPU threads)")
+    print(
+        f"\n{episodes} episodes x {turns} turns, {prompt_tokens}-token prompts, {new_tokens} new tokens/turn "
+        f"(tiny Qwen3, {torch.get_num_threads()} CPU threads)"
+    )
     print(f"{'mode':<26} {'seconds':>9} {'turns/s':>9} {'new tok/s':>10} {'speedup':>8}")
     for name, seconds, rate, tok_rate in rows:
         print(f"{name:<26} {seconds:>9.2f} {rate:>9.2f} {tok_rate:>10.1f} {rate / base:>7.1f}x")
@@ -74,7 +87,9 @@ def run(episodes: int, turns: int, prompt_tokens: int, new_tokens: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=16, help="concurrent episodes (a GRPO group)")
+    parser.add_argument(
+        "--episodes", type=int, default=16, help="concurrent episodes (a GRPO group)"
+    )
     parser.add_argument("--turns", type=int, default=2, help="assistant turns per episode")
     parser.add_argument("--prompt-tokens", type=int, default=512)
     parser.add_argument("--new-tokens", type=int, default=32)

@@ -35,17 +35,26 @@ from tbrl_lib.tasks.model import Environment, Task, Tests
 
 def make_task(n_tests: int) -> Task:
     body = "\n".join(f"def test_{i}():\n    assert {i} == {i}\n" for i in range(n_tests))
-    return Task(id="bench-verify", instruction="nothing to do",
-                environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
-                tests=Tests(pytest=body))
+    return Task(
+        id="bench-verify",
+        instruction="nothing to do",
+        environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
+        tests=Tests(pytest=body),
+    )
 
 
 def naive(sandbox, tests: str) -> None:
     container = sandbox.host.client.containers.get(sandbox.container_id)
     container.exec_run(["mkdir", "-p", "/tests"])
     container.put_archive("/tests", tar_of({"test_outputs.py": tests.encode()}))
-    result = container.exec_run(["bash", "-c", "cd /app && python3 -m pytest -q -p no:cacheprovider "
-                                 "/tests/test_outputs.py --junitxml=/tmp/junit.xml"])
+    result = container.exec_run(
+        [
+            "bash",
+            "-c",
+            "cd /app && python3 -m pytest -q -p no:cacheprovider "
+            "/tests/test_outputs.py --junitxml=/tmp/junit.xml",
+        ]
+    )
     if result.exit_code != 0:
         raise RuntimeError(f"naive pytest failed: {result.output.decode()[-500:]}")
 
@@ -53,21 +62,28 @@ def naive(sandbox, tests: str) -> None:
 def make_script_task() -> Task:
     """A Harbor-style task: test.sh runs `python3 check.py` (the image's pristine python3)."""
     check = "import pathlib\npathlib.Path('/logs/verifier/reward.txt').write_text('1')\n"
-    return Task(id="bench-verify-script", instruction="nothing to do",
-                environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
-                tests=Tests(script="#!/bin/bash\npython3 /tests/check.py\n", files={"check.py": check}))
+    return Task(
+        id="bench-verify-script",
+        instruction="nothing to do",
+        environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
+        tests=Tests(script="#!/bin/bash\npython3 /tests/check.py\n", files={"check.py": check}),
+    )
 
 
 async def measure(runs: int, n_tests: int) -> dict[str, list[float]]:
     task = make_task(n_tests)
-    times: dict[str, list[float]] = {"naive docker exec pytest (baseline)": [], "tbrl verify": [],
-                                     "tbrl verify, first on this engine": [],
-                                     "tbrl verify, script task running python3": [],
-                                     "pristine volume: build or ready check, first sandbox": []}
+    times: dict[str, list[float]] = {
+        "naive docker exec pytest (baseline)": [],
+        "tbrl verify": [],
+        "tbrl verify, first on this engine": [],
+        "tbrl verify, script task running python3": [],
+        "pristine volume: build or ready check, first sandbox": [],
+    }
     t0 = time.perf_counter()
     async with open_sandbox(task) as sandbox:
         times["pristine volume: build or ready check, first sandbox"] = list(
-            pristine_volume.build_seconds.values()) or [time.perf_counter() - t0]
+            pristine_volume.build_seconds.values()
+        ) or [time.perf_counter() - t0]
         t0 = time.perf_counter()
         report = await verify(task, sandbox)
         times["tbrl verify, first on this engine"].append(time.perf_counter() - t0)
@@ -97,12 +113,19 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=12, help="test functions in the task")
     args = parser.parse_args()
     times = asyncio.run(measure(args.runs, args.tests))
-    table = Table(title=f"seconds per verification ({args.tests} tests, {args.runs} runs, one container)")
+    table = Table(
+        title=f"seconds per verification ({args.tests} tests, {args.runs} runs, one container)"
+    )
     for column in ("method", "n", "median", "min", "max"):
         table.add_column(column, justify="left" if column == "method" else "right")
     for name, values in times.items():
-        table.add_row(name, str(len(values)), f"{statistics.median(values):.3f}", f"{min(values):.3f}",
-                      f"{max(values):.3f}")
+        table.add_row(
+            name,
+            str(len(values)),
+            f"{statistics.median(values):.3f}",
+            f"{min(values):.3f}",
+            f"{max(values):.3f}",
+        )
     Console().print(table)
 
 

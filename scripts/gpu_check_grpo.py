@@ -53,10 +53,20 @@ def build_model(size: str, vocab: int, device: torch.device, dtype: torch.dtype)
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     hidden, layers, inter, heads, kv, head_dim, tied = SHAPES[size]
-    config = Qwen3Config(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
-                         intermediate_size=inter, num_attention_heads=heads, num_key_value_heads=kv,
-                         head_dim=head_dim, tie_word_embeddings=tied, max_position_embeddings=40_960,
-                         bos_token_id=1, eos_token_id=1, pad_token_id=0)
+    config = Qwen3Config(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        intermediate_size=inter,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        head_dim=head_dim,
+        tie_word_embeddings=tied,
+        max_position_embeddings=40_960,
+        bos_token_id=1,
+        eos_token_id=1,
+        pad_token_id=0,
+    )
     config._attn_implementation = "sdpa"
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -80,8 +90,9 @@ def build_tokenizer(vocab: int):
     words = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{f"t{i}": i for i in range(3, vocab)}}
     core = Tokenizer(WordLevel(words, unk_token="<unk>"))
     core.pre_tokenizer = WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="<eos>",
-                                   unk_token="<unk>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
 
 
 def synthetic_trajectory(context: int, vocab: int, seed: int, prompt_len: int | None = None):
@@ -92,7 +103,9 @@ def synthetic_trajectory(context: int, vocab: int, seed: int, prompt_len: int | 
     prompt = [rng.randrange(3, vocab) for _ in range(prompt_len)]
     completion, mask = [], []
     while len(prompt) + len(completion) < context:
-        turn = [rng.randrange(3, vocab) for _ in range(rng.randint(64, max(65, context // 24)))] + [1]
+        turn = [rng.randrange(3, vocab) for _ in range(rng.randint(64, max(65, context // 24)))] + [
+            1
+        ]
         obs = [rng.randrange(3, vocab) for _ in range(rng.randint(32, max(33, context // 12)))]
         completion += turn + obs
         mask += [1] * len(turn) + [0] * len(obs)
@@ -107,7 +120,7 @@ def manual_step(model, optimizer, trajectory, advantage: float, device) -> float
     ids = torch.tensor([prompt + completion], device=device)
     env_mask = torch.tensor(mask, device=device, dtype=torch.float32)
     logits = model(input_ids=ids, logits_to_keep=len(completion) + 1).logits[0, :-1]
-    targets = ids[0, len(prompt):]
+    targets = ids[0, len(prompt) :]
     logps = torch.log_softmax(logits.float(), dim=-1).gather(-1, targets[:, None]).squeeze(-1)
     # exp(logp - logp.detach()) == 1 but carries the policy gradient, as in GRPO's ratio.
     ratio = torch.exp(logps - logps.detach())
@@ -139,7 +152,10 @@ def run_manual(model, context, args, device) -> dict:
     if args.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
-    trajectories = [synthetic_trajectory(context, model.config.vocab_size, seed=i) for i in range(args.steps + 1)]
+    trajectories = [
+        synthetic_trajectory(context, model.config.vocab_size, seed=i)
+        for i in range(args.steps + 1)
+    ]
     reset_peak(device)
     manual_step(model, optimizer, trajectories[0], 1.0, device)  # warm-up (allocator, kernels)
     sync(device)
@@ -150,13 +166,22 @@ def run_manual(model, context, args, device) -> dict:
     seconds = (time.perf_counter() - start) / args.steps
     trained = sum(trajectories[1][2])
     del optimizer
-    return {"mode": "manual", "context": context, "seqs/step": 1, "trained_tokens": trained,
-            "step_s": seconds, "grad_norm": norm, "tokens/s": context / seconds, "peak_gib": peak_gib(device)}
+    return {
+        "mode": "manual",
+        "context": context,
+        "seqs/step": 1,
+        "trained_tokens": trained,
+        "step_s": seconds,
+        "grad_norm": norm,
+        "tokens/s": context / seconds,
+        "peak_gib": peak_gib(device),
+    }
 
 
 def run_trl(model, tokenizer, context, args, device) -> dict:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     import trl  # noqa: F401  (ImportError here means: no TRL wheel installed)
+
     if device.type != "cuda":  # TRL's log-prob kernel is Triton (GPU only): use tbrl's torch one
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from tbrl_lib.train.trl_compat import install_torch_logprob_head
@@ -169,15 +194,21 @@ def run_trl(model, tokenizer, context, args, device) -> dict:
     group = args.num_generations
     prompts = [f"task-{i}" for i in range(args.steps + 1)]
     # A distinct trajectory per rollout (identical ones with +/- advantages cancel exactly).
-    pool = [synthetic_trajectory(context, model.config.vocab_size, seed=100 + i)
-            for i in range(group * len(prompts))]
+    pool = [
+        synthetic_trajectory(context, model.config.vocab_size, seed=100 + i)
+        for i in range(group * len(prompts))
+    ]
     served = []
 
     def rollout_func(batch_prompts, trainer):
         rows = [pool[(len(served) + i) % len(pool)] for i in range(len(batch_prompts))]
         served.extend(rows)
-        return {"prompt_ids": [r[0] for r in rows], "completion_ids": [r[1] for r in rows],
-                "logprobs": None, "env_mask": [r[2] for r in rows]}
+        return {
+            "prompt_ids": [r[0] for r in rows],
+            "completion_ids": [r[1] for r in rows],
+            "logprobs": None,
+            "env_mask": [r[2] for r in rows],
+        }
 
     def reward(completions, **kwargs):
         return [float(i % 2) for i in range(len(completions))]  # varied: non-zero advantages
@@ -196,17 +227,36 @@ def run_trl(model, tokenizer, context, args, device) -> dict:
 
     timer = Timer()
     config = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="gpu-check-"), max_steps=args.steps + 1,
-        per_device_train_batch_size=1, gradient_accumulation_steps=group, num_generations=group,
-        learning_rate=1e-6, max_grad_norm=0.1, temperature=1.2, bf16=device.type == "cuda",
-        use_cpu=device.type != "cuda", gradient_checkpointing=args.gradient_checkpointing,
-        logging_steps=1, save_strategy="no", report_to=[], shuffle_dataset=False,
-        max_completion_length=context, seed=0, dataloader_num_workers=0, disable_tqdm=True,
+        output_dir=tempfile.mkdtemp(prefix="gpu-check-"),
+        max_steps=args.steps + 1,
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=group,
+        num_generations=group,
+        learning_rate=1e-6,
+        max_grad_norm=0.1,
+        temperature=1.2,
+        bf16=device.type == "cuda",
+        use_cpu=device.type != "cuda",
+        gradient_checkpointing=args.gradient_checkpointing,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        shuffle_dataset=False,
+        max_completion_length=context,
+        seed=0,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
         log_level="warning",
     )
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, processing_class=tokenizer,
-                          train_dataset=Dataset.from_dict({"prompt": prompts}),
-                          rollout_func=rollout_func, callbacks=[timer])
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=reward,
+        args=config,
+        processing_class=tokenizer,
+        train_dataset=Dataset.from_dict({"prompt": prompts}),
+        rollout_func=rollout_func,
+        callbacks=[timer],
+    )
     reset_peak(device)
     trainer.train()
     steady = timer.times[1:] or timer.times  # the first step pays for warm-up
@@ -214,32 +264,62 @@ def run_trl(model, tokenizer, context, args, device) -> dict:
     norms = [float(h["grad_norm"]) for h in trainer.state.log_history if "grad_norm" in h]
     if not norms or not all(0 < n < float("inf") for n in norms):
         raise RuntimeError(f"TRL gradient norms should be finite and > 0, got {norms}")
-    return {"mode": "trl", "context": context, "seqs/step": group,
-            "trained_tokens": sum(pool[0][2]), "step_s": seconds, "grad_norm": norms[-1],
-            "tokens/s": group * context / seconds, "peak_gib": peak_gib(device)}
+    return {
+        "mode": "trl",
+        "context": context,
+        "seqs/step": group,
+        "trained_tokens": sum(pool[0][2]),
+        "step_s": seconds,
+        "grad_norm": norms[-1],
+        "tokens/s": group * context / seconds,
+        "peak_gib": peak_gib(device),
+    }
 
 
 def print_table(rows: list[dict]) -> None:
-    header = ["mode", "context", "seqs/step", "trained_tokens", "step_s", "tokens/s", "peak_gib", "grad_norm"]
+    header = [
+        "mode",
+        "context",
+        "seqs/step",
+        "trained_tokens",
+        "step_s",
+        "tokens/s",
+        "peak_gib",
+        "grad_norm",
+    ]
     print("\n" + " | ".join(f"{h:>14}" for h in header))
     print("-+-".join("-" * 14 for _ in header))
     for row in rows:
-        cells = [f"{row[h]:>14.4g}" if isinstance(row[h], float) else f"{row[h]!s:>14}" for h in header]
+        cells = [
+            f"{row[h]:>14.4g}" if isinstance(row[h], float) else f"{row[h]!s:>14}" for h in header
+        ]
         print(" | ".join(cells))
-    print("(seqs/step = trajectories per optimizer step; trained_tokens = env_mask=1 tokens of one "
-          "trajectory; tokens/s counts every token forward+backward)", flush=True)
+    print(
+        "(seqs/step = trajectories per optimizer step; trained_tokens = env_mask=1 tokens of one "
+        "trajectory; tokens/s counts every token forward+backward)",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tiny", action="store_true", help="tiny model and contexts (CPU check)")
     parser.add_argument("--model-size", choices=sorted(SHAPES), default="1.7b")
-    parser.add_argument("--contexts", type=int, nargs="+", default=None,
-                        help="trajectory lengths in tokens (default 8192 32768; --tiny: 256 512)")
+    parser.add_argument(
+        "--contexts",
+        type=int,
+        nargs="+",
+        default=None,
+        help="trajectory lengths in tokens (default 8192 32768; --tiny: 256 512)",
+    )
     parser.add_argument("--steps", type=int, default=2, help="timed optimizer steps per phase")
     parser.add_argument("--num-generations", type=int, default=4, help="trajectories per TRL step")
-    parser.add_argument("--budget-s", type=float, default=240.0, help="skip phases starting after this")
-    parser.add_argument("--no-gradient-checkpointing", dest="gradient_checkpointing", action="store_false")
+    parser.add_argument(
+        "--budget-s", type=float, default=240.0, help="skip phases starting after this"
+    )
+    parser.add_argument(
+        "--no-gradient-checkpointing", dest="gradient_checkpointing", action="store_false"
+    )
     parser.add_argument("--skip-trl", action="store_true")
     args = parser.parse_args(argv)
     if args.tiny:
@@ -249,8 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     gpu = torch.cuda.get_device_name(0) if device.type == "cuda" else "none"
-    log(f"python {platform.python_version()}, torch {torch.__version__}, device {device} ({gpu}), "
-        f"model {args.model_size}, contexts {args.contexts}")
+    log(
+        f"python {platform.python_version()}, torch {torch.__version__}, device {device} ({gpu}), "
+        f"model {args.model_size}, contexts {args.contexts}"
+    )
     tokenizer = build_tokenizer(vocab)
     rows, notes = [], []
     for context in args.contexts:
@@ -258,14 +340,19 @@ def main(argv: list[str] | None = None) -> int:
             if mode == "trl" and args.skip_trl:
                 continue
             if time.monotonic() - START > args.budget_s:
-                notes.append(f"skipped {mode} at context {context}: past the {args.budget_s:.0f}s budget")
+                notes.append(
+                    f"skipped {mode} at context {context}: past the {args.budget_s:.0f}s budget"
+                )
                 continue
             model = build_model(args.model_size, vocab, device, dtype)
             n = sum(p.numel() for p in model.parameters())
             log(f"{mode}: context {context}, model {n / 1e9:.3f}B params")
             try:
-                row = run_manual(model, context, args, device) if mode == "manual" else \
-                    run_trl(model, tokenizer, context, args, device)
+                row = (
+                    run_manual(model, context, args, device)
+                    if mode == "manual"
+                    else run_trl(model, tokenizer, context, args, device)
+                )
             except ImportError as exc:
                 notes.append(f"{mode} skipped: {exc} (install the trl wheel to time the TRL path)")
                 continue
@@ -277,8 +364,10 @@ def main(argv: list[str] | None = None) -> int:
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
             rows.append(row)
-            log(f"{mode}: {row['step_s']:.2f}s/step, {row['tokens/s']:,.0f} tokens/s, "
-                f"peak {row['peak_gib']:.1f} GiB")
+            log(
+                f"{mode}: {row['step_s']:.2f}s/step, {row['tokens/s']:,.0f} tokens/s, "
+                f"peak {row['peak_gib']:.1f} GiB"
+            )
     print_table(rows)
     for note in notes:
         print("note:", note)

@@ -112,8 +112,13 @@ app = _App(
 @app.callback()
 def _global_options(
     debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an error."),
-    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        callback=_print_version,
+        help="Print the version and exit.",
+    ),
 ) -> None:
     """tbrl: train and evaluate long-horizon terminal agents with RL."""
     global _debug
@@ -127,15 +132,20 @@ app.add_typer(tasks_app, name="tasks", help="Convert, validate, generate and des
 app.add_typer(agent_app, name="agent", help="The agent: prompt, parse a reply, run an episode.")
 app.add_typer(judge_app, name="judge", help="LLM and rule-based judges: evaluate them.")
 app.add_typer(eval_app, name="eval", help="Benchmark a policy on tasks (pass@k, CIs).")
-app.add_typer(train_app, name="train", help="GRPO training: run a preset, memory plan, launch files.")
+app.add_typer(
+    train_app, name="train", help="GRPO training: run a preset, memory plan, launch files."
+)
 upstream_app = typer.Typer(no_args_is_help=True)
 app.add_typer(upstream_app, name="upstream", help="Upstream reference data: where it is, fetch it.")
 
 
 @upstream_app.command("fetch")
 def upstream_fetch(
-    src: str = typer.Argument(..., help="A folder holding latest_verified.csv and judge_cases/, "
-                              "or a git URL of a repository that has them at its top level."),
+    src: str = typer.Argument(
+        ...,
+        help="A folder holding latest_verified.csv and judge_cases/, "
+        "or a git URL of a repository that has them at its top level.",
+    ),
     force: bool = typer.Option(False, help="Replace data/upstream/ when it already holds data."),
 ) -> None:
     """Copy (or git clone) the upstream reference data into the git-ignored data/upstream/."""

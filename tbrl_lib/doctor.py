@@ -60,8 +60,13 @@ def _version(dist: str) -> str | None:
 
 def check_python() -> Check:
     ok = sys.version_info >= (3, 11)
-    return Check("python", ok, f"{platform.python_version()} at {sys.executable}",
-                 "" if ok else "tbrl needs Python >= 3.11", required=True)
+    return Check(
+        "python",
+        ok,
+        f"{platform.python_version()} at {sys.executable}",
+        "" if ok else "tbrl needs Python >= 3.11",
+        required=True,
+    )
 
 
 def check_extras() -> list[Check]:
@@ -72,8 +77,11 @@ def check_extras() -> list[Check]:
         shown = ", ".join(f"{d} {v}" for d, v in found.items() if v)
         fix = ""
         if missing:
-            how = ("install on a GPU machine: pip install -e '.[gpu]'" if extra == "gpu"
-                   else f"pip install -e '.[{extra}]'")
+            how = (
+                "install on a GPU machine: pip install -e '.[gpu]'"
+                if extra == "gpu"
+                else f"pip install -e '.[{extra}]'"
+            )
             fix = f"disables {EXTRA_DISABLES[extra]}; missing {', '.join(missing)}; {how}"
         rows.append(Check(f"extra [{extra}]", not missing, shown or "none installed", fix))
     return rows
@@ -90,14 +98,25 @@ def check_docker() -> list[Check]:
     try:
         client = engine.client(timeout=10)
         for row in base_images.status(client):
-            rows.append(Check(
-                f"image {row.name}", row.present, row.detail,
-                "" if row.present else "disables tasks built on it; run: tbrl images bootstrap",
-                required=row.name == base_images.BASE_IMAGE,
-            ))
+            rows.append(
+                Check(
+                    f"image {row.name}",
+                    row.present,
+                    row.detail,
+                    "" if row.present else "disables tasks built on it; run: tbrl images bootstrap",
+                    required=row.name == base_images.BASE_IMAGE,
+                )
+            )
     except Exception as err:  # noqa: BLE001 - a doctor reports, it does not crash
-        rows.append(Check("base images", False, f"could not list: {err}",
-                          "run: tbrl images status", required=True))
+        rows.append(
+            Check(
+                "base images",
+                False,
+                f"could not list: {err}",
+                "run: tbrl images status",
+                required=True,
+            )
+        )
     return rows
 
 
@@ -105,19 +124,32 @@ def check_gpu() -> list[Check]:
     smi = shutil.which("nvidia-smi")
     gpus = ""
     if smi:
-        proc = subprocess.run([smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20)
+        proc = subprocess.run(
+            [smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
         gpus = "; ".join(proc.stdout.split("\n")).strip("; ") if proc.returncode == 0 else ""
     cuda = "torch not installed"
     if importlib.util.find_spec("torch") is not None:
         import torch
 
-        cuda = (f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
-                f"{torch.cuda.device_count()} device(s)" if torch.cuda.is_available()
-                else f"torch {torch.__version__} (CPU build or no CUDA device)")
+        cuda = (
+            f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
+            f"{torch.cuda.device_count()} device(s)"
+            if torch.cuda.is_available()
+            else f"torch {torch.__version__} (CPU build or no CUDA device)"
+        )
     ok = bool(gpus) and "device(s)" in cuda
-    fix = "" if ok else ("disables GPU presets (CPU presets such as cpu-smoke still run); "
-                         "on a GPU machine install the NVIDIA driver and a CUDA torch")
+    fix = (
+        ""
+        if ok
+        else (
+            "disables GPU presets (CPU presets such as cpu-smoke still run); "
+            "on a GPU machine install the NVIDIA driver and a CUDA torch"
+        )
+    )
     return [Check("gpu / cuda", ok, f"{gpus or 'no nvidia-smi'}; {cuda}", fix)]
 
 
@@ -125,10 +157,17 @@ def check_gpu_libs() -> list[Check]:
     rows = []
     for mod in ("vllm", "unsloth"):
         present = importlib.util.find_spec(mod) is not None
-        rows.append(Check(f"{mod} importable", present,
-                          _version(mod) or "not installed",
-                          "" if present else f"disables {mod} (optional, GPU only): "
-                          "pip install -e '.[gpu]' on a GPU machine"))
+        rows.append(
+            Check(
+                f"{mod} importable",
+                present,
+                _version(mod) or "not installed",
+                ""
+                if present
+                else f"disables {mod} (optional, GPU only): "
+                "pip install -e '.[gpu]' on a GPU machine",
+            )
+        )
     return rows
 
 
@@ -136,19 +175,39 @@ def check_judges() -> list[Check]:
     rows = []
     for key, use in JUDGE_KEYS.items():
         value = os.environ.get(key, "")
-        rows.append(Check(f"key {key}", bool(value), mask(value) if value else "not set",
-                          "" if value else f"disables {use}; the offline rule-based judge "
-                          f"still works; export {key}=..."))
+        rows.append(
+            Check(
+                f"key {key}",
+                bool(value),
+                mask(value) if value else "not set",
+                ""
+                if value
+                else f"disables {use}; the offline rule-based judge still works; export {key}=...",
+            )
+        )
     claude = shutil.which("claude")
-    rows.append(Check("claude CLI", claude is not None, claude or "not on PATH",
-                      "" if claude else "disables the Claude Code judge backend; "
-                      "npm install -g @anthropic-ai/claude-code"))
+    rows.append(
+        Check(
+            "claude CLI",
+            claude is not None,
+            claude or "not on PATH",
+            ""
+            if claude
+            else "disables the Claude Code judge backend; npm install -g @anthropic-ai/claude-code",
+        )
+    )
     return rows
 
 
 def run_checks() -> list[Check]:
-    return [check_python(), *check_extras(), *check_docker(), *check_gpu(),
-            *check_gpu_libs(), *check_judges()]
+    return [
+        check_python(),
+        *check_extras(),
+        *check_docker(),
+        *check_gpu(),
+        *check_gpu_libs(),
+        *check_judges(),
+    ]
 
 
 def print_report() -> int:
@@ -162,7 +221,9 @@ def print_report() -> int:
     for col in ("component", "status", "found", "if missing: disables / fix"):
         table.add_column(col, overflow="fold")
     for c in checks:
-        status = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]missing[/]")
+        status = (
+            "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]missing[/]")
+        )
         table.add_row(escape(c.component), status, escape(c.found), escape(c.fix))
     Console(width=max(120, shutil.get_terminal_size().columns)).print(table)
     return 1 if any(c.required and not c.ok for c in checks) else 0

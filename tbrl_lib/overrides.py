@@ -18,13 +18,17 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key or any(not part for part in key.split(".")):
-            raise ValueError(f"override {item!r} is not KEY=VALUE (e.g. max_steps=2 or episode.max_turns=5)")
+            raise ValueError(
+                f"override {item!r} is not KEY=VALUE (e.g. max_steps=2 or episode.max_turns=5)"
+            )
         *parents, leaf = key.split(".")
         node = out
         for i, part in enumerate(parents):
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise ValueError(f"override {item!r}: {'.'.join(parents[: i + 1])} was already set to a value")
+                raise ValueError(
+                    f"override {item!r}: {'.'.join(parents[: i + 1])} was already set to a value"
+                )
             node = child
         node[leaf] = yaml.safe_load(value)
     return out

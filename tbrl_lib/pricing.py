@@ -58,7 +58,16 @@ def price_for(model: str, prices: dict[str, Price] | None = None) -> Price | Non
     return table.get(best) if best else None
 
 
-def cost_usd(price: Price, input_tokens: int, output_tokens: int,
-             cache_read_tokens: int = 0, cache_write_tokens: int = 0) -> float:
-    return (input_tokens * price.input + output_tokens * price.output
-            + cache_read_tokens * price.cache_read + cache_write_tokens * price.cache_write) / 1e6
+def cost_usd(
+    price: Price,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> float:
+    return (
+        input_tokens * price.input
+        + output_tokens * price.output
+        + cache_read_tokens * price.cache_read
+        + cache_write_tokens * price.cache_write
+    ) / 1e6

@@ -23,11 +23,18 @@ class TaskFormat(str, Enum):
 
 @app.command()
 def convert(
-    src: Path = typer.Argument(..., help="Tasks to read: a .csv, a .parquet, a task dir or a dir of task dirs."),
+    src: Path = typer.Argument(
+        ..., help="Tasks to read: a .csv, a .parquet, a task dir or a dir of task dirs."
+    ),
     to: TaskFormat = typer.Option(..., "--to", help="Format to write."),
-    out: Path = typer.Argument(..., help="Output: a directory (tb1, harbor) or a file (csv, parquet)."),
-    lenient: bool = typer.Option(False, help="Skip bad tasks and report them instead of stopping at "
-                                 "the first; read loosely written weights (each change reported)."),
+    out: Path = typer.Argument(
+        ..., help="Output: a directory (tb1, harbor) or a file (csv, parquet)."
+    ),
+    lenient: bool = typer.Option(
+        False,
+        help="Skip bad tasks and report them instead of stopping at "
+        "the first; read loosely written weights (each change reported).",
+    ),
     workers: int = typer.Option(4, min=1, help="Threads reading/writing task directories."),
 ) -> None:
     """Convert tasks between formats (the source format is detected). Nothing is written
@@ -43,14 +50,24 @@ def convert(
         skipped = load.skipped
         if skipped:
             screen.print(skipped_table(f"skipped while reading ({len(skipped)})", skipped))
-            raise ValueError(f"{src}: none of its {len(skipped)} task(s) could be read (first: "
-                             f"{skipped[0]}); nothing written to {out}. Fix the tasks listed above")
-        raise ValueError(f"{src} holds no tasks; nothing written to {out}. Give a task source "
-                         "with at least one task (a .csv, .parquet, task dir or dir of task dirs)")
+            raise ValueError(
+                f"{src}: none of its {len(skipped)} task(s) could be read (first: "
+                f"{skipped[0]}); nothing written to {out}. Fix the tasks listed above"
+            )
+        raise ValueError(
+            f"{src} holds no tasks; nothing written to {out}. Give a task source "
+            "with at least one task (a .csv, .parquet, task dir or dir of task dirs)"
+        )
     from tbrl_lib.agent.prompts import initial_messages
 
-    write = write_tasks(tasks, to.value, out, mode=mode, workers=workers,
-                        prompt_fn=initial_messages if to.value == "parquet" else None)
+    write = write_tasks(
+        tasks,
+        to.value,
+        out,
+        mode=mode,
+        workers=workers,
+        prompt_fn=initial_messages if to.value == "parquet" else None,
+    )
     print_convert_reports(screen, load, write)
     raise typer.Exit(1 if write.written == 0 else 0)
 
@@ -73,8 +90,11 @@ def stats(
     if report.skipped:
         screen.print(skipped_table(f"skipped ({len(report.skipped)})", report.skipped))
     if report.warnings:
-        screen.print(skipped_table(f"changed while reading leniently ({len(report.warnings)})",
-                                   report.warnings))
+        screen.print(
+            skipped_table(
+                f"changed while reading leniently ({len(report.warnings)})", report.warnings
+            )
+        )
 
 
 # `tbrl tasks generate`: procedural task families, owned by tbrl_lib.synth.
@@ -86,12 +106,20 @@ app.command("generate")(_synth_generate)
 # `tbrl tasks validate`: build, nop, solve, repeat; owned by tbrl_lib.evaluate.validate.
 @app.command()
 def validate(
-    path: Path = typer.Argument(..., help="Tasks to validate (any supported format), e.g. data/tasks."),
+    path: Path = typer.Argument(
+        ..., help="Tasks to validate (any supported format), e.g. data/tasks."
+    ),
     concurrency: int = typer.Option(4, min=1, help="Tasks validated at once."),
     only: list[str] = typer.Option([], "--only", help="Validate only these task ids (repeatable)."),
-    repeats: int = typer.Option(3, min=1, help="Test runs on the solved container; all must agree."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write every result (reasons, timings) as JSON."),
-    lenient: bool = typer.Option(False, help="Read loosely written weights (each change reported), skip bad tasks."),
+    repeats: int = typer.Option(
+        3, min=1, help="Test runs on the solved container; all must agree."
+    ),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="Also write every result (reasons, timings) as JSON."
+    ),
+    lenient: bool = typer.Option(
+        False, help="Read loosely written weights (each change reported), skip bad tasks."
+    ),
 ) -> None:
     """Build each task, check the untouched environment scores <= 0.2 and the reference
     solution 1.0 (stable over repeats); print a table; exit 1 if any task fails."""
@@ -107,10 +135,13 @@ def validate(
     if only:
         unknown = sorted(set(only) - {t.id for t in tasks})
         if unknown:
-            raise typer.BadParameter(f"names tasks not in {path}: {', '.join(unknown)}",
-                                     param_hint="--only")
+            raise typer.BadParameter(
+                f"names tasks not in {path}: {', '.join(unknown)}", param_hint="--only"
+            )
         tasks = [t for t in tasks if t.id in set(only)]
-    results = validate_tasks(tasks, concurrency=concurrency, config=ValidationConfig(repeats=repeats))
+    results = validate_tasks(
+        tasks, concurrency=concurrency, config=ValidationConfig(repeats=repeats)
+    )
     console().print(validation_table(results))
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -120,7 +151,9 @@ def validate(
 
 @app.command()
 def check(
-    path: Path = typer.Argument(..., help="Tasks someone else wrote (any supported format), e.g. a Harbor dataset."),
+    path: Path = typer.Argument(
+        ..., help="Tasks someone else wrote (any supported format), e.g. a Harbor dataset."
+    ),
     concurrency: int = typer.Option(2, min=1, help="Tasks checked at once."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write every result as JSON."),
 ) -> None:
@@ -136,12 +169,21 @@ def check(
 
     require_engine("tbrl tasks check")
     loaded = load_tasks(path, "lenient")
-    results = validate_tasks(loaded.tasks, concurrency=concurrency, config=ValidationConfig(repeats=1)) \
-        if loaded.tasks else []
+    results = (
+        validate_tasks(loaded.tasks, concurrency=concurrency, config=ValidationConfig(repeats=1))
+        if loaded.tasks
+        else []
+    )
     console().print(check_table(loaded.report.skipped, results))
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps({"skipped": [e.as_dict() for e in loaded.report.skipped],
-                                        "results": [r.to_dict() for r in results]}, indent=2))
+        json_out.write_text(
+            json.dumps(
+                {
+                    "skipped": [e.as_dict() for e in loaded.report.skipped],
+                    "results": [r.to_dict() for r in results],
+                },
+                indent=2,
+            )
+        )
     raise typer.Exit(0 if check_ok(loaded.report.skipped, results) else 1)
-

@@ -18,7 +18,11 @@ REPO = Path(__file__).resolve().parents[1]
 def _engine_reason() -> str | None:
     from tbrl_lib.sandbox import engine
 
-    return None if engine.ping() else "no Docker engine answers (run `make setup` or `tbrl docker ensure`)"
+    return (
+        None
+        if engine.ping()
+        else "no Docker engine answers (run `make setup` or `tbrl docker ensure`)"
+    )
 
 
 _ENGINE_REASON: list[str | None] = []

@@ -52,12 +52,15 @@ def test_bare_tbrl_prints_help(tbrl):
     assert result.code != 0 and "Usage" in result.out + result.err and "Traceback" not in result.err
 
 
-@pytest.mark.parametrize("args, words", [
-    (["eval", "show", "/no/such/run"], ["/no/such/run", "tbrl eval run"]),
-    (["tasks", "stats", "/no/such/tasks"], ["/no/such/tasks"]),
-    (["judge", "score", "/no/such/messages.json"], ["/no/such/messages.json"]),
-    (["judge", "eval", "--judges", "gpt5", "--out", "/tmp/never"], ["gpt5", "rule"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["eval", "show", "/no/such/run"], ["/no/such/run", "tbrl eval run"]),
+        (["tasks", "stats", "/no/such/tasks"], ["/no/such/tasks"]),
+        (["judge", "score", "/no/such/messages.json"], ["/no/such/messages.json"]),
+        (["judge", "eval", "--judges", "gpt5", "--out", "/tmp/never"], ["gpt5", "rule"]),
+    ],
+)
 def test_mistakes_end_in_one_line(tbrl, args, words):
     result = tbrl(*args)
     assert result.code == 1
@@ -82,11 +85,14 @@ def no_engine(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
 
 
-@pytest.mark.parametrize("args", [
-    ["eval", "run", "--tasks", "data/tasks", "--policy", "oracle"],
-    ["tasks", "validate", "data/tasks"],
-    ["train", "run", "--preset", "cpu-smoke"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "run", "--tasks", "data/tasks", "--policy", "oracle"],
+        ["tasks", "validate", "data/tasks"],
+        ["train", "run", "--preset", "cpu-smoke"],
+    ],
+)
 def test_commands_that_need_docker_refuse_before_running(no_engine, tbrl, tmp_path, args):
     out = tmp_path / "out"
     result = tbrl(*args, "--out" if args[0] != "tasks" else "--json", out)

@@ -12,8 +12,27 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "tbrl_lib"
 
 ABOVE = {
-    "tasks": ("sandbox", "agent", "policies", "rewards", "rollout", "synth", "train", "evaluate", "judge_eval"),
-    "sandbox": ("agent", "policies", "rewards", "rollout", "synth", "train", "evaluate", "judge_eval"),
+    "tasks": (
+        "sandbox",
+        "agent",
+        "policies",
+        "rewards",
+        "rollout",
+        "synth",
+        "train",
+        "evaluate",
+        "judge_eval",
+    ),
+    "sandbox": (
+        "agent",
+        "policies",
+        "rewards",
+        "rollout",
+        "synth",
+        "train",
+        "evaluate",
+        "judge_eval",
+    ),
     "rollout": ("train", "evaluate", "synth", "judge_eval"),
     "rewards": ("rollout", "train", "evaluate", "synth"),
 }

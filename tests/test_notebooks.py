@@ -39,9 +39,12 @@ def test_notebook_runs_headless(notebook, tmp_path, monkeypatch):
     monkeypatch.delenv(upstream.ENV_VAR, raising=False)  # the kernel inherits the environment
     out_dir = tmp_path / "run"
     papermill.execute_notebook(
-        str(notebook), str(tmp_path / notebook.name),
+        str(notebook),
+        str(tmp_path / notebook.name),
         parameters={**SMOKE_PARAMETERS[notebook.stem], "out_dir": str(out_dir)},
-        cwd=str(REPO), kernel_name="python3", progress_bar=False,
+        cwd=str(REPO),
+        kernel_name="python3",
+        progress_bar=False,
     )
     summary = json.loads((out_dir / "summary.json").read_text())
     assert summary, f"{notebook.name} recorded no headline numbers"

@@ -10,5 +10,14 @@ from tbrl_lib.agent.episode import run_episode
 from tbrl_lib.agent.parser import ParseError, ParseResult, parse_actions
 from tbrl_lib.agent.trajectory import Termination, Trajectory, Turn
 
-__all__ = ["EpisodeLimits", "ParseError", "ParseResult", "Termination", "ToolConfig", "Trajectory", "Turn",
-           "parse_actions", "run_episode"]
+__all__ = [
+    "EpisodeLimits",
+    "ParseError",
+    "ParseResult",
+    "Termination",
+    "ToolConfig",
+    "Trajectory",
+    "Turn",
+    "parse_actions",
+    "run_episode",
+]

@@ -50,7 +50,9 @@ class TodoOperation(BaseModel):
         if self.action == "add" and not (self.content and self.content.strip()):
             raise ValueError("operation 'add' needs a non-empty 'content'")
         if self.action in ("complete", "delete") and self.task_id is None:
-            raise ValueError(f"operation '{self.action}' needs 'task_id' (a number from the todo list)")
+            raise ValueError(
+                f"operation '{self.action}' needs 'task_id' (a number from the todo list)"
+            )
         return self
 
 
@@ -172,8 +174,19 @@ class FinishAction(Action):
 ACTION_MODELS: dict[tuple[str, str | None], type[Action]] = {
     (model.tag, model.action_name): model
     for model in (
-        TodoAction, ScratchpadAddNote, ScratchpadViewAll, FileRead, FileWrite, FileEdit,
-        FileMultiEdit, FileMetadata, SearchGrep, SearchGlob, SearchLs, BashAction, FinishAction,
+        TodoAction,
+        ScratchpadAddNote,
+        ScratchpadViewAll,
+        FileRead,
+        FileWrite,
+        FileEdit,
+        FileMultiEdit,
+        FileMetadata,
+        SearchGrep,
+        SearchGlob,
+        SearchLs,
+        BashAction,
+        FinishAction,
     )
 }
 MODES: dict[str, list[str]] = {
@@ -183,20 +196,20 @@ MODES: dict[str, list[str]] = {
 
 EXAMPLES: dict[str, str] = {
     "todo": "operations:\n  - action: add\n    content: Run the test suite\n  - action: complete\n"
-            "    task_id: 1\nview_all: true",
+    "    task_id: 1\nview_all: true",
     "scratchpad.add_note": "action: add_note\ncontent: |\n  The config lives in /etc/app.yaml",
     "scratchpad.view_all_notes": "action: view_all_notes",
     "file.read": "action: read\nfile_path: /app/main.py\noffset: 1\nlimit: 100",
-    "file.write": "action: write\nfile_path: /app/run.sh\ncontent: |\n  #!/bin/bash\n  echo \"$HOME\"",
-    "file.edit": "action: edit\nfile_path: /app/main.py\nold_string: \"retries = 1\"\n"
-                 "new_string: \"retries = 3\"\nreplace_all: false",
+    "file.write": 'action: write\nfile_path: /app/run.sh\ncontent: |\n  #!/bin/bash\n  echo "$HOME"',
+    "file.edit": 'action: edit\nfile_path: /app/main.py\nold_string: "retries = 1"\n'
+    'new_string: "retries = 3"\nreplace_all: false',
     "file.multi_edit": "action: multi_edit\nfile_path: /app/main.py\nedits:\n"
-                       "  - old_string: \"import os\"\n    new_string: \"import os\\nimport sys\"\n"
-                       "  - old_string: \"DEBUG = True\"\n    new_string: \"DEBUG = False\"",
+    '  - old_string: "import os"\n    new_string: "import os\\nimport sys"\n'
+    '  - old_string: "DEBUG = True"\n    new_string: "DEBUG = False"',
     "file.metadata": "action: metadata\nfile_paths:\n  - /app/main.py\n  - /app/data",
-    "search.grep": "action: grep\npattern: \"def \\\\w+_config\"\npath: /app\ninclude: \"*.py\"",
-    "search.glob": "action: glob\npattern: \"**/*.py\"\npath: /app",
-    "search.ls": "action: ls\npath: /app\nignore:\n  - \"*.pyc\"",
+    "search.grep": 'action: grep\npattern: "def \\\\w+_config"\npath: /app\ninclude: "*.py"',
+    "search.glob": 'action: glob\npattern: "**/*.py"\npath: /app',
+    "search.ls": 'action: ls\npath: /app\nignore:\n  - "*.pyc"',
     "bash": "cmd: |\n  cd /app && python -m pytest -q\ntimeout_secs: 120",
     "finish": "message: Implemented the fix and checked it with the test suite.",
 }
@@ -205,8 +218,10 @@ EXAMPLES: dict[str, str] = {
 
 def example_for(tag: str, mode: str | None = None) -> str:
     """A correct example tag (all modes of the tag when `mode` is unknown)."""
-    keys = [f"{tag}.{mode}"] if mode and f"{tag}.{mode}" in EXAMPLES else (
-        [k for k in EXAMPLES if k == tag or k.startswith(tag + ".")]
+    keys = (
+        [f"{tag}.{mode}"]
+        if mode and f"{tag}.{mode}" in EXAMPLES
+        else ([k for k in EXAMPLES if k == tag or k.startswith(tag + ".")])
     )
     return "\n".join(f"<{tag}>\n{EXAMPLES[k]}\n</{tag}>" for k in keys)
 

@@ -25,7 +25,9 @@ def prompt() -> None:
 
 
 @app.command()
-def parse(path: str = typer.Argument("-", help="File with one assistant reply; '-' reads stdin.")) -> None:
+def parse(
+    path: str = typer.Argument("-", help="File with one assistant reply; '-' reads stdin."),
+) -> None:
     """Parse one reply: each action as a JSON record, each error as the model would read it."""
     from tbrl_lib.agent.parser import ParseError, parse_actions
 
@@ -38,10 +40,16 @@ def parse(path: str = typer.Argument("-", help="File with one assistant reply; '
 
 @app.command()
 def run(
-    tasks: str = typer.Argument(..., help="A task directory or a directory of tasks (any format load_tasks reads)."),
+    tasks: str = typer.Argument(
+        ..., help="A task directory or a directory of tasks (any format load_tasks reads)."
+    ),
     task_id: str = typer.Option("", help="Which task; empty means the first."),
-    policy: str = typer.Option("oracle", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL"),
-    out: str = typer.Option("outputs/agent/trajectory.jsonl", help="Where the trajectory JSONL is appended."),
+    policy: str = typer.Option(
+        "oracle", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL"
+    ),
+    out: str = typer.Option(
+        "outputs/agent/trajectory.jsonl", help="Where the trajectory JSONL is appended."
+    ),
     max_turns: int = typer.Option(50, help="Turn limit of the episode."),
     judge: str = typer.Option("rule", help="Judge of the reward (rule, anthropic:MODEL, none)."),
 ) -> None:
@@ -60,13 +68,17 @@ def run(
     loaded = load_tasks(tasks, progress=False).tasks
     matching = [t for t in loaded if t.id == task_id] if task_id else loaded[:1]
     if not matching:
-        raise typer.BadParameter(f"no task {task_id!r} in {tasks}; tasks: {', '.join(t.id for t in loaded[:20])}")
+        raise typer.BadParameter(
+            f"no task {task_id!r} in {tasks}; tasks: {', '.join(t.id for t in loaded[:20])}"
+        )
     task = matching[0]
     judge_obj = None if judge == "none" else make_judge(judge)
     if judge_obj is not None:
         require_available(judge_obj)
-    config = RolloutConfig(episode=EpisodeLimits(max_turns=max_turns),
-                           reward=RewardConfig() if judge_obj is not None else RewardConfig(w_judge=0.0))
+    config = RolloutConfig(
+        episode=EpisodeLimits(max_turns=max_turns),
+        reward=RewardConfig() if judge_obj is not None else RewardConfig(w_judge=0.0),
+    )
     result = asyncio.run(run_rollout(task, make_policy(policy), config, judge_obj))
     if result.trajectory is not None:
         Trajectory.save_jsonl(result.trajectory, out, append=True)
@@ -75,8 +87,10 @@ def run(
         raise typer.Exit(1)
     traj, reward = result.trajectory, result.reward
     judged = f", judge {reward.judge:.3f}" if reward.judge is not None else ""
-    typer.echo(f"{task.id}: {result.termination} after {len(traj.turns)} turns in {traj.wall_seconds:.1f}s; "
-               f"reward {reward.total:.3f} (tests {reward.tests:.3f}{judged}) -> {out}")
+    typer.echo(
+        f"{task.id}: {result.termination} after {len(traj.turns)} turns in {traj.wall_seconds:.1f}s; "
+        f"reward {reward.total:.3f} (tests {reward.tests:.3f}{judged}) -> {out}"
+    )
 
 
 @app.command("tiny-model")

@@ -31,23 +31,34 @@ class EpisodeEnd(Exception):
         self.reason = reason
 
 
-async def run_episode(task: Task, policy: Policy, sandbox: Sandbox, limits: EpisodeLimits | None = None) -> Trajectory:
+async def run_episode(
+    task: Task, policy: Policy, sandbox: Sandbox, limits: EpisodeLimits | None = None
+) -> Trajectory:
     limits = limits or EpisodeLimits()
     started = time.monotonic()
     time_left = monotonic_deadline(limits.time_limit_for(task.limits.agent_timeout_sec))
     toolbox = Toolbox(sandbox, limits.tools, time_left)
-    traj = Trajectory(task_id=task.id, policy=policy.name, messages=initial_messages(task, limits),
-                      limits=limits.model_dump(mode="json"))
+    traj = Trajectory(
+        task_id=task.id,
+        policy=policy.name,
+        messages=initial_messages(task, limits),
+        limits=limits.model_dump(mode="json"),
+    )
     conversation = Conversation(task=task, messages=traj.messages)
     error_turns = 0
     try:
         while True:
-            error_turns = await _turn(traj, conversation, policy, toolbox, limits, time_left, error_turns)
+            error_turns = await _turn(
+                traj, conversation, policy, toolbox, limits, time_left, error_turns
+            )
     except EpisodeEnd as end:
         traj.termination, traj.termination_message = end.reason, str(end)
     except SandboxLimitExceeded as exc:
-        traj.termination = {"wall_clock": Termination.time_limit, "pids": Termination.resource_limit,
-                            "memory": Termination.resource_limit}.get(exc.kind, Termination.infra_error)
+        traj.termination = {
+            "wall_clock": Termination.time_limit,
+            "pids": Termination.resource_limit,
+            "memory": Termination.resource_limit,
+        }.get(exc.kind, Termination.infra_error)
         traj.termination_message, traj.error_kind = str(exc), exc.kind
     except SandboxError as exc:  # blame by cause: see tbrl_lib.sandbox.base
         traj.termination = Termination.infra_error if exc.infra else Termination.sandbox_broken
@@ -62,27 +73,46 @@ async def run_episode(task: Task, policy: Policy, sandbox: Sandbox, limits: Epis
     return traj
 
 
-async def _turn(traj: Trajectory, conversation: Conversation, policy: Policy, toolbox: Toolbox,
-                limits: EpisodeLimits, time_left, error_turns: int) -> int:
+async def _turn(
+    traj: Trajectory,
+    conversation: Conversation,
+    policy: Policy,
+    toolbox: Toolbox,
+    limits: EpisodeLimits,
+    time_left,
+    error_turns: int,
+) -> int:
     """One reply and its actions; returns the updated count of error-only turns in a row."""
     if len(traj.turns) >= limits.max_turns:
         raise EpisodeEnd(Termination.max_turns, f"reached {limits.max_turns} turns")
     budget = limits.max_total_tokens - traj.total_tokens
     if budget <= 0:
-        raise EpisodeEnd(Termination.token_budget, f"the conversation reached {traj.total_tokens} tokens")
+        raise EpisodeEnd(
+            Termination.token_budget, f"the conversation reached {traj.total_tokens} tokens"
+        )
     if time_left() <= 0:
         raise EpisodeEnd(Termination.time_limit, "the episode's time limit passed")
     conversation.token_ids, conversation.turn = traj.token_ids, len(traj.turns)
     t0 = time.monotonic()
     try:
-        gen = await asyncio.wait_for(policy.generate(conversation, min(limits.max_tokens_per_turn, budget)),
-                                     timeout=max(time_left(), 0.001))
+        gen = await asyncio.wait_for(
+            policy.generate(conversation, min(limits.max_tokens_per_turn, budget)),
+            timeout=max(time_left(), 0.001),
+        )
     except TimeoutError as exc:
-        raise EpisodeEnd(Termination.time_limit, "the time limit passed while the policy was generating") from exc
+        raise EpisodeEnd(
+            Termination.time_limit, "the time limit passed while the policy was generating"
+        ) from exc
     except ContextOverflow as exc:
         raise EpisodeEnd(Termination.context_overflow, str(exc)) from exc
-    turn = Turn(index=len(traj.turns) + 1, assistant=gen.text, policy_seconds=time.monotonic() - t0,
-                prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason)
+    turn = Turn(
+        index=len(traj.turns) + 1,
+        assistant=gen.text,
+        policy_seconds=time.monotonic() - t0,
+        prompt_tokens=gen.prompt_tokens,
+        completion_tokens=gen.completion_tokens,
+        finish_reason=gen.finish_reason,
+    )
     traj.turns.append(turn)
     traj.messages.append({"role": "assistant", "content": gen.text})
     traj.add_generation(gen)
@@ -98,13 +128,25 @@ async def _turn(traj: Trajectory, conversation: Conversation, policy: Policy, to
             entries.append((item, None))
             turn.calls.append(ToolCall(kind="parse_error", output=item.message, ok=False))
         elif finished:
-            turn.calls.append(ToolCall(kind=item.kind, action=item.record(), output="not run: after finish", ok=False))
+            turn.calls.append(
+                ToolCall(
+                    kind=item.kind, action=item.record(), output="not run: after finish", ok=False
+                )
+            )
         else:
             t = time.monotonic()
             result: ToolResult = await toolbox.run(item)
             entries.append((item, result))
-            turn.calls.append(ToolCall(kind=item.kind, action=item.record(), output=result.output, ok=result.ok,
-                                       seconds=time.monotonic() - t, truncated_chars=result.truncated_chars))
+            turn.calls.append(
+                ToolCall(
+                    kind=item.kind,
+                    action=item.record(),
+                    output=result.output,
+                    ok=result.ok,
+                    seconds=time.monotonic() - t,
+                    truncated_chars=result.truncated_chars,
+                )
+            )
             finished = result.finished
     turn.tools_seconds = time.monotonic() - t1
     turn.observation = format_observation(entries)
@@ -114,5 +156,8 @@ async def _turn(traj: Trajectory, conversation: Conversation, policy: Policy, to
         raise EpisodeEnd(Termination.finished, "the model wrote <finish>")
     error_turns = error_turns + 1 if not parsed.actions else 0
     if error_turns >= limits.max_parse_error_turns:
-        raise EpisodeEnd(Termination.parse_error_streak, f"{error_turns} replies in a row had only malformed actions")
+        raise EpisodeEnd(
+            Termination.parse_error_streak,
+            f"{error_turns} replies in a row had only malformed actions",
+        )
     return error_turns

@@ -23,7 +23,9 @@ from tbrl_lib.agent.actions import ACTION_MODELS, ACTION_TAGS, MODES, Action, ex
 
 MAX_BODY_CHARS = 200_000
 OUTPUT_TAGS = {f"{tag}_output" for tag in ACTION_TAGS} | {"parse_error", "tool_output", "output"}
-UNSUPPORTED_UPSTREAM = {"collapse_context": "tbrl keeps the whole conversation; use <scratchpad> to keep notes"}
+UNSUPPORTED_UPSTREAM = {
+    "collapse_context": "tbrl keeps the whole conversation; use <scratchpad> to keep notes"
+}
 _TAG = re.compile(r"<(/?)([A-Za-z_][A-Za-z0-9_\-]*)([^<>\n]*)>")
 _SHOWN_BODY_CHARS = 300
 
@@ -43,7 +45,10 @@ class ParseError:
     def message(self) -> str:
         shown = self.body.strip("\n")
         if len(shown) > _SHOWN_BODY_CHARS:
-            shown = shown[:_SHOWN_BODY_CHARS] + f"... [{len(shown) - _SHOWN_BODY_CHARS} more characters]"
+            shown = (
+                shown[:_SHOWN_BODY_CHARS]
+                + f"... [{len(shown) - _SHOWN_BODY_CHARS} more characters]"
+            )
         parts = [f"[ERROR] Tag {self.index} <{self.tag}> was not run: {self.problem}"]
         if shown:
             parts.append(f"Your body was:\n{shown}")
@@ -72,7 +77,9 @@ def parse_actions(text: str) -> ParseResult:
     try:
         return _parse(text if isinstance(text, str) else str(text))
     except Exception as exc:  # noqa: BLE001 - a parser bug must not kill a rollout; the model sees it
-        return ParseResult([ParseError("reply", 1, f"internal parser error ({type(exc).__name__}: {exc})")])
+        return ParseResult(
+            [ParseError("reply", 1, f"internal parser error ({type(exc).__name__}: {exc})")]
+        )
 
 
 def parse_body(tag: str, body: str, index: int = 1) -> Action | ParseError:
@@ -90,16 +97,25 @@ def validate_fields(tag: str, data: Any, index: int = 1, body: str = "") -> Acti
     """A parsed YAML value to the typed action of `tag`, or an error saying what is wrong."""
     if not isinstance(data, dict):
         got = "nothing (empty body)" if data is None else f"{_type_name(data)} {_short(data)}"
-        return ParseError(tag, index, f"the body must be a YAML mapping of fields (`name: value` lines); got {got}", body)
+        return ParseError(
+            tag,
+            index,
+            f"the body must be a YAML mapping of fields (`name: value` lines); got {got}",
+            body,
+        )
     modes = MODES[tag]
     mode = None
     if modes:
         mode = data.get("action")
         if mode is None:
-            return ParseError(tag, index, f"field 'action' is missing; it must be one of {', '.join(modes)}", body)
+            return ParseError(
+                tag, index, f"field 'action' is missing; it must be one of {', '.join(modes)}", body
+            )
         if mode not in modes:
             hint = _did_you_mean(str(mode), modes)
-            return ParseError(tag, index, f"action {_short(mode)} is not one of {', '.join(modes)}{hint}", body)
+            return ParseError(
+                tag, index, f"action {_short(mode)} is not one of {', '.join(modes)}{hint}", body
+            )
         data = {k: v for k, v in data.items() if k != "action"}
     model = ACTION_MODELS[(tag, mode)]
     try:
@@ -139,7 +155,9 @@ def _parse(text: str) -> ParseResult:
     visible, unclosed_think = visible_text(text)
     result = ParseResult()
     pos, index = 0, 0
-    closes: dict[str, int] = {}  # name -> next </name> at or after the last lookup (-1: none): keeps it linear
+    closes: dict[
+        str, int
+    ] = {}  # name -> next </name> at or after the last lookup (-1: none): keeps it linear
 
     def find_close(name: str, start: int) -> int:
         known = closes.get(name)
@@ -153,43 +171,79 @@ def _parse(text: str) -> ParseResult:
         if closing:
             if name in ACTION_TAGS:
                 index += 1
-                result.items.append(ParseError(name, index, f"found </{name}> with no <{name}> before it"))
+                result.items.append(
+                    ParseError(name, index, f"found </{name}> with no <{name}> before it")
+                )
             continue
         end = find_close(name, match.end())
         if name not in ACTION_TAGS and end == -1:
             continue  # prose like `a <b`, `List<T>` or a mention of `<bash_output>`, not a tag
         index += 1
         if end == -1:
-            result.items.append(ParseError(name, index, f"<{name}> is never closed; end the body with </{name}>",
-                                           text[match.end():]))
+            result.items.append(
+                ParseError(
+                    name,
+                    index,
+                    f"<{name}> is never closed; end the body with </{name}>",
+                    text[match.end() :],
+                )
+            )
             continue
-        body = text[match.end():end]
+        body = text[match.end() : end]
         pos = end + len(name) + 3
         result.items.append(_one_tag(name, attributes, body, index))
     if unclosed_think:
         index += 1
-        result.items.append(ParseError("think", index, "<think> is never closed with </think>, so nothing after it "
-                                       "runs (the reply may have hit the token limit); think less, then act"))
+        result.items.append(
+            ParseError(
+                "think",
+                index,
+                "<think> is never closed with </think>, so nothing after it "
+                "runs (the reply may have hit the token limit); think less, then act",
+            )
+        )
     return result
 
 
 def _one_tag(name: str, attributes: str, body: str, index: int) -> Action | ParseError:
     if name in OUTPUT_TAGS:
-        return ParseError(name, index, f"<{name}> is written by the environment, not by you; "
-                          "end your reply after your actions and wait for the outputs", body)
+        return ParseError(
+            name,
+            index,
+            f"<{name}> is written by the environment, not by you; "
+            "end your reply after your actions and wait for the outputs",
+            body,
+        )
     if name in UNSUPPORTED_UPSTREAM:
-        return ParseError(name, index, f"<{name}> (an upstream tool) is not available here: "
-                          f"{UNSUPPORTED_UPSTREAM[name]}", body)
+        return ParseError(
+            name,
+            index,
+            f"<{name}> (an upstream tool) is not available here: {UNSUPPORTED_UPSTREAM[name]}",
+            body,
+        )
     if name not in ACTION_TAGS:
         hint = _did_you_mean(name, list(ACTION_TAGS))
-        return ParseError(name, index, f"unknown tag <{name}>{hint}; the tags are "
-                          f"{', '.join(f'<{t}>' for t in ACTION_TAGS)}", body)
+        return ParseError(
+            name,
+            index,
+            f"unknown tag <{name}>{hint}; the tags are {', '.join(f'<{t}>' for t in ACTION_TAGS)}",
+            body,
+        )
     if attributes.strip():
-        return ParseError(name, index, f"tags take no attributes ({attributes.strip()!r}); put every field "
-                          "in the YAML body", body)
+        return ParseError(
+            name,
+            index,
+            f"tags take no attributes ({attributes.strip()!r}); put every field in the YAML body",
+            body,
+        )
     if len(body) > MAX_BODY_CHARS:
-        return ParseError(name, index, f"the body has {len(body):,} characters, more than {MAX_BODY_CHARS:,}; "
-                          "write large files in several steps", body)
+        return ParseError(
+            name,
+            index,
+            f"the body has {len(body):,} characters, more than {MAX_BODY_CHARS:,}; "
+            "write large files in several steps",
+            body,
+        )
     return parse_body(name, body, index)
 
 
@@ -199,8 +253,12 @@ class _NoAliasLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):
         if self.check_event(yaml.events.AliasEvent):
             event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed; "
-                                              "quote values that start with '*'", event.start_mark)
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "aliases (*name) are not allowed; quote values that start with '*'",
+                event.start_mark,
+            )
         return super().compose_node(parent, index)
 
 
@@ -216,7 +274,7 @@ def _body_lines(body: str) -> str:
 
 _YAML_HINTS = {
     "unknown escape character": "inside double quotes only YAML escapes work; use a block scalar (`content: |`) "
-                                "or single quotes for text with backslashes",
+    "or single quotes for text with backslashes",
     "mapping values are not allowed": "a value contains ': '; quote the value or use a block scalar (`|`)",
     "alias": "a value starting with '*' must be quoted, e.g. pattern: \"*.py\"",
     "found character '\\t'": "YAML indentation must use spaces, not tabs",
@@ -234,8 +292,10 @@ def _yaml_problem(exc: yaml.YAMLError, body: str) -> str:
         lines = _body_lines(body).splitlines() or [""]
         line = lines[min(mark.line, len(lines) - 1)]
         start = max(0, mark.column - 60)
-        where = (f" at line {mark.line + 1}, column {mark.column + 1} of the body:\n"
-                 f"    {line[start:start + 120]}\n    {' ' * (mark.column - start)}^")
+        where = (
+            f" at line {mark.line + 1}, column {mark.column + 1} of the body:\n"
+            f"    {line[start : start + 120]}\n    {' ' * (mark.column - start)}^"
+        )
     text = f"invalid YAML: {problem}" + (f" ({context})" if context else "") + where
     hints = [hint for key, hint in _YAML_HINTS.items() if key in str(problem) + str(context)]
     return text + (f"\nHint: {hints[0]}" if hints else "")
@@ -254,7 +314,9 @@ def _field_problem(err: dict[str, Any], model: type[Action]) -> str:
         wanted = err.get("msg", "").replace("Input should be ", "")
         hint = ""
         if kind == "string_type" and isinstance(value, (bool, int, float)):
-            hint = " (YAML reads yes/no/true/false and numbers as non-text; put the value in quotes)"
+            hint = (
+                " (YAML reads yes/no/true/false and numbers as non-text; put the value in quotes)"
+            )
         return f"field '{loc}' should be {wanted}, got {_type_name(value)} {_short(value)}{hint}"
     message = err.get("msg", "invalid").removeprefix("Value error, ")
     return f"field '{loc}': {message}" if loc else message
@@ -268,8 +330,15 @@ def _loc(parts: tuple[Any, ...]) -> str:
 
 
 def _type_name(value: Any) -> str:
-    return {str: "text", bool: "a boolean", int: "a number", float: "a number", list: "a list",
-            dict: "a mapping", type(None): "nothing"}.get(type(value), type(value).__name__)
+    return {
+        str: "text",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        list: "a list",
+        dict: "a mapping",
+        type(None): "nothing",
+    }.get(type(value), type(value).__name__)
 
 
 def _short(value: Any) -> str:

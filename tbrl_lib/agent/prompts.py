@@ -21,7 +21,9 @@ PROMPT_FILE = "system_prompt.md"
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
-def prompt_values(limits: EpisodeLimits | None = None, task_timeout: float = 900.0) -> dict[str, str]:
+def prompt_values(
+    limits: EpisodeLimits | None = None, task_timeout: float = 900.0
+) -> dict[str, str]:
     """The values the placeholders take, as text."""
     limits = limits or EpisodeLimits()
     tools = limits.tools
@@ -43,7 +45,9 @@ def system_prompt(limits: EpisodeLimits | None = None, task_timeout: float = 900
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in values:
-            raise KeyError(f"{PROMPT_FILE} uses {{{{{name}}}}}, which no setting provides; known: {sorted(values)}")
+            raise KeyError(
+                f"{PROMPT_FILE} uses {{{{{name}}}}}, which no setting provides; known: {sorted(values)}"
+            )
         return values[name]
 
     return _PLACEHOLDER.sub(fill, template)

@@ -45,9 +45,11 @@ def cap_output(text: str, max_chars: int) -> tuple[str, int]:
     dropped = len(text) - max_chars
     head = int(max_chars * 0.6)
     tail = max_chars - head
-    notice = (f"\n[... {dropped:,} characters omitted: the output had {len(text):,} characters and "
-              f"only {max_chars:,} are shown. Ask for less output (grep, head, tail, offset/limit).]\n")
-    return text[:head] + notice + text[len(text) - tail:], dropped
+    notice = (
+        f"\n[... {dropped:,} characters omitted: the output had {len(text):,} characters and "
+        f"only {max_chars:,} are shown. Ask for less output (grep, head, tail, offset/limit).]\n"
+    )
+    return text[:head] + notice + text[len(text) - tail :], dropped
 
 
 def q(text: str) -> str:
@@ -68,8 +70,10 @@ async def probe(sandbox: Sandbox, path: str, timeout: float = 30.0) -> PathInfo:
     """Resolve `path` in the persistent shell (so `cd` counts) and stat it, in one round trip."""
     if "\n" in path or "\0" in path:
         raise ToolError(f"path {path!r} contains a newline or NUL byte")
-    script = (f"__p={q(path)}; case $__p in /*) ;; *) __p=\"$PWD/$__p\";; esac; printf '%s\\n' \"$__p\"; "
-              "stat -L -c '%F|%s|%a' -- \"$__p\" 2>/dev/null || echo missing; unset __p")
+    script = (
+        f'__p={q(path)}; case $__p in /*) ;; *) __p="$PWD/$__p";; esac; printf \'%s\\n\' "$__p"; '
+        "stat -L -c '%F|%s|%a' -- \"$__p\" 2>/dev/null || echo missing; unset __p"
+    )
     result = await sandbox.run(script, timeout=timeout)
     lines = result.output.strip("\n").split("\n")
     if len(lines) < 2:
@@ -78,5 +82,7 @@ async def probe(sandbox: Sandbox, path: str, timeout: float = 30.0) -> PathInfo:
     if lines[-1] == "missing":
         return PathInfo(abs_path, "missing")
     kind_text, size, mode = (lines[-1].split("|") + ["0", "644"])[:3]
-    kind = "file" if "regular" in kind_text else "directory" if kind_text == "directory" else "other"
+    kind = (
+        "file" if "regular" in kind_text else "directory" if kind_text == "directory" else "other"
+    )
     return PathInfo(abs_path, kind, int(size or 0), int(mode or "644", 8))

@@ -20,7 +20,9 @@ from tbrl_lib.sandbox.base import Sandbox
 class BashTool:
     tag = "bash"
 
-    def __init__(self, sandbox: Sandbox, config: ToolConfig, time_left: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self, sandbox: Sandbox, config: ToolConfig, time_left: Callable[[], float] | None = None
+    ) -> None:
         self.sandbox = sandbox
         self.config = config
         self.time_left = time_left or (lambda: float("inf"))
@@ -32,8 +34,10 @@ class BashTool:
         notes = []
         timeout = action.timeout_secs or self.config.bash_default_timeout
         if timeout > self.config.bash_max_timeout:
-            notes.append(f"[timeout_secs {timeout:g} is above the maximum {self.config.bash_max_timeout:g}; "
-                         f"used {self.config.bash_max_timeout:g}]")
+            notes.append(
+                f"[timeout_secs {timeout:g} is above the maximum {self.config.bash_max_timeout:g}; "
+                f"used {self.config.bash_max_timeout:g}]"
+            )
             timeout = self.config.bash_max_timeout
         left = self.time_left()
         if left <= 1:
@@ -45,8 +49,10 @@ class BashTool:
         result = await self.sandbox.run(action.cmd, timeout=timeout)
         text = result.output if result.output else "(no output)"
         if result.timed_out:
-            notes.append(f"[timed out after {timeout:g}s and stopped; for long jobs raise timeout_secs "
-                         f"(at most {self.config.bash_max_timeout:g}) or run it in the background with block: false]")
+            notes.append(
+                f"[timed out after {timeout:g}s and stopped; for long jobs raise timeout_secs "
+                f"(at most {self.config.bash_max_timeout:g}) or run it in the background with block: false]"
+            )
         elif result.exit_code not in (0, None):
             notes.append(f"[exit code {result.exit_code}]")
         return "\n".join([text.rstrip("\n"), *notes])
@@ -54,14 +60,20 @@ class BashTool:
     async def _background(self, cmd: str) -> str:
         self.background_jobs += 1
         log = f"/tmp/tbrl-background-{self.background_jobs}.log"
-        script = (f"nohup bash -c {q(cmd)} > {log} 2>&1 < /dev/null & __pid=$!; disown $__pid 2>/dev/null; "
-                  "echo $__pid; unset __pid")
+        script = (
+            f"nohup bash -c {q(cmd)} > {log} 2>&1 < /dev/null & __pid=$!; disown $__pid 2>/dev/null; "
+            "echo $__pid; unset __pid"
+        )
         result = await self.sandbox.run(script, timeout=30)
         pid = result.output.strip().split("\n")[-1]
         if not pid.isdigit():
-            raise ToolError(f"could not start the background command: {result.output.strip()[:300]}")
-        return (f"Started in the background: pid {pid}; output goes to {log}\n"
-                f"(check it with: tail -n 50 {log}; stop it with: kill {pid})")
+            raise ToolError(
+                f"could not start the background command: {result.output.strip()[:300]}"
+            )
+        return (
+            f"Started in the background: pid {pid}; output goes to {log}\n"
+            f"(check it with: tail -n 50 {log}; stop it with: kill {pid})"
+        )
 
 
 class FinishTool:

@@ -37,8 +37,10 @@ class TodoTool:
             else:
                 item = self._find(op.task_id)
                 if item is None:
-                    errors.append(f"operation {n} ({op.action}): no todo with id {op.task_id}; ids are "
-                                  f"{', '.join(str(i.id) for i in self.items) or 'none yet'}")
+                    errors.append(
+                        f"operation {n} ({op.action}): no todo with id {op.task_id}; ids are "
+                        f"{', '.join(str(i.id) for i in self.items) or 'none yet'}"
+                    )
                 elif op.action == "complete":
                     item.done = True
                     lines.append(f"Completed todo [{item.id}]: {item.content}")
@@ -54,7 +56,9 @@ class TodoTool:
     def render(self) -> str:
         if not self.items:
             return "Todo List: (empty)"
-        return "Todo List:\n" + "\n".join(f"[{'x' if i.done else ' '}] [{i.id}] {i.content}" for i in self.items)
+        return "Todo List:\n" + "\n".join(
+            f"[{'x' if i.done else ' '}] [{i.id}] {i.content}" for i in self.items
+        )
 
     def _find(self, task_id: int | None) -> TodoItem | None:
         return next((item for item in self.items if item.id == task_id), None)
@@ -71,5 +75,7 @@ class ScratchpadTool:
             return f"Added note {len(self.notes)} to scratchpad"
         if not self.notes:
             return "Scratchpad is empty"
-        return f"Scratchpad ({len(self.notes)} note{'s' * (len(self.notes) != 1)}):\n" + "\n\n".join(
-            f"Note {n}:\n{note}" for n, note in enumerate(self.notes, start=1))
+        return (
+            f"Scratchpad ({len(self.notes)} note{'s' * (len(self.notes) != 1)}):\n"
+            + "\n\n".join(f"Note {n}:\n{note}" for n, note in enumerate(self.notes, start=1))
+        )

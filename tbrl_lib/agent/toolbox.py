@@ -23,13 +23,23 @@ from tbrl_lib.sandbox.base import Sandbox
 
 
 class Toolbox:
-    def __init__(self, sandbox: Sandbox, config: ToolConfig | None = None,
-                 time_left: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        config: ToolConfig | None = None,
+        time_left: Callable[[], float] | None = None,
+    ) -> None:
         self.config = config or ToolConfig()
         self.todo = TodoTool()
         self.scratchpad = ScratchpadTool()
-        tools: list[Tool] = [self.todo, self.scratchpad, FileTool(sandbox, self.config),
-                             SearchTool(sandbox, self.config), BashTool(sandbox, self.config, time_left), FinishTool()]
+        tools: list[Tool] = [
+            self.todo,
+            self.scratchpad,
+            FileTool(sandbox, self.config),
+            SearchTool(sandbox, self.config),
+            BashTool(sandbox, self.config, time_left),
+            FinishTool(),
+        ]
         self.tools: dict[str, Tool] = {tool.tag: tool for tool in tools}
 
     async def run(self, action: Action) -> ToolResult:
@@ -38,7 +48,9 @@ class Toolbox:
         except ToolError as exc:
             output, ok = f"[ERROR] {exc}", False
         text, dropped = cap_output(output, self.config.max_observation_chars)
-        return ToolResult(text, ok=ok, finished=isinstance(action, FinishAction), truncated_chars=dropped)
+        return ToolResult(
+            text, ok=ok, finished=isinstance(action, FinishAction), truncated_chars=dropped
+        )
 
 
 def format_observation(entries: list[tuple[Action | ParseError, ToolResult | None]]) -> str:

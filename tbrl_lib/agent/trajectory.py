@@ -122,7 +122,11 @@ class Trajectory(BaseModel):
         self._extend(list(gen.completion_ids), 1, logprobs)
 
     def _extend(self, ids: list[int], mask: int, logprobs: list[float]) -> None:
-        assert self.completion_ids is not None and self.env_mask is not None and self.logprobs is not None
+        assert (
+            self.completion_ids is not None
+            and self.env_mask is not None
+            and self.logprobs is not None
+        )
         self.completion_ids += ids
         self.env_mask += [mask] * len(ids)
         self.logprobs += list(logprobs)
@@ -132,7 +136,9 @@ class Trajectory(BaseModel):
         return self.model_dump_json()
 
     @classmethod
-    def save_jsonl(cls, trajectories: list[Trajectory] | Trajectory, path: str | Path, append: bool = False) -> Path:
+    def save_jsonl(
+        cls, trajectories: list[Trajectory] | Trajectory, path: str | Path, append: bool = False
+    ) -> Path:
         items = [trajectories] if isinstance(trajectories, Trajectory) else trajectories
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,13 @@ from tbrl_lib.evaluate.results import (
 )
 
 __all__ = [
-    "ConfigMismatch", "FailureMode", "RunConfig", "RunResults", "TrialResult", "compare_runs",
-    "eval_metrics", "run_eval", "run_eval_async",
+    "ConfigMismatch",
+    "FailureMode",
+    "RunConfig",
+    "RunResults",
+    "TrialResult",
+    "compare_runs",
+    "eval_metrics",
+    "run_eval",
+    "run_eval_async",
 ]

@@ -25,27 +25,44 @@ app = typer.Typer(no_args_is_help=False, invoke_without_command=True)
 
 TasksOpt = Annotated[
     Path | None,
-    typer.Option("--tasks", help="Task source: Harbor/TB1 task dir or a dir of them, upstream CSV, Parquet."),
+    typer.Option(
+        "--tasks", help="Task source: Harbor/TB1 task dir or a dir of them, upstream CSV, Parquet."
+    ),
 ]
 PolicyOpt = Annotated[
-    str, typer.Option("--policy", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL.")
+    str,
+    typer.Option("--policy", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL."),
 ]
-AttemptsOpt = Annotated[int, typer.Option("--attempts", min=1, help="Attempts per task (pass@k up to this k).")]
-ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", min=1, help="Trials running at once.")]
+AttemptsOpt = Annotated[
+    int, typer.Option("--attempts", min=1, help="Attempts per task (pass@k up to this k).")
+]
+ConcurrencyOpt = Annotated[
+    int, typer.Option("--concurrency", min=1, help="Trials running at once.")
+]
 OutOpt = Annotated[
     Path | None, typer.Option("--out", help="Run folder (results.json); rerun with it to resume.")
 ]
 ScaleOpt = Annotated[
     float,
-    typer.Option("--timeout-scale", min=0.01, help="Multiply every task's agent and test timeout (report says so)."),
+    typer.Option(
+        "--timeout-scale",
+        min=0.01,
+        help="Multiply every task's agent and test timeout (report says so).",
+    ),
 ]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N tasks.")]
 JudgeOpt = Annotated[
-    str, typer.Option("--judge", help="Judge whose score enters the reward: rule, anthropic:MODEL, a chain, none.")
+    str,
+    typer.Option(
+        "--judge", help="Judge whose score enters the reward: rule, anthropic:MODEL, a chain, none."
+    ),
 ]
 SetOpt = Annotated[
     list[str] | None,
-    typer.Option("--set", help="A RunConfig setting, KEY=VALUE with dotted keys (episode.max_turns=20); repeatable."),
+    typer.Option(
+        "--set",
+        help="A RunConfig setting, KEY=VALUE with dotted keys (episode.max_turns=20); repeatable.",
+    ),
 ]
 
 
@@ -91,7 +108,9 @@ def run(
     Exits 1 when trials ended in infra errors (they are not scored); rerunning the same
     command retries them."""
     if tasks is None:
-        raise typer.BadParameter("give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks")
+        raise typer.BadParameter(
+            "give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks"
+        )
     from tbrl_lib.console import console
     from tbrl_lib.evaluate.harness import run_eval
     from tbrl_lib.evaluate.report import summary_table
@@ -99,8 +118,16 @@ def run(
     from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.tasks import load_tasks
 
-    config = run_config(policy=policy, tasks_source=str(tasks), attempts=attempts, concurrency=concurrency,
-                        timeout_scale=timeout_scale, limit=limit, judge=judge, settings=settings or [])
+    config = run_config(
+        policy=policy,
+        tasks_source=str(tasks),
+        attempts=attempts,
+        concurrency=concurrency,
+        timeout_scale=timeout_scale,
+        limit=limit,
+        judge=judge,
+        settings=settings or [],
+    )
     require_engine("tbrl eval run")
     loaded = load_tasks(tasks)
     run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
@@ -109,9 +136,11 @@ def run(
     typer.echo(f"results: {run_folder / 'results.json'}")
     infra = results.summary.get("infra_errors", 0)
     if infra:
-        typer.echo(f"error: {infra} of {results.summary['n_trials']} trials ended in infra errors "
-                   f"(not scored; see results.json); rerun with --out {run_folder} to retry them",
-                   err=True)
+        typer.echo(
+            f"error: {infra} of {results.summary['n_trials']} trials ended in infra errors "
+            f"(not scored; see results.json); rerun with --out {run_folder} to retry them",
+            err=True,
+        )
         raise typer.Exit(1)
 
 
@@ -129,7 +158,9 @@ def run_config(settings: list[str], **values):
 
 
 @app.command()
-def show(run_folder: Annotated[Path, typer.Argument(help="A run folder or its results.json.")]) -> None:
+def show(
+    run_folder: Annotated[Path, typer.Argument(help="A run folder or its results.json.")],
+) -> None:
     """Print the summary of a finished (or interrupted) run."""
     from tbrl_lib.console import console
     from tbrl_lib.evaluate.report import summary_table

@@ -57,6 +57,7 @@ episode's token limit) counts as a context overflow; `finished`, `max_turns`,
 `resource_limit` and `sandbox_broken` are `unresolved` when the tests fail. `agent_timeout`
 is the rollout's own stop, for an episode that overran its limit by the grace period."""
 
+
 class EngineOutage(RuntimeError):
     """The Docker engine stopped answering and did not come back within `engine_wait_s`."""
 
@@ -74,22 +75,40 @@ def failure_mode(termination: str | None, resolved: bool, test_timed_out: bool) 
     return FailureMode.unresolved
 
 
-def run_eval(tasks: Sequence[Task], config: RunConfig, out_dir: str | Path, *, progress: bool = True,
-             policy: Any | None = None, engine_wait_s: float = 300.0) -> RunResults:
+def run_eval(
+    tasks: Sequence[Task],
+    config: RunConfig,
+    out_dir: str | Path,
+    *,
+    progress: bool = True,
+    policy: Any | None = None,
+    engine_wait_s: float = 300.0,
+) -> RunResults:
     """Run (or resume) an evaluation; returns the finished `RunResults` (also on disk).
     `policy` overrides `make_policy(config.policy)` (an object already built, e.g. the
     trainer's); `config.policy` still names it in the results."""
-    return run_sync(run_eval_async(tasks, config, out_dir, progress=progress, policy=policy,
-                                   engine_wait_s=engine_wait_s))
+    return run_sync(
+        run_eval_async(
+            tasks, config, out_dir, progress=progress, policy=policy, engine_wait_s=engine_wait_s
+        )
+    )
 
 
-async def run_eval_async(tasks: Sequence[Task], config: RunConfig, out_dir: str | Path, *,
-                         progress: bool = True, policy: Any | None = None,
-                         engine_wait_s: float = 300.0) -> RunResults:
+async def run_eval_async(
+    tasks: Sequence[Task],
+    config: RunConfig,
+    out_dir: str | Path,
+    *,
+    progress: bool = True,
+    policy: Any | None = None,
+    engine_wait_s: float = 300.0,
+) -> RunResults:
     """`run_eval` for callers that already run an event loop (notebooks, the trainer)."""
     from tbrl_lib.policies import make_policy
 
-    policy = policy or make_policy(config.policy)  # a bad spec fails here, before anything is written
+    policy = policy or make_policy(
+        config.policy
+    )  # a bad spec fails here, before anything is written
     judge = _judge(config)
     selected = list(tasks)[: config.limit] if config.limit else list(tasks)
     if not selected:
@@ -113,12 +132,22 @@ async def run_eval_async(tasks: Sequence[Task], config: RunConfig, out_dir: str 
         for task in selected
         if (task.id, attempt) not in done
     ]
-    runner = TrialRunner(policy, judge, config.rollout_config(run_id=f"eval-{out.resolve().name}"), out,
-                         engine_wait_s)
+    runner = TrialRunner(
+        policy,
+        judge,
+        config.rollout_config(run_id=f"eval-{out.resolve().name}"),
+        out,
+        engine_wait_s,
+    )
     wall_before, started = results.wall_seconds, time.monotonic()
     total = len(selected) * config.attempts
-    bar = tqdm(total=total, initial=total - len(pending), desc=f"eval {config.policy}", unit="trial",
-               disable=not progress)
+    bar = tqdm(
+        total=total,
+        initial=total - len(pending),
+        desc=f"eval {config.policy}",
+        unit="trial",
+        disable=not progress,
+    )
     queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
     for item in pending:
         queue.put_nowait(item)
@@ -134,7 +163,9 @@ async def run_eval_async(tasks: Sequence[Task], config: RunConfig, out_dir: str 
             bar.set_postfix(resolved=sum(t.resolved for t in results.trials))
 
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(config.concurrency, len(pending))))))
+        await asyncio.gather(
+            *(worker() for _ in range(max(1, min(config.concurrency, len(pending)))))
+        )
     finally:
         bar.close()
         results.wall_seconds = wall_before + time.monotonic() - started
@@ -155,7 +186,11 @@ def _judge(config: RunConfig) -> Any | None:
 def _check_tasks_unchanged(results: RunResults, tasks: Sequence[Task]) -> None:
     hashes = {t.id: t.content_hash() for t in tasks}
     changed = sorted(
-        {t.task_id for t in results.trials if t.task_id in hashes and t.task_hash != hashes[t.task_id]}
+        {
+            t.task_id
+            for t in results.trials
+            if t.task_id in hashes and t.task_hash != hashes[t.task_id]
+        }
     )
     if changed:
         raise ConfigMismatch(
@@ -168,8 +203,14 @@ class TrialRunner:
     """Runs one trial: a rollout, retried once on infrastructure errors, after waiting out an
     engine outage (bounded)."""
 
-    def __init__(self, policy: Any, judge: Any | None, rollout: RolloutConfig, out_dir: Path,
-                 engine_wait_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        policy: Any,
+        judge: Any | None,
+        rollout: RolloutConfig,
+        out_dir: Path,
+        engine_wait_s: float = 300.0,
+    ) -> None:
         self.policy, self.judge, self.rollout = policy, judge, rollout
         self.out_dir, self.engine_wait_s = out_dir, engine_wait_s
 
@@ -187,10 +228,16 @@ class TrialRunner:
             errors.append(result.infra_error)
             await self._wait_for_engine(result.infra_error)
         return TrialResult(
-            task_id=task.id, attempt=attempt, resolved=False, score=0.0,
-            failure_mode=FailureMode.infra_error, difficulty=task.difficulty.value,
-            category=task.category, task_hash=task.content_hash(),
-            total_seconds=time.monotonic() - started, infra_retries=len(errors) - 1,
+            task_id=task.id,
+            attempt=attempt,
+            resolved=False,
+            score=0.0,
+            failure_mode=FailureMode.infra_error,
+            difficulty=task.difficulty.value,
+            category=task.category,
+            task_hash=task.content_hash(),
+            total_seconds=time.monotonic() - started,
+            infra_retries=len(errors) - 1,
             error=" | ".join(errors),
         )
 
@@ -203,12 +250,18 @@ class TrialRunner:
         try:
             await asyncio.wait_for(ensure_image(task), limit)
         except TimeoutError:
-            return RolloutResult(task.id, None, infra_error=f"image build exceeded {limit:.0f}s",
-                                 infra_kind="build_timeout")
+            return RolloutResult(
+                task.id,
+                None,
+                infra_error=f"image build exceeded {limit:.0f}s",
+                infra_kind="build_timeout",
+            )
         except SandboxError as err:
             if not err.infra:
                 raise
-            return RolloutResult(task.id, None, infra_error=f"sandbox: {err.kind}: {err}", infra_kind=err.kind)
+            return RolloutResult(
+                task.id, None, infra_error=f"sandbox: {err.kind}: {err}", infra_kind=err.kind
+            )
         return None
 
     async def _wait_for_engine(self, why: str) -> None:
@@ -223,37 +276,53 @@ class TrialRunner:
                     tqdm.write("tbrl eval: the Docker engine answers again; retrying the trial")
                 return
             if not said:
-                tqdm.write(f"tbrl eval: the Docker engine does not answer ({why}); waiting up to "
-                           f"{self.engine_wait_s:.0f}s for it before retrying")
+                tqdm.write(
+                    f"tbrl eval: the Docker engine does not answer ({why}); waiting up to "
+                    f"{self.engine_wait_s:.0f}s for it before retrying"
+                )
                 said = True
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             await asyncio.sleep(min(5.0, left))
-        raise EngineOutage(f"the Docker engine stopped answering ({why}) and did not come back within "
-                           f"{self.engine_wait_s:.0f}s; finished trials are saved: start the engine and "
-                           "rerun the same command to resume")
+        raise EngineOutage(
+            f"the Docker engine stopped answering ({why}) and did not come back within "
+            f"{self.engine_wait_s:.0f}s; finished trials are saved: start the engine and "
+            "rerun the same command to resume"
+        )
 
-    def _trial(self, task: Task, attempt: int, result: RolloutResult, started: float,
-               retries: int) -> TrialResult:
+    def _trial(
+        self, task: Task, attempt: int, result: RolloutResult, started: float, retries: int
+    ) -> TrialResult:
         report, traj = result.tests, result.trajectory
         assert report is not None and result.reward is not None
         turns = traj.turns if traj is not None else []
         resolved = result.resolved
         judge = result.reward.judge
         return TrialResult(
-            task_id=task.id, attempt=attempt, resolved=resolved, score=float(report.score),
-            reward=result.reward.total, judge_score=judge,
-            failed_tests=sorted([n for n, ok in report.outcomes.items() if not ok] + report.missing),
+            task_id=task.id,
+            attempt=attempt,
+            resolved=resolved,
+            score=float(report.score),
+            reward=result.reward.total,
+            judge_score=judge,
+            failed_tests=sorted(
+                [n for n, ok in report.outcomes.items() if not ok] + report.missing
+            ),
             failure_mode=failure_mode(result.termination, resolved, report.timed_out),
-            difficulty=task.difficulty.value, category=task.category,
-            task_hash=task.content_hash(), termination=result.termination,
+            difficulty=task.difficulty.value,
+            category=task.category,
+            task_hash=task.content_hash(),
+            termination=result.termination,
             tokens_in=sum(t.prompt_tokens for t in turns),
             tokens_out=sum(t.completion_tokens for t in turns),
-            turns=len(turns), agent_seconds=result.timings.get("episode", 0.0),
+            turns=len(turns),
+            agent_seconds=result.timings.get("episode", 0.0),
             test_seconds=result.timings.get("scoring", 0.0),
-            total_seconds=time.monotonic() - started, infra_retries=retries,
-            error="the rollout stopped the episode past its time limit" if result.termination == AGENT_TIMEOUT
+            total_seconds=time.monotonic() - started,
+            infra_retries=retries,
+            error="the rollout stopped the episode past its time limit"
+            if result.termination == AGENT_TIMEOUT
             else None,
             trajectory=self._save(result, task, attempt),
         )

@@ -73,7 +73,9 @@ def summary_table(results: RunResults, title: str | None = None) -> Table:
             table.add_row(f"{name[3:]}: {group}", f"{_pct(row['accuracy'])} of {row['n_tasks']}")
     if s["turns"]:
         table.add_row("turns (mean / max)", f"{s['turns']['mean']:.1f} / {s['turns']['max']:.0f}")
-    table.add_row("tokens in / out (mean)", f"{s['tokens_in']['mean']:.0f} / {s['tokens_out']['mean']:.0f}")
+    table.add_row(
+        "tokens in / out (mean)", f"{s['tokens_in']['mean']:.0f} / {s['tokens_out']['mean']:.0f}"
+    )
     table.add_row("timeouts", s["timeouts"])
     table.add_row("wall time", f"{results.wall_seconds:.1f} s")
     return table
@@ -86,7 +88,9 @@ def _infra_text(summary: dict) -> str:
     return text
 
 
-def compare_runs(run_a: str | Path | RunResults, run_b: str | Path | RunResults) -> stats.Comparison:
+def compare_runs(
+    run_a: str | Path | RunResults, run_b: str | Path | RunResults
+) -> stats.Comparison:
     """Paired per-task comparison of two runs (A minus B)."""
     a = run_a if isinstance(run_a, RunResults) else RunResults.load(run_a)
     b = run_b if isinstance(run_b, RunResults) else RunResults.load(run_b)
@@ -104,10 +108,16 @@ def comparison_table(cmp: stats.Comparison, name_a: str = "A", name_b: str = "B"
         f"{100 * cmp.difference:+.1f} pts, {int(cmp.confidence * 100)}% CI "
         f"[{100 * cmp.ci_low:+.1f}, {100 * cmp.ci_high:+.1f}]",
     )
-    table.add_row(f"tasks {name_a} better / {name_b} better / tied", f"{cmp.a_better} / {cmp.b_better} / {cmp.ties}")
+    table.add_row(
+        f"tasks {name_a} better / {name_b} better / tied",
+        f"{cmp.a_better} / {cmp.b_better} / {cmp.ties}",
+    )
     table.add_row("sign test p (two-sided)", f"{cmp.sign_test_p:.3g}")
     if cmp.only_in_a or cmp.only_in_b:
-        table.add_row("not compared", f"{len(cmp.only_in_a)} only in {name_a}, {len(cmp.only_in_b)} only in {name_b}")
+        table.add_row(
+            "not compared",
+            f"{len(cmp.only_in_a)} only in {name_a}, {len(cmp.only_in_b)} only in {name_b}",
+        )
     return table
 
 
@@ -135,24 +145,46 @@ def write_trajectory_pages(results: RunResults, run_dir: str | Path) -> dict[tup
 
 
 def _trial_outcome(trial: TrialResult) -> dict:
-    return {"resolved": trial.resolved, "test score": trial.score,
-            "failure mode": trial.failure_mode.value, "failed tests": trial.failed_tests,
-            "termination": trial.termination, "error": trial.error}
+    return {
+        "resolved": trial.resolved,
+        "test score": trial.score,
+        "failure mode": trial.failure_mode.value,
+        "failed tests": trial.failed_tests,
+        "termination": trial.termination,
+        "error": trial.error,
+    }
 
 
 def trials_html(results: RunResults, pages: dict[tuple[str, int], str]) -> str:
     """One HTML table row per trial, its task linked to its trajectory page (`pages` from
     `write_trajectory_pages`; links are relative to the run folder, where the report is)."""
-    head = ("task", "attempt", "resolved", "score", "failure mode", "turns", "tokens out",
-            "agent s", "test s")
+    head = (
+        "task",
+        "attempt",
+        "resolved",
+        "score",
+        "failure mode",
+        "turns",
+        "tokens out",
+        "agent s",
+        "test s",
+    )
     rows = []
     for t in results.trials:
         task = html.escape(t.task_id)
         if t.key in pages:
             task = f"<a href='{html.escape(pages[t.key])}'>{task}</a>"
-        cells = (task, t.attempt, "yes" if t.resolved else "no", f"{t.score:.2f}",
-                 t.failure_mode.value, t.turns, t.tokens_out, f"{t.agent_seconds:.1f}",
-                 f"{t.test_seconds:.1f}")
+        cells = (
+            task,
+            t.attempt,
+            "yes" if t.resolved else "no",
+            f"{t.score:.2f}",
+            t.failure_mode.value,
+            t.turns,
+            t.tokens_out,
+            f"{t.agent_seconds:.1f}",
+            f"{t.test_seconds:.1f}",
+        )
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
     return f"<table>{header}{''.join(rows)}</table>"
@@ -202,14 +234,18 @@ def plot_distributions(results: RunResults) -> Figure:
     fig, axes = plt.subplots(1, 3, figsize=(11, 3))
     for ax, column in zip(axes, ("turns", "tokens_in", "tokens_out")):
         for resolved, group in frame.groupby("resolved"):
-            ax.hist(group[column], bins=15, alpha=0.6, label="resolved" if resolved else "not resolved")
+            ax.hist(
+                group[column], bins=15, alpha=0.6, label="resolved" if resolved else "not resolved"
+            )
         ax.set_title(column)
     axes[0].legend()
     fig.tight_layout()
     return fig
 
 
-def plot_comparison(run_a: RunResults, run_b: RunResults, name_a: str = "A", name_b: str = "B") -> Figure:
+def plot_comparison(
+    run_a: RunResults, run_b: RunResults, name_a: str = "A", name_b: str = "B"
+) -> Figure:
     """Per-task success rate of A against B; marker size and label = number of tasks there.
     Points above the diagonal are tasks where A does better."""
     import matplotlib.pyplot as plt

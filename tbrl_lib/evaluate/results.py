@@ -119,13 +119,23 @@ class RunConfig(BaseModel):
     episode: EpisodeLimits = Field(default_factory=EpisodeLimits)
     reward: RewardConfig = Field(default_factory=RewardConfig)
 
-    IDENTITY: ClassVar[tuple[str, ...]] = ("policy", "tasks_source", "timeout_scale", "judge", "episode",
-                                           "reward")
+    IDENTITY: ClassVar[tuple[str, ...]] = (
+        "policy",
+        "tasks_source",
+        "timeout_scale",
+        "judge",
+        "episode",
+        "reward",
+    )
 
     def rollout_config(self, run_id: str = "eval") -> RolloutConfig:
         """The rollout settings of every trial."""
-        return RolloutConfig(episode=self.episode, reward=self.reward, timeout_scale=self.timeout_scale,
-                             sandbox=SandboxConfig(run_id=run_id))
+        return RolloutConfig(
+            episode=self.episode,
+            reward=self.reward,
+            timeout_scale=self.timeout_scale,
+            sandbox=SandboxConfig(run_id=run_id),
+        )
 
     @property
     def timeouts_note(self) -> str:
@@ -210,7 +220,9 @@ class RunResults(BaseModel):
         if path.is_dir():
             path = path / RESULTS_FILE
         if not path.exists():
-            raise FileNotFoundError(f"no results at {path}: pass a run folder made by `tbrl eval run`")
+            raise FileNotFoundError(
+                f"no results at {path}: pass a run folder made by `tbrl eval run`"
+            )
         loaded = cls.model_validate_json(path.read_text())
         loaded.summary = summarize(loaded.trials, loaded.config) if loaded.trials else {}
         return loaded
@@ -264,9 +276,20 @@ def summarize(trials: list[TrialResult], config: RunConfig) -> dict[str, Any]:
 def _accuracy(scored: list[TrialResult]) -> dict[str, Any]:
     """Accuracy, its intervals, pass@k and breakdowns over scored trials (None when none)."""
     if not scored:
-        return {"n_tasks": 0, "accuracy": None, "accuracy_ci": None, "accuracy_ci_bootstrap": None,
-                "attempts_per_task": None, "resolved_trials": 0, "mean_score": None, "mean_reward": None,
-                "pass_at_k": {}, "by_difficulty": {}, "by_category": {}, "per_task": {}}
+        return {
+            "n_tasks": 0,
+            "accuracy": None,
+            "accuracy_ci": None,
+            "accuracy_ci_bootstrap": None,
+            "attempts_per_task": None,
+            "resolved_trials": 0,
+            "mean_score": None,
+            "mean_reward": None,
+            "pass_at_k": {},
+            "by_difficulty": {},
+            "by_category": {},
+            "per_task": {},
+        }
     rates = task_rates(scored)
     per_task = Counter(t.task_id for t in scored)
     solved = Counter(t.task_id for t in scored if t.resolved)
@@ -279,15 +302,15 @@ def _accuracy(scored: list[TrialResult]) -> dict[str, Any]:
         "accuracy": sum(rates.values()) / len(rates),
         "accuracy_ci": list(stats.wilson_interval(sum(rates.values()), len(rates))),
         "accuracy_ci_bootstrap": list(stats.bootstrap_mean_interval(list(rates.values())))
-        if several else None,
+        if several
+        else None,
         "attempts_per_task": {"min": min_attempts, "max": max(per_task.values())},
         "resolved_trials": sum(t.resolved for t in scored),
         "mean_score": statistics.fmean(t.score for t in scored),
-        "mean_reward": statistics.fmean(rewards) if (rewards := [t.reward for t in scored if t.reward is not None])
+        "mean_reward": statistics.fmean(rewards)
+        if (rewards := [t.reward for t in scored if t.reward is not None])
         else None,
-        "pass_at_k": {
-            str(k): stats.mean_pass_at_k(counts, k) for k in range(1, min_attempts + 1)
-        },
+        "pass_at_k": {str(k): stats.mean_pass_at_k(counts, k) for k in range(1, min_attempts + 1)},
         "by_difficulty": stats.breakdown(rates, {k: v.difficulty for k, v in first.items()}),
         "by_category": stats.breakdown(rates, {k: v.category for k, v in first.items()}),
         "per_task": rates,
@@ -315,6 +338,7 @@ def eval_metrics(summary: dict[str, Any]) -> dict[str, float]:
         "eval/tokens_out_mean": summary["tokens_out"]["mean"],
     }
     metrics |= {f"eval/pass@{k}": v for k, v in summary["pass_at_k"].items()}
-    metrics |= {f"eval/failure/{mode}": count / n for mode, count in summary["failure_modes"].items()}
+    metrics |= {
+        f"eval/failure/{mode}": count / n for mode, count in summary["failure_modes"].items()
+    }
     return metrics
-

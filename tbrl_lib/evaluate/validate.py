@@ -150,9 +150,13 @@ def _rollout_config(config: ValidationConfig, repeats: int = 1):
     episode = {"max_turns": 50}
     if config.solution_timeout_s is not None:
         episode["time_limit_s"] = config.solution_timeout_s
-    return RolloutConfig(episode=episode, reward=RewardConfig(w_tests=1.0, w_judge=0.0),
-                         sandbox=SandboxConfig(run_id=config.run_id, start_timeout_s=config.start_timeout_s),
-                         verify_timeout_s=config.test_timeout_s, verify_repeats=repeats)
+    return RolloutConfig(
+        episode=episode,
+        reward=RewardConfig(w_tests=1.0, w_judge=0.0),
+        sandbox=SandboxConfig(run_id=config.run_id, start_timeout_s=config.start_timeout_s),
+        verify_timeout_s=config.test_timeout_s,
+        verify_repeats=repeats,
+    )
 
 
 async def _nop_phase(task: Task, config: ValidationConfig, result: ValidationResult) -> None:
@@ -188,7 +192,9 @@ async def _solution_phase(task: Task, config: ValidationConfig, result: Validati
         return
     if rollout.termination != "finished":
         message = rollout.trajectory.termination_message if rollout.trajectory else ""
-        result.fail(f"acting out solve.sh did not finish ({rollout.termination}): {_short(message)}")
+        result.fail(
+            f"acting out solve.sh did not finish ({rollout.termination}): {_short(message)}"
+        )
     solve = _solve_outcome(rollout.trajectory)
     if solve:
         result.fail(solve)
@@ -198,14 +204,22 @@ async def _solution_phase(task: Task, config: ValidationConfig, result: Validati
     result.failing_after_solution = sorted(name for name, ok in first.outcomes.items() if not ok)
     result.failing_after_solution += sorted(set(first.missing) - set(result.failing_after_solution))
     if first.score < 1.0 - SCORE_EPS:
-        detail = f" (failing: {', '.join(result.failing_after_solution)})" if result.failing_after_solution else ""
+        detail = (
+            f" (failing: {', '.join(result.failing_after_solution)})"
+            if result.failing_after_solution
+            else ""
+        )
         note = f"; {first.error}" if first.error else ""
         result.fail(f"reference solution scores {first.score:.2f}, not 1.0{detail}{note}")
     outcomes = [r.outcomes for r in reports]
     result.stable = all(o == outcomes[0] for o in outcomes)
     if not result.stable:
-        flaky = sorted({name for o in outcomes for name in o if len({x.get(name) for x in outcomes}) > 1})
-        result.fail(f"flaky: test outcomes differ across {config.repeats} runs ({', '.join(flaky)})")
+        flaky = sorted(
+            {name for o in outcomes for name in o if len({x.get(name) for x in outcomes}) > 1}
+        )
+        result.fail(
+            f"flaky: test outcomes differ across {config.repeats} runs ({', '.join(flaky)})"
+        )
 
 
 def _solve_outcome(trajectory) -> str | None:
@@ -215,7 +229,9 @@ def _solve_outcome(trajectory) -> str | None:
 
     for turn in trajectory.turns if trajectory else []:
         for call in turn.calls:
-            if call.kind != "bash" or SOLUTION_PATH not in str(((call.action or {}).get("fields") or {}).get("cmd", "")):
+            if call.kind != "bash" or SOLUTION_PATH not in str(
+                ((call.action or {}).get("fields") or {}).get("cmd", "")
+            ):
                 continue
             if "[timed out after" in call.output:
                 return f"solve.sh did not finish within its time limit: {_short(call.output)}"
@@ -245,7 +261,9 @@ async def validate_tasks_async(
     ids = [t.id for t in tasks]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
-        raise ValueError(f"duplicate task ids {dupes}: give every task a unique id before validating")
+        raise ValueError(
+            f"duplicate task ids {dupes}: give every task a unique id before validating"
+        )
     config = config or ValidationConfig()
     gate = asyncio.Semaphore(concurrency)
     bar = tqdm(total=len(tasks), desc="validate", unit="task", disable=not progress)
@@ -287,22 +305,37 @@ def validation_table(results: Sequence[ValidationResult]):
 
     colours = {Verdict.passed: "green", Verdict.failed: "red", Verdict.error: "yellow"}
     table = Table(title="task validation")
-    for name, justify in [("task", "left"), ("difficulty", "left"), ("nop", "right"), ("solution", "right"),
-                          ("stable", "center"), ("build s", "right"), ("test s", "right"),
-                          ("total s", "right"), ("verdict", "left")]:
+    for name, justify in [
+        ("task", "left"),
+        ("difficulty", "left"),
+        ("nop", "right"),
+        ("solution", "right"),
+        ("stable", "center"),
+        ("build s", "right"),
+        ("test s", "right"),
+        ("total s", "right"),
+        ("verdict", "left"),
+    ]:
         table.add_column(name, justify=justify)
     for r in results:
         stable = "-" if r.stable is None else ("yes" if r.stable else "NO")
         t = r.timings
-        table.add_row(r.task_id, r.difficulty, score(r.nop_score), score(r.solution_score), stable,
-                      f"{t.get('build', 0):.1f}", f"{t.get('tests', 0):.1f}", f"{t.get('total', 0):.1f}",
-                      f"[{colours[r.verdict]}]{r.verdict.value}[/]")
+        table.add_row(
+            r.task_id,
+            r.difficulty,
+            score(r.nop_score),
+            score(r.solution_score),
+            stable,
+            f"{t.get('build', 0):.1f}",
+            f"{t.get('tests', 0):.1f}",
+            f"{t.get('total', 0):.1f}",
+            f"[{colours[r.verdict]}]{r.verdict.value}[/]",
+        )
         for reason in r.reasons:
             table.add_row("", "", "", "", "", "", "", "", f"[dim]{reason}[/]")
     passed = sum(r.ok for r in results)
     table.caption = f"{passed}/{len(results)} pass"
     return table
-
 
 
 def check_table(skipped: Sequence[Any], results: Sequence[ValidationResult]):
@@ -313,8 +346,14 @@ def check_table(skipped: Sequence[Any], results: Sequence[ValidationResult]):
     from rich.table import Table
 
     table = Table(title="task compatibility")
-    for name, justify in [("task", "left"), ("loads", "center"), ("builds", "center"), ("no-op", "right"),
-                          ("oracle", "right"), ("result", "left")]:
+    for name, justify in [
+        ("task", "left"),
+        ("loads", "center"),
+        ("builds", "center"),
+        ("no-op", "right"),
+        ("oracle", "right"),
+        ("result", "left"),
+    ]:
         table.add_column(name, justify=justify)
     for err in skipped:
         where = getattr(err, "location", "?")
@@ -322,20 +361,37 @@ def check_table(skipped: Sequence[Any], results: Sequence[ValidationResult]):
     for r in results:
         built = not any(x.startswith("image build failed") for x in r.reasons)
         problems = [x for x in r.reasons if not x.startswith(NO_SOLUTION)]
-        oracle = "no solution" if any(x.startswith(NO_SOLUTION) for x in r.reasons) else (
-            "-" if r.solution_score is None else f"{r.solution_score:.2f}")
-        verdict = "[yellow]infra error[/]" if r.verdict is Verdict.error else (
-            "[red]" + escape("; ".join(problems)) + "[/]" if problems else "[green]ok[/]")
-        table.add_row(escape(r.task_id), "yes", "yes" if built else "[red]no[/]",
-                      "-" if r.nop_score is None else f"{r.nop_score:.2f}", oracle, verdict)
-    ok = sum(1 for r in results if r.verdict is not Verdict.error
-             and not [x for x in r.reasons if not x.startswith(NO_SOLUTION)])
+        oracle = (
+            "no solution"
+            if any(x.startswith(NO_SOLUTION) for x in r.reasons)
+            else ("-" if r.solution_score is None else f"{r.solution_score:.2f}")
+        )
+        verdict = (
+            "[yellow]infra error[/]"
+            if r.verdict is Verdict.error
+            else ("[red]" + escape("; ".join(problems)) + "[/]" if problems else "[green]ok[/]")
+        )
+        table.add_row(
+            escape(r.task_id),
+            "yes",
+            "yes" if built else "[red]no[/]",
+            "-" if r.nop_score is None else f"{r.nop_score:.2f}",
+            oracle,
+            verdict,
+        )
+    ok = sum(
+        1
+        for r in results
+        if r.verdict is not Verdict.error
+        and not [x for x in r.reasons if not x.startswith(NO_SOLUTION)]
+    )
     table.caption = f"{ok}/{len(skipped) + len(results)} ok"
     return table
 
 
 def check_ok(skipped: Sequence[Any], results: Sequence[ValidationResult]) -> bool:
     """Everything loaded, built and behaved (a missing reference solution is allowed)."""
-    return not skipped and all(r.verdict is not Verdict.error and all(x.startswith(NO_SOLUTION) for x in r.reasons)
-                               for r in results)
-
+    return not skipped and all(
+        r.verdict is not Verdict.error and all(x.startswith(NO_SOLUTION) for x in r.reasons)
+        for r in results
+    )

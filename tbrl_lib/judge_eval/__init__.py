@@ -17,15 +17,15 @@ from tbrl_lib.judge_eval.metrics import per_case, spearman, summarize
 from tbrl_lib.judge_eval.runner import run_comparison, write_report
 
 __all__ = [
-           "OUR_CASES",
-           "CaseFormatError",
-           "CaseSet",
-           "JudgeCase",
-           "load_cases",
-           "per_case",
-           "run_comparison",
-           "spearman",
-           "suite_dirs",
-           "summarize",
-           "write_report",
+    "OUR_CASES",
+    "CaseFormatError",
+    "CaseSet",
+    "JudgeCase",
+    "load_cases",
+    "per_case",
+    "run_comparison",
+    "spearman",
+    "suite_dirs",
+    "summarize",
+    "write_report",
 ]

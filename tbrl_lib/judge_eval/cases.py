@@ -79,10 +79,16 @@ def load_cases(root: str | Path, suite: str | None = None) -> CaseSet:
             raise CaseFormatError(f"{where}: duplicate id {cid!r}")
         seen.add(cid)
         rng = entry.get("expected_range")
-        if (not isinstance(rng, list) or len(rng) != 2 or not all(isinstance(v, (int, float)) for v in rng)
-                or not 0 <= rng[0] <= rng[1] <= 1):
-            raise CaseFormatError(f"{where} ({cid}): expected_range must be [lo, hi] with 0 <= lo <= hi <= 1, "
-                                  f"got {rng!r}")
+        if (
+            not isinstance(rng, list)
+            or len(rng) != 2
+            or not all(isinstance(v, (int, float)) for v in rng)
+            or not 0 <= rng[0] <= rng[1] <= 1
+        ):
+            raise CaseFormatError(
+                f"{where} ({cid}): expected_range must be [lo, hi] with 0 <= lo <= hi <= 1, "
+                f"got {rng!r}"
+            )
         case_dir = root / cid
         messages_path, docker_path = case_dir / "messages.json", case_dir / "dockerfile"
         for path in (messages_path, docker_path):
@@ -92,16 +98,30 @@ def load_cases(root: str | Path, suite: str | None = None) -> CaseSet:
             messages = json.loads(messages_path.read_text())
         except json.JSONDecodeError as err:
             raise CaseFormatError(f"{messages_path}: not valid JSON ({err})") from err
-        bad = [j for j, m in enumerate(messages) if not isinstance(m, dict) or m.get("role") not in
-               ("system", "user", "assistant") or "content" not in m]
+        bad = [
+            j
+            for j, m in enumerate(messages)
+            if not isinstance(m, dict)
+            or m.get("role") not in ("system", "user", "assistant")
+            or "content" not in m
+        ]
         if not isinstance(messages, list) or not messages or bad:
-            raise CaseFormatError(f"{messages_path}: must be a list of {{role, content}} messages "
-                                  f"(bad entries at {bad[:5]})")
-        out.cases.append(JudgeCase(
-            id=cid, expected_range=(float(rng[0]), float(rng[1])), messages=messages,
-            dockerfile=docker_path.read_text(), note=str(entry.get("note", "")),
-            rubric=tuple(entry.get("rubric") or ()), source=str(entry.get("source", "")),
-            suite=suite or root.name))
+            raise CaseFormatError(
+                f"{messages_path}: must be a list of {{role, content}} messages "
+                f"(bad entries at {bad[:5]})"
+            )
+        out.cases.append(
+            JudgeCase(
+                id=cid,
+                expected_range=(float(rng[0]), float(rng[1])),
+                messages=messages,
+                dockerfile=docker_path.read_text(),
+                note=str(entry.get("note", "")),
+                rubric=tuple(entry.get("rubric") or ()),
+                source=str(entry.get("source", "")),
+                suite=suite or root.name,
+            )
+        )
     return out
 
 
@@ -117,7 +137,11 @@ def suite_dirs(spec: str = AUTO, note: Callable[[str], None] = print) -> dict[st
         return {"ours": OUR_CASES, **({"upstream": found} if found else {})}
     unknown = sorted(set(names) - {"ours", "upstream"})
     if unknown or not names:
-        raise ValueError(f"unknown judge-case suite(s) {unknown or spec!r}: use {AUTO}, or a comma "
-                         "list of ours, upstream")
-    return {n: OUR_CASES if n == "ours" else upstream.require_upstream(upstream.JUDGE_CASES)
-            for n in names}
+        raise ValueError(
+            f"unknown judge-case suite(s) {unknown or spec!r}: use {AUTO}, or a comma "
+            "list of ours, upstream"
+        )
+    return {
+        n: OUR_CASES if n == "ours" else upstream.require_upstream(upstream.JUDGE_CASES)
+        for n in names
+    }

@@ -61,12 +61,21 @@ def per_case(results: pd.DataFrame) -> pd.DataFrame:
     """One row per (judge, case): mean/std of scores over attempts, in-range, distance."""
     scored = results[results["score"].notna()]
     grouped = scored.groupby(["judge", "case"], sort=False)
-    table = grouped.agg(mean_score=("score", "mean"), spread=("score", "std"), attempts=("score", "size"),
-                        lo=("lo", "first"), hi=("hi", "first")).reset_index()
+    table = grouped.agg(
+        mean_score=("score", "mean"),
+        spread=("score", "std"),
+        attempts=("score", "size"),
+        lo=("lo", "first"),
+        hi=("hi", "first"),
+    ).reset_index()
     table["spread"] = table["spread"].fillna(0.0)
-    table["in_range"] = ((table["mean_score"] >= table["lo"] - EPS) & (table["mean_score"] <= table["hi"] + EPS))
-    table["distance"] = [distance_to_range(s, lo, hi) for s, lo, hi in
-                         zip(table["mean_score"], table["lo"], table["hi"])]
+    table["in_range"] = (table["mean_score"] >= table["lo"] - EPS) & (
+        table["mean_score"] <= table["hi"] + EPS
+    )
+    table["distance"] = [
+        distance_to_range(s, lo, hi)
+        for s, lo, hi in zip(table["mean_score"], table["lo"], table["hi"])
+    ]
     table["center"] = (table["lo"] + table["hi"]) / 2
     return table
 
@@ -81,16 +90,24 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         n_cases = group["case"].nunique()
         passed = int(mine["in_range"].sum())
         low, high = wilson_interval(passed, n_cases) if n_cases else (None, None)
-        rows.append({
-            "judge": judge, "cases": n_cases, "calls": len(group), "passed": passed,
-            "pass_rate": passed / n_cases if n_cases else 0.0,
-            "pass_ci_low": low, "pass_ci_high": high,
-            "mean_score": float(mine["mean_score"].mean()) if len(mine) else None,
-            "spread": float(mine["spread"].mean()) if len(mine) else None,
-            "mean_distance": float(mine["distance"].mean()) if len(mine) else None,
-            "spearman": rho, "missing_rate": float(group["score"].isna().mean()),
-            "cost_usd": float(group["cost_usd"].sum()), "latency_s": float(group["latency_s"].mean()),
-        })
+        rows.append(
+            {
+                "judge": judge,
+                "cases": n_cases,
+                "calls": len(group),
+                "passed": passed,
+                "pass_rate": passed / n_cases if n_cases else 0.0,
+                "pass_ci_low": low,
+                "pass_ci_high": high,
+                "mean_score": float(mine["mean_score"].mean()) if len(mine) else None,
+                "spread": float(mine["spread"].mean()) if len(mine) else None,
+                "mean_distance": float(mine["distance"].mean()) if len(mine) else None,
+                "spearman": rho,
+                "missing_rate": float(group["score"].isna().mean()),
+                "cost_usd": float(group["cost_usd"].sum()),
+                "latency_s": float(group["latency_s"].mean()),
+            }
+        )
     table = pd.DataFrame(rows)
     if len(table):
         table["_rho"] = table["spearman"].fillna(-2.0)

@@ -20,7 +20,11 @@ def available_judges(requested: str) -> list[str]:
     for env, spec in API_JUDGES.items():
         if os.environ.get(env) and spec not in specs:
             specs.append(spec)
-    if shutil.which("claude") and os.environ.get("TBRL_USE_CLAUDE_CLI") and "claude-cli" not in specs:
+    if (
+        shutil.which("claude")
+        and os.environ.get("TBRL_USE_CLAUDE_CLI")
+        and "claude-cli" not in specs
+    ):
         specs.append("claude-cli")
     return specs
 

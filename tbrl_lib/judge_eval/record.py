@@ -22,25 +22,48 @@ from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.tasks.model import Task
 
 
-async def record_case(task: Task, policy, out_root: str | Path, case_id: str, expected_range: tuple[float, float],
-                      note: str, rubric: list[str], rationale: str = "",
-                      limits: EpisodeLimits | None = None) -> Path:
+async def record_case(
+    task: Task,
+    policy,
+    out_root: str | Path,
+    case_id: str,
+    expected_range: tuple[float, float],
+    note: str,
+    rubric: list[str],
+    rationale: str = "",
+    limits: EpisodeLimits | None = None,
+) -> Path:
     from tbrl_lib.rewards import RewardConfig
     from tbrl_lib.rollout import RolloutConfig, run_rollout
 
     config = RolloutConfig(episode=limits or EpisodeLimits(), reward=RewardConfig(w_judge=0.0))
     result = await run_rollout(task, policy, config)
     if result.infra_error or result.trajectory is None:
-        raise RuntimeError(f"recording case {case_id}: the rollout of {task.id} failed: {result.infra_error}")
+        raise RuntimeError(
+            f"recording case {case_id}: the rollout of {task.id} failed: {result.infra_error}"
+        )
     trajectory = result.trajectory
-    messages = [{"role": m["role"], "content": m["content"]} for m in trajectory.messages if m["role"] != "system"]
+    messages = [
+        {"role": m["role"], "content": m["content"]}
+        for m in trajectory.messages
+        if m["role"] != "system"
+    ]
     case_dir = Path(out_root) / case_id
     case_dir.mkdir(parents=True, exist_ok=True)
-    (case_dir / "messages.json").write_text(json.dumps(messages, indent=1, ensure_ascii=False) + "\n")
-    (case_dir / "dockerfile").write_text(task.environment.dockerfile or f"FROM {task.environment.image}\n")
-    entry = {"id": case_id, "expected_range": list(expected_range), "note": note, "rubric": rubric,
-             "source": f"episode: task {task.id}, policy {policy.name}, "
-                       f"termination {trajectory.termination.value}"}
+    (case_dir / "messages.json").write_text(
+        json.dumps(messages, indent=1, ensure_ascii=False) + "\n"
+    )
+    (case_dir / "dockerfile").write_text(
+        task.environment.dockerfile or f"FROM {task.environment.image}\n"
+    )
+    entry = {
+        "id": case_id,
+        "expected_range": list(expected_range),
+        "note": note,
+        "rubric": rubric,
+        "source": f"episode: task {task.id}, policy {policy.name}, "
+        f"termination {trajectory.termination.value}",
+    }
     if rationale:
         entry["rationale"] = rationale
     upsert_index(Path(out_root) / "cases.yaml", entry)
@@ -52,4 +75,6 @@ def upsert_index(index: Path, entry: dict) -> None:
     data = yaml.safe_load(index.read_text()) if index.exists() else None
     cases = (data or {}).get("cases", [])
     cases = [c for c in cases if c.get("id") != entry["id"]] + [entry]
-    index.write_text(yaml.safe_dump({"cases": cases}, sort_keys=False, width=100, allow_unicode=True))
+    index.write_text(
+        yaml.safe_dump({"cases": cases}, sort_keys=False, width=100, allow_unicode=True)
+    )

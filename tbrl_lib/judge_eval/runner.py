@@ -27,12 +27,31 @@ from tbrl_lib.judge_eval.cases import JudgeCase
 from tbrl_lib.judge_eval.metrics import per_case, summarize
 from tbrl_lib.rewards.judges import JudgeError, make_judge, require_available
 
-COLUMNS = ["judge", "case", "suite", "attempt", "score", "lo", "hi", "error", "latency_s", "cost_usd",
-           "input_tokens", "output_tokens", "cached_tokens", "prompt_version"]
+COLUMNS = [
+    "judge",
+    "case",
+    "suite",
+    "attempt",
+    "score",
+    "lo",
+    "hi",
+    "error",
+    "latency_s",
+    "cost_usd",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "prompt_version",
+]
 
 
-def run_comparison(judges: Sequence[Any], cases: Sequence[JudgeCase], attempts: int = 1,
-                   concurrency: int = 4, progress: bool = True) -> pd.DataFrame:
+def run_comparison(
+    judges: Sequence[Any],
+    cases: Sequence[JudgeCase],
+    attempts: int = 1,
+    concurrency: int = 4,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Score every case `attempts` times with every judge (spec strings or `Judge`s).
     A judge that cannot run here (no API key) is refused before any case is scored."""
     if attempts < 1:
@@ -48,10 +67,22 @@ async def _run(judges, cases, attempts, concurrency, progress) -> pd.DataFrame:
     bar = tqdm(total=len(jobs), desc="judging", disable=not progress)
 
     async def one(judge, case: JudgeCase, attempt: int) -> dict:
-        row = {"judge": judge.name, "case": case.id, "suite": case.suite, "attempt": attempt,
-               "score": None, "lo": case.expected_range[0], "hi": case.expected_range[1], "error": "",
-               "latency_s": 0.0, "cost_usd": 0.0, "input_tokens": 0, "output_tokens": 0,
-               "cached_tokens": 0, "prompt_version": getattr(judge, "prompt_version", "")}
+        row = {
+            "judge": judge.name,
+            "case": case.id,
+            "suite": case.suite,
+            "attempt": attempt,
+            "score": None,
+            "lo": case.expected_range[0],
+            "hi": case.expected_range[1],
+            "error": "",
+            "latency_s": 0.0,
+            "cost_usd": 0.0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cached_tokens": 0,
+            "prompt_version": getattr(judge, "prompt_version", ""),
+        }
         async with semaphore:
             t0 = time.perf_counter()
             try:
@@ -59,9 +90,15 @@ async def _run(judges, cases, attempts, concurrency, progress) -> pd.DataFrame:
             except JudgeError as err:
                 row.update(error=str(err)[:500], latency_s=time.perf_counter() - t0)
             else:
-                row.update(score=result.score, latency_s=result.latency_s, cost_usd=result.usage.cost_usd,
-                           input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens,
-                           cached_tokens=result.usage.cached_tokens, prompt_version=result.prompt_version)
+                row.update(
+                    score=result.score,
+                    latency_s=result.latency_s,
+                    cost_usd=result.usage.cost_usd,
+                    input_tokens=result.usage.input_tokens,
+                    output_tokens=result.usage.output_tokens,
+                    cached_tokens=result.usage.cached_tokens,
+                    prompt_version=result.prompt_version,
+                )
         bar.update(1)
         return row
 
@@ -74,30 +111,57 @@ async def _run(judges, cases, attempts, concurrency, progress) -> pd.DataFrame:
     return frame
 
 
-def write_report(results: pd.DataFrame, out_dir: str | Path, title: str = "Judge comparison",
-                 appendix: Sequence[str] = ()) -> dict[str, Path]:
+def write_report(
+    results: pd.DataFrame,
+    out_dir: str | Path,
+    title: str = "Judge comparison",
+    appendix: Sequence[str] = (),
+) -> dict[str, Path]:
     """Write the result tables, a markdown report and a score-vs-range plot into `out_dir`;
     `appendix` (markdown lines) ends the report."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cases, summary = per_case(results), summarize(results)
-    paths = {"results_csv": out / "results.csv", "results_parquet": out / "results.parquet",
-             "per_case": out / "per_case.csv", "summary": out / "summary.csv", "report": out / "report.md",
-             "plot": out / "scores_vs_ranges.png"}
+    paths = {
+        "results_csv": out / "results.csv",
+        "results_parquet": out / "results.parquet",
+        "per_case": out / "per_case.csv",
+        "summary": out / "summary.csv",
+        "report": out / "report.md",
+        "plot": out / "scores_vs_ranges.png",
+    }
     results.to_csv(paths["results_csv"], index=False)
     results.to_parquet(paths["results_parquet"], index=False)
     cases.to_csv(paths["per_case"], index=False)
     summary.to_csv(paths["summary"], index=False)
     plot_scores(cases, paths["plot"])
-    lines = [f"# {title}", "", f"{results['case'].nunique()} cases, {results['judge'].nunique()} judges, "
-             f"{int(results.groupby(['judge', 'case']).size().max())} attempt(s) per case.", "",
-             "## Ranking", "", markdown_table(summary), "",
-             "## Per case (mean score over attempts)", "",
-             markdown_table(cases.pivot(index="case", columns="judge", values="mean_score").reset_index()), "",
-             f"![scores vs expected ranges]({paths['plot'].name})", ""]
+    lines = [
+        f"# {title}",
+        "",
+        f"{results['case'].nunique()} cases, {results['judge'].nunique()} judges, "
+        f"{int(results.groupby(['judge', 'case']).size().max())} attempt(s) per case.",
+        "",
+        "## Ranking",
+        "",
+        markdown_table(summary),
+        "",
+        "## Per case (mean score over attempts)",
+        "",
+        markdown_table(
+            cases.pivot(index="case", columns="judge", values="mean_score").reset_index()
+        ),
+        "",
+        f"![scores vs expected ranges]({paths['plot'].name})",
+        "",
+    ]
     errors = results[results["error"] != ""]
     if len(errors):
-        lines += ["## Failed calls", "", markdown_table(errors[["judge", "case", "attempt", "error"]]), ""]
+        lines += [
+            "## Failed calls",
+            "",
+            markdown_table(errors[["judge", "case", "attempt", "error"]]),
+            "",
+        ]
     lines += list(appendix)
     paths["report"].write_text("\n".join(lines))
     return paths
@@ -105,6 +169,7 @@ def write_report(results: pd.DataFrame, out_dir: str | Path, title: str = "Judge
 
 def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub markdown table (numbers to 3 decimals) without extra dependencies."""
+
     def cell(value: Any) -> str:
         if isinstance(value, float):
             return "" if pd.isna(value) else f"{value:.3f}"

@@ -20,7 +20,9 @@ __all__ = ["record_summary", "run_dir", "show_config", "show_summary", "warn_onc
 
 def run_dir(out_dir: str | Path, name: str) -> Path:
     """`out_dir` if given, else `outputs/<name>-<timestamp>`; created either way."""
-    path = Path(out_dir) if out_dir else Path("outputs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path = (
+        Path(out_dir) if out_dir else Path("outputs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -21,22 +21,37 @@ def make_policy(spec: str, **kwargs: Any) -> Policy:
     kind, _, rest = spec.partition(":")
     if kind == "oracle" and not rest:
         from tbrl_lib.policies.scripted import OraclePolicy
+
         return OraclePolicy(**kwargs)
     if kind == "noop" and not rest:
         from tbrl_lib.policies.scripted import NoopPolicy
+
         return NoopPolicy()
     if kind == "hf" and rest:
         from tbrl_lib.policies.hf import HFPolicy
+
         return HFPolicy(rest, **kwargs)
     if kind == "openai" and "+" in rest:
         from tbrl_lib.policies.api import OpenAIPolicy
+
         base_url, model = rest.rsplit("+", 1)
         return OpenAIPolicy(base_url, model, **kwargs)
     if kind == "anthropic" and rest:
         from tbrl_lib.policies.api import AnthropicPolicy
+
         return AnthropicPolicy(rest, **kwargs)
-    raise ValueError(f"unknown policy spec {spec!r}; {SPEC_HELP} "
-                     "(e.g. openai:http://localhost:8000/v1+Qwen/Qwen3-8B)")
+    raise ValueError(
+        f"unknown policy spec {spec!r}; {SPEC_HELP} "
+        "(e.g. openai:http://localhost:8000/v1+Qwen/Qwen3-8B)"
+    )
 
 
-__all__ = ["SPEC_HELP", "ContextOverflow", "Conversation", "Generation", "Policy", "PolicyError", "make_policy"]
+__all__ = [
+    "SPEC_HELP",
+    "ContextOverflow",
+    "Conversation",
+    "Generation",
+    "Policy",
+    "PolicyError",
+    "make_policy",
+]

@@ -22,46 +22,75 @@ import openai
 
 from tbrl_lib.policies.base import ContextOverflow, Conversation, Generation, PolicyError
 
-_OVERFLOW_HINTS = ("context length", "context_length", "maximum context", "prompt is too long", "too many tokens")
+_OVERFLOW_HINTS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "prompt is too long",
+    "too many tokens",
+)
 
 
 def _api_failure(exc: Exception, backend: str) -> PolicyError:
     text = str(exc)
     if isinstance(exc, (openai.BadRequestError, anthropic.BadRequestError)) and any(
-            hint in text.lower() for hint in _OVERFLOW_HINTS):
-        return ContextOverflow(f"{backend}: the conversation no longer fits the model: {text[:300]}")
+        hint in text.lower() for hint in _OVERFLOW_HINTS
+    ):
+        return ContextOverflow(
+            f"{backend}: the conversation no longer fits the model: {text[:300]}"
+        )
     if isinstance(exc, ValueError):  # the SDKs raise json.JSONDecodeError for a non-JSON body
         return PolicyError(f"{backend}: the server sent a body that is not JSON ({exc})")
     return PolicyError(f"{backend}: {type(exc).__name__}: {text[:500]}")
 
 
 class OpenAIPolicy:
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, temperature: float = 1.0,
-                 return_token_ids: bool = False, max_retries: int = 4, timeout: float = 600.0,
-                 extra_body: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        temperature: float = 1.0,
+        return_token_ids: bool = False,
+        max_retries: int = 4,
+        timeout: float = 600.0,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
         self.name = f"openai:{model}"
         self.model = model
         self.temperature = temperature
         self.return_token_ids = return_token_ids
         self.extra_body = dict(extra_body or {})
-        self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY"),
-                                         max_retries=max_retries, timeout=timeout)
+        self.client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY"),
+            max_retries=max_retries,
+            timeout=timeout,
+        )
 
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
         extra = {**self.extra_body, **({"return_token_ids": True} if self.return_token_ids else {})}
         try:
             resp = await self.client.chat.completions.create(
-                model=self.model, messages=conversation.messages, max_tokens=max_new_tokens,
-                temperature=self.temperature, extra_body=extra or None)
+                model=self.model,
+                messages=conversation.messages,
+                max_tokens=max_new_tokens,
+                temperature=self.temperature,
+                extra_body=extra or None,
+            )
         except (openai.OpenAIError, ValueError) as exc:
             raise _api_failure(exc, self.name) from exc
         if not resp.choices:
             raise PolicyError(f"{self.name}: the response has no choices")
         choice = resp.choices[0]
-        gen = Generation(text=choice.message.content or "", finish_reason=choice.finish_reason,
-                         prompt_tokens=resp.usage.prompt_tokens if resp.usage else 0,
-                         completion_tokens=resp.usage.completion_tokens if resp.usage else 0,
-                         extra={"id": resp.id})
+        gen = Generation(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason,
+            prompt_tokens=resp.usage.prompt_tokens if resp.usage else 0,
+            completion_tokens=resp.usage.completion_tokens if resp.usage else 0,
+            extra={"id": resp.id},
+        )
         if self.return_token_ids:
             self._attach_ids(gen, resp.model_dump(), conversation.token_ids)
         return gen
@@ -70,44 +99,76 @@ class OpenAIPolicy:
         prompt_ids = data.get("prompt_token_ids")
         completion_ids = (data.get("choices") or [{}])[0].get("token_ids")
         if prompt_ids is None or completion_ids is None:
-            gen.extra["token_ids"] = "the server returned no token ids (is it vLLM with return_token_ids?)"
+            gen.extra["token_ids"] = (
+                "the server returned no token ids (is it vLLM with return_token_ids?)"
+            )
         elif prompt_ids[: len(so_far)] != so_far:
-            gen.extra["token_ids"] = ("the server re-rendered the prompt differently from the ids generated so "
-                                      "far (chat template drift); ids dropped for this rollout")
+            gen.extra["token_ids"] = (
+                "the server re-rendered the prompt differently from the ids generated so "
+                "far (chat template drift); ids dropped for this rollout"
+            )
         else:
-            gen.env_ids, gen.completion_ids = prompt_ids[len(so_far):], completion_ids
+            gen.env_ids, gen.completion_ids = prompt_ids[len(so_far) :], completion_ids
             content = ((data["choices"][0].get("logprobs") or {}).get("content")) or []
             if len(content) == len(completion_ids):  # vLLM with logprobs=True: one entry per token
                 gen.logprobs = [entry["logprob"] for entry in content]
 
 
 class AnthropicPolicy:
-    def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
-                 max_retries: int = 4, timeout: float = 600.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 4,
+        timeout: float = 600.0,
+    ) -> None:
         self.name = f"anthropic:{model}"
         self.model = model
-        self.client = anthropic.AsyncAnthropic(api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
-                                               base_url=base_url, max_retries=max_retries, timeout=timeout)
+        self.client = anthropic.AsyncAnthropic(
+            api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
 
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
         system = [m["content"] for m in conversation.messages if m["role"] == "system"]
-        messages = [{"role": m["role"], "content": [{"type": "text", "text": m["content"] or "(empty)"}]}
-                    for m in conversation.messages if m["role"] != "system"]
+        messages = [
+            {"role": m["role"], "content": [{"type": "text", "text": m["content"] or "(empty)"}]}
+            for m in conversation.messages
+            if m["role"] != "system"
+        ]
         if messages and messages[-1]["role"] == "user":
             messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
         kwargs: dict[str, Any] = {}
         if system:
-            kwargs["system"] = [{"type": "text", "text": "\n\n".join(system), "cache_control": {"type": "ephemeral"}}]
+            kwargs["system"] = [
+                {
+                    "type": "text",
+                    "text": "\n\n".join(system),
+                    "cache_control": {"type": "ephemeral"},
+                }
+            ]
         try:
-            resp = await self.client.messages.create(model=self.model, max_tokens=max_new_tokens, messages=messages,
-                                                     **kwargs)
+            resp = await self.client.messages.create(
+                model=self.model, max_tokens=max_new_tokens, messages=messages, **kwargs
+            )
         except (anthropic.AnthropicError, ValueError) as exc:
             raise _api_failure(exc, self.name) from exc
         text = "".join(block.text for block in resp.content if getattr(block, "type", "") == "text")
         usage = resp.usage
         cached_read = getattr(usage, "cache_read_input_tokens", 0) or 0
         cached_new = getattr(usage, "cache_creation_input_tokens", 0) or 0
-        return Generation(text=text, prompt_tokens=usage.input_tokens + cached_read + cached_new,
-                          completion_tokens=usage.output_tokens,
-                          finish_reason="length" if resp.stop_reason == "max_tokens" else "stop",
-                          extra={"id": resp.id, "cache_read_tokens": cached_read, "cache_creation_tokens": cached_new})
+        return Generation(
+            text=text,
+            prompt_tokens=usage.input_tokens + cached_read + cached_new,
+            completion_tokens=usage.output_tokens,
+            finish_reason="length" if resp.stop_reason == "max_tokens" else "stop",
+            extra={
+                "id": resp.id,
+                "cache_read_tokens": cached_read,
+                "cache_creation_tokens": cached_new,
+            },
+        )

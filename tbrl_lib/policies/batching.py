@@ -24,7 +24,9 @@ class GenerationBackend(Protocol):
 class BatchingGenerator:
     """Async front of a backend: requests arriving within `window_s` share one batch."""
 
-    def __init__(self, backend: GenerationBackend, max_batch: int = 64, window_s: float = 0.01) -> None:
+    def __init__(
+        self, backend: GenerationBackend, max_batch: int = 64, window_s: float = 0.01
+    ) -> None:
         self.backend, self.max_batch, self.window_s = backend, max_batch, window_s
         self._queue: asyncio.Queue | None = None
         self._worker: asyncio.Task | None = None
@@ -58,7 +60,9 @@ class BatchingGenerator:
             for budget in sorted({item[1] for item in batch}):
                 group = [item for item in batch if item[1] == budget]
                 try:
-                    results = await asyncio.to_thread(self.backend.generate, [g[0] for g in group], budget)
+                    results = await asyncio.to_thread(
+                        self.backend.generate, [g[0] for g in group], budget
+                    )
                 except Exception as exc:  # noqa: BLE001 - handed to every waiting episode
                     for _, _, future in group:
                         if not future.done():

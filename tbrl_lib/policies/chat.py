@@ -65,7 +65,10 @@ class TokenChat:
     def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
         """The first prompt: the whole conversation so far plus the generation prompt."""
         text = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False, enable_thinking=self.enable_thinking
+            messages,
+            add_generation_prompt=True,
+            tokenize=False,
+            enable_thinking=self.enable_thinking,
         )
         return self.encode(text)
 
@@ -75,7 +78,9 @@ class TokenChat:
             return self.prompt_ids(conversation.messages)
         messages = conversation.messages
         last_reply = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
-        return self.encode(self.continuation(messages[last_reply + 1 :], conversation.token_ids[-1]))
+        return self.encode(
+            self.continuation(messages[last_reply + 1 :], conversation.token_ids[-1])
+        )
 
     def continuation(self, new_messages: list[dict[str, str]], last_token_id: int | None) -> str:
         """Template text after a finished reply: the rest of its end-of-turn marker, the new

@@ -24,12 +24,20 @@ from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_id
 class HFBackend:
     """Batched sampling with `transformers` `generate` (one call at a time per model)."""
 
-    def __init__(self, model: Any, tokenizer: Any, temperature: float, top_p: float = 1.0,
-                 seed: int | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        temperature: float,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ) -> None:
         self.model, self.tokenizer = model, tokenizer
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.eos_ids = set(stop_token_ids(tokenizer))
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
+        self.pad_id = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
+        )
         self._lock = threading.Lock()
 
     def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]:
@@ -48,11 +56,16 @@ class HFBackend:
             try:
                 with torch.no_grad():
                     out = self.model.generate(
-                        input_ids=ids, attention_mask=mask, do_sample=sampling,
+                        input_ids=ids,
+                        attention_mask=mask,
+                        do_sample=sampling,
                         temperature=self.temperature if sampling else None,
-                        top_p=self.top_p if sampling else None, top_k=0 if sampling else None,
-                        max_new_tokens=max_new_tokens, pad_token_id=self.pad_id,
-                        eos_token_id=sorted(self.eos_ids), output_scores=True,
+                        top_p=self.top_p if sampling else None,
+                        top_k=0 if sampling else None,
+                        max_new_tokens=max_new_tokens,
+                        pad_token_id=self.pad_id,
+                        eos_token_id=sorted(self.eos_ids),
+                        output_scores=True,
                         return_dict_in_generate=True,
                     )
             finally:
@@ -72,13 +85,25 @@ class HFBackend:
 class HFPolicy(TokenPolicy):
     """A local checkpoint (`hf:PATH`), sampled through a `BatchingGenerator`."""
 
-    def __init__(self, path: str | Path, *, temperature: float = 1.0, top_p: float = 1.0,
-                 enable_thinking: bool = True, device: str = "cpu", seed: int | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        enable_thinking: bool = True,
+        device: str = "cpu",
+        seed: int | None = None,
+    ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
         self.model = model
         self.backend = HFBackend(model, tokenizer, temperature, top_p, seed=seed)
-        super().__init__(f"hf:{path}", TokenChat(tokenizer, enable_thinking), BatchingGenerator(self.backend),
-                         max_context=getattr(model.config, "max_position_embeddings", 32768))
+        super().__init__(
+            f"hf:{path}",
+            TokenChat(tokenizer, enable_thinking),
+            BatchingGenerator(self.backend),
+            max_context=getattr(model.config, "max_position_embeddings", 32768),
+        )

@@ -51,33 +51,63 @@ class OraclePolicy:
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
         task = conversation.task
         if not task.solution or not task.solution.strip():
-            raise PolicyError(f"task {task.id} has no reference solution; the oracle cannot act it out "
-                              "(add solution/solve.sh to the task)")
+            raise PolicyError(
+                f"task {task.id} has no reference solution; the oracle cannot act it out "
+                "(add solution/solve.sh to the task)"
+            )
         steps = [self._plan, self._execute, self._verify, self._finish]
         text = steps[min(conversation.turn, len(steps) - 1)](task)
         return Generation(text=text, completion_tokens=len(text) // 4)
 
     def _plan(self, task) -> str:
-        todo = render_action("todo", {"operations": [
-            {"action": "add", "content": "Explore the working directory"},
-            {"action": "add", "content": "Apply the reference solution"},
-            {"action": "add", "content": "Check the result"},
-        ], "view_all": True})
+        todo = render_action(
+            "todo",
+            {
+                "operations": [
+                    {"action": "add", "content": "Explore the working directory"},
+                    {"action": "add", "content": "Apply the reference solution"},
+                    {"action": "add", "content": "Check the result"},
+                ],
+                "view_all": True,
+            },
+        )
         explore = render_action("search", {"action": "ls", "path": "/app"})
-        return (f"<think>\nI will plan, look around, then apply the known solution for task {task.id}.\n</think>\n"
-                f"{todo}\n{explore}")
+        return (
+            f"<think>\nI will plan, look around, then apply the known solution for task {task.id}.\n</think>\n"
+            f"{todo}\n{explore}"
+        )
 
     def _execute(self, task) -> str:
-        write = render_action("file", {"action": "write", "file_path": SOLUTION_PATH, "content": task.solution})
-        run = render_action("bash", {"cmd": f"cd /app && bash {SOLUTION_PATH}", "timeout_secs": self.solution_timeout})
-        done = render_action("todo", {"operations": [{"action": "complete", "task_id": 1},
-                                                     {"action": "complete", "task_id": 2}]})
+        write = render_action(
+            "file", {"action": "write", "file_path": SOLUTION_PATH, "content": task.solution}
+        )
+        run = render_action(
+            "bash",
+            {"cmd": f"cd /app && bash {SOLUTION_PATH}", "timeout_secs": self.solution_timeout},
+        )
+        done = render_action(
+            "todo",
+            {
+                "operations": [
+                    {"action": "complete", "task_id": 1},
+                    {"action": "complete", "task_id": 2},
+                ]
+            },
+        )
         return f"{write}\n{run}\n{done}"
 
     def _verify(self, task) -> str:
-        check = render_action("bash", {"cmd": "cd /app && ls -la && (git status --short 2>/dev/null | head -n 20 || true)"})
-        done = render_action("todo", {"operations": [{"action": "complete", "task_id": 3}], "view_all": True})
+        check = render_action(
+            "bash",
+            {"cmd": "cd /app && ls -la && (git status --short 2>/dev/null | head -n 20 || true)"},
+        )
+        done = render_action(
+            "todo", {"operations": [{"action": "complete", "task_id": 3}], "view_all": True}
+        )
         return f"{check}\n{done}"
 
     def _finish(self, task) -> str:
-        return render_action("finish", {"message": "Applied the reference solution and checked the working directory."})
+        return render_action(
+            "finish",
+            {"message": "Applied the reference solution and checked the working directory."},
+        )

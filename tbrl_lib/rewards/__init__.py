@@ -16,5 +16,12 @@ from tbrl_lib.rewards.reward import RewardBreakdown, RewardConfig, combine, rewa
 from tbrl_lib.rewards.scoring import score_rollout
 from tbrl_lib.rewards.verifier import TestReport, verify
 
-__all__ = ["RewardBreakdown", "RewardConfig", "TestReport", "combine", "reward_function",
-           "score_rollout", "verify"]
+__all__ = [
+    "RewardBreakdown",
+    "RewardConfig",
+    "TestReport",
+    "combine",
+    "reward_function",
+    "score_rollout",
+    "verify",
+]

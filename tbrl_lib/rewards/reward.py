@@ -65,9 +65,12 @@ class RewardBreakdown:
 
     def metrics(self) -> dict[str, float]:
         """`reward/...` metrics for the run store."""
-        out = {"reward/total": self.total, "reward/tests": self.tests,
-               "reward/infra_error": float(self.infra_error),
-               "reward/judge_missing": float(self.judge is None and self.w_judge > 0)}
+        out = {
+            "reward/total": self.total,
+            "reward/tests": self.tests,
+            "reward/infra_error": float(self.infra_error),
+            "reward/judge_missing": float(self.judge is None and self.w_judge > 0),
+        }
         if self.judge is not None:
             out["reward/judge"] = self.judge
         return out
@@ -82,8 +85,14 @@ def _clean(value: float | None, what: str) -> float | None:
     return max(0.0, min(1.0, value))
 
 
-def combine(tests: float, judge: float | None, config: RewardConfig | None = None, *,
-            judge_missing_reason: str | None = None, infra_error: bool = False) -> RewardBreakdown:
+def combine(
+    tests: float,
+    judge: float | None,
+    config: RewardConfig | None = None,
+    *,
+    judge_missing_reason: str | None = None,
+    infra_error: bool = False,
+) -> RewardBreakdown:
     """The reward of one rollout from its test score and judge score (None = missing)."""
     config = config or RewardConfig()
     tests_score = _clean(tests, "tests score")
@@ -102,11 +111,18 @@ def combine(tests: float, judge: float | None, config: RewardConfig | None = Non
         total = tests_score
     else:
         total = (config.w_tests * tests_score + config.w_judge * judge_score) / (
-            config.w_tests + config.w_judge)
+            config.w_tests + config.w_judge
+        )
     return RewardBreakdown(
-        tests=tests_score, judge=judge_score, total=total, w_tests=config.w_tests,
-        w_judge=config.w_judge, infra_error=infra_error,
-        judge_missing_reason=judge_missing_reason if judge_score is None else None, notes=notes)
+        tests=tests_score,
+        judge=judge_score,
+        total=total,
+        w_tests=config.w_tests,
+        w_judge=config.w_judge,
+        infra_error=infra_error,
+        judge_missing_reason=judge_missing_reason if judge_score is None else None,
+        notes=notes,
+    )
 
 
 def reward_function(key: str = "total") -> Callable[..., list[float | None]]:
@@ -122,7 +138,8 @@ def reward_function(key: str = "total") -> Callable[..., list[float | None]]:
             raise ValueError(
                 "tbrl reward: pass one RewardBreakdown per completion as `reward_breakdowns` "
                 f"(got {None if breakdowns is None else len(breakdowns)} for "
-                f"{len(completions)} completions)")
+                f"{len(completions)} completions)"
+            )
         out: list[float | None] = []
         for item in breakdowns:
             if item is None:  # a masked (infra error) rollout: no reward from any function

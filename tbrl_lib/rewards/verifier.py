@@ -100,11 +100,23 @@ from tbrl_lib.tasks.weights import (
 
 TESTS_DST = "/tests"
 LOGS_DIR = "/logs/verifier"
-SITE_DIRS = ["/usr/local/lib/python3.13/dist-packages", "/usr/local/lib/python3.13/site-packages",
-             "/usr/lib/python3/dist-packages", "/usr/lib/python3.13/site-packages"]
-BASE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "HOME": "/root", "LANG": "C.UTF-8", "LD_PRELOAD": "", "LD_LIBRARY_PATH": "",
-            "BASH_ENV": "", "ENV": "", "PYTHONPATH": "", "PYTHONHOME": ""}
+SITE_DIRS = [
+    "/usr/local/lib/python3.13/dist-packages",
+    "/usr/local/lib/python3.13/site-packages",
+    "/usr/lib/python3/dist-packages",
+    "/usr/lib/python3.13/site-packages",
+]
+BASE_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": "/root",
+    "LANG": "C.UTF-8",
+    "LD_PRELOAD": "",
+    "LD_LIBRARY_PATH": "",
+    "BASH_ENV": "",
+    "ENV": "",
+    "PYTHONPATH": "",
+    "PYTHONHOME": "",
+}
 
 
 def _bootstrap() -> str:
@@ -153,24 +165,51 @@ async def verify(task: Task, sandbox: Sandbox, timeout: float | None = None) -> 
     root = "/.tbrl-v-" + secrets.token_hex(8)
     marker = "TBRL-REPORT-" + secrets.token_hex(16)
     files = _payload(task)
-    config = {"root": root, "rt": sandbox.runtime_dir + "/rt", "marker": marker, "boot": BOOT,
-              "mode": mode, "timeout_s": limit, "test_files": ["test_outputs.py"],
-              "tests_dst": TESTS_DST, "logs_dir": LOGS_DIR, "workdir": sandbox.workdir,
-              "site_dirs": SITE_DIRS, "pristine": getattr(sandbox, "pristine_dir", None)}
+    config = {
+        "root": root,
+        "rt": sandbox.runtime_dir + "/rt",
+        "marker": marker,
+        "boot": BOOT,
+        "mode": mode,
+        "timeout_s": limit,
+        "test_files": ["test_outputs.py"],
+        "tests_dst": TESTS_DST,
+        "logs_dir": LOGS_DIR,
+        "workdir": sandbox.workdir,
+        "site_dirs": SITE_DIRS,
+        "pristine": getattr(sandbox, "pristine_dir", None),
+    }
     placed = {root[1:] + "/" + rel: data for rel, data in files.items()}
     placed["etc/ld.so.preload"] = b""  # neutralised before the run (read by every loader)
     try:
-        await sandbox.put_archive("/", tar_of(placed, dir_mode=0o700, file_mode=0o600,
-                                              modes={"etc/ld.so.preload": 0o644}, existing_dirs={"etc"}))
+        await sandbox.put_archive(
+            "/",
+            tar_of(
+                placed,
+                dir_mode=0o700,
+                file_mode=0o600,
+                modes={"etc/ld.so.preload": 0o644},
+                existing_dirs={"etc"},
+            ),
+        )
         grace = min(15.0, max(3.0, limit / 4))  # the runner's own alarm fires first when it can
         result = await sandbox.exec_isolated(
             [*interpreter_argv(sandbox.runtime_dir), "-I", "-S", "-B", "-c", BOOT],
-            env={**BASE_ENV, "TBRL_VERIFY": json.dumps(config)}, timeout=limit + grace)
+            env={**BASE_ENV, "TBRL_VERIFY": json.dumps(config)},
+            timeout=limit + grace,
+        )
     except SandboxError as err:
-        report = TestReport(score=0.0, mode=mode, infra_error=err.infra,
-                            error=(f"verifier infrastructure: {err}" if err.infra else
-                                   f"the tests could not run in the container ({err}); every test "
-                                   "counts as failed"))
+        report = TestReport(
+            score=0.0,
+            mode=mode,
+            infra_error=err.infra,
+            error=(
+                f"verifier infrastructure: {err}"
+                if err.infra
+                else f"the tests could not run in the container ({err}); every test "
+                "counts as failed"
+            ),
+        )
         report.duration_s = time.monotonic() - started
         return report
     report = _score(task, result.stdout, marker, expected_tree_hash(files))
@@ -201,7 +240,7 @@ def expected_tree_hash(files: dict[str, bytes], prefix: str = "tests/") -> str:
     by_dir: dict[str, list[tuple[str, bytes]]] = {}
     for rel, content in files.items():
         if rel.startswith(prefix):
-            sub = rel[len(prefix):]
+            sub = rel[len(prefix) :]
             d, _, name = sub.rpartition("/")
             by_dir.setdefault("/" + d if d else "", []).append((name, content))
     digest = hashlib.sha256()
@@ -217,7 +256,7 @@ def _frame(stdout: bytes, marker: str) -> dict | None:
     at = text.rfind(marker + " ")
     if at < 0:
         return None
-    blob = text[at + len(marker) + 1:].split("\n", 1)[0].strip()
+    blob = text[at + len(marker) + 1 :].split("\n", 1)[0].strip()
     try:
         return json.loads(base64.b64decode(blob, validate=True))
     except (ValueError, json.JSONDecodeError):
@@ -228,10 +267,18 @@ def _score(task: Task, stdout: bytes, marker: str, pristine_hash: str) -> TestRe
     frame = _frame(stdout, marker)
     mode = "pytest" if task.tests.pytest else "script"
     if frame is None:
-        return TestReport(score=0.0, mode=mode, error="the test runner produced no report "
-                          "(killed, stopped, crashed or out of time); every test counts as failed")
-    report = TestReport(score=0.0, mode=mode, timed_out=bool(frame.get("timed_out")),
-                        notes=list(frame.get("notes", [])))
+        return TestReport(
+            score=0.0,
+            mode=mode,
+            error="the test runner produced no report "
+            "(killed, stopped, crashed or out of time); every test counts as failed",
+        )
+    report = TestReport(
+        score=0.0,
+        mode=mode,
+        timed_out=bool(frame.get("timed_out")),
+        notes=list(frame.get("notes", [])),
+    )
     hashes = {frame.get("hash_before"), frame.get("hash_after") or frame.get("hash_before")}
     if hashes != {pristine_hash}:
         report.error = "the test files changed during verification; scoring 0"
@@ -270,12 +317,12 @@ def _reward_from_files(files: dict[str, str]) -> float:
     except json.JSONDecodeError:
         return 0.0
     if isinstance(data, dict):
-        data = data.get("reward", next((v for v in data.values() if isinstance(v, (int, float))), 0))
+        data = data.get(
+            "reward", next((v for v in data.values() if isinstance(v, (int, float))), 0)
+        )
     return _finite(data) if isinstance(data, (int, float)) else 0.0
 
 
 def _finite(value: Any) -> float:
     value = float(value)
     return 0.0 if math.isnan(value) else max(0.0, min(1.0, value))
-
-

@@ -45,10 +45,39 @@ ROOT = CONFIG["root"]
 RT = CONFIG["rt"]
 REPORT_FD = os.dup(1)
 STATE = {"outcomes": {}, "hash_before": None, "hash_after": None, "notes": []}
-PIN = ("os", "re", "json", "subprocess", "pathlib", "shutil", "tempfile", "csv", "hashlib",
-       "time", "datetime", "collections", "itertools", "functools", "typing", "io", "glob",
-       "socket", "math", "random", "string", "struct", "base64", "stat", "signal",
-       "sqlite3", "urllib.request", "http.client", "unittest", "unittest.mock", "textwrap")
+PIN = (
+    "os",
+    "re",
+    "json",
+    "subprocess",
+    "pathlib",
+    "shutil",
+    "tempfile",
+    "csv",
+    "hashlib",
+    "time",
+    "datetime",
+    "collections",
+    "itertools",
+    "functools",
+    "typing",
+    "io",
+    "glob",
+    "socket",
+    "math",
+    "random",
+    "string",
+    "struct",
+    "base64",
+    "stat",
+    "signal",
+    "sqlite3",
+    "urllib.request",
+    "http.client",
+    "unittest",
+    "unittest.mock",
+    "textwrap",
+)
 BLOCKED = ("pygments", "colorama", "argcomplete", "exceptiongroup", "tomli", "xdist")
 
 
@@ -59,7 +88,13 @@ def emit(extra):
             stream.flush()
         except (OSError, ValueError):
             pass
-    line = "\n" + CONFIG["marker"] + " " + base64.b64encode(json.dumps(payload).encode()).decode() + "\n"
+    line = (
+        "\n"
+        + CONFIG["marker"]
+        + " "
+        + base64.b64encode(json.dumps(payload).encode()).decode()
+        + "\n"
+    )
     os.write(REPORT_FD, line.encode())
 
 
@@ -75,7 +110,7 @@ def tree_hash(path):
         dirs.sort()
         for name in sorted(files):
             full = os.path.join(base, name)
-            digest.update(full[len(path):].encode())
+            digest.update(full[len(path) :].encode())
             with open(full, "rb") as fh:
                 digest.update(fh.read())
     return digest.hexdigest()
@@ -132,12 +167,18 @@ def isolate_imports():
         pristine = ""
     if pristine and not CLI_MODE:  # a `pytest` called from test.sh inherits this PATH
         path = os.environ.get("PATH", "")
-        os.environ["PATH"] = ":".join([pristine + d for d in path.split(":") if d.startswith("/")] + [path])
+        os.environ["PATH"] = ":".join(
+            [pristine + d for d in path.split(":") if d.startswith("/")] + [path]
+        )
     sys.path.extend([d for d in site_dirs() if d not in sys.path])
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONSTARTUP", "PY_COLORS"):
         os.environ.pop(var, None)
-    for exe in (pristine + "/usr/bin/python3", pristine + "/usr/local/bin/python3", "/usr/bin/python3"):
+    for exe in (
+        pristine + "/usr/bin/python3",
+        pristine + "/usr/local/bin/python3",
+        "/usr/bin/python3",
+    ):
         if os.path.exists(exe):
             sys.executable = exe
             break
@@ -204,8 +245,20 @@ class Recorder:
 
 
 def isolation_flags(rootdir):
-    return ["-p", "no:cacheprovider", "--noconftest", "--rootdir", rootdir, "-c",
-            ROOT + "/pytest.ini", "-o", "addopts=", "--color=no", "-p", "no:faulthandler"]
+    return [
+        "-p",
+        "no:cacheprovider",
+        "--noconftest",
+        "--rootdir",
+        rootdir,
+        "-c",
+        ROOT + "/pytest.ini",
+        "-o",
+        "addopts=",
+        "--color=no",
+        "-p",
+        "no:faulthandler",
+    ]
 
 
 def run_pytest(targets):
@@ -213,11 +266,19 @@ def run_pytest(targets):
 
     read_fd, write_fd = os.pipe()
     chunks = []
-    reader = threading.Thread(target=lambda: chunks.extend(iter(lambda: os.read(read_fd, 65536), b"")),
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: chunks.extend(iter(lambda: os.read(read_fd, 65536), b"")), daemon=True
+    )
     reader.start()
-    args = [*targets, *isolation_flags(ROOT + "/tests"), "-o", "junit_family=xunit1",
-            "--junitxml", f"/dev/fd/{write_fd}", "-rA"]
+    args = [
+        *targets,
+        *isolation_flags(ROOT + "/tests"),
+        "-o",
+        "junit_family=xunit1",
+        "--junitxml",
+        f"/dev/fd/{write_fd}",
+        "-rA",
+    ]
     exit_code = pytest.main(args, plugins=[Recorder()])
     os.close(write_fd)
     reader.join(timeout=10)
@@ -227,9 +288,12 @@ def run_pytest(targets):
 def run_script():
     rt = RT
     loader = [rt + "/lib/ld.so", "--inhibit-cache", "--library-path", rt + "/lib"]
-    me = " ".join(loader + [rt + "/usr/bin/interp", "-I", "-S", "-B", "-c", "'" + CONFIG["boot"] + "'",
-                            "cli"])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BASH_FUNC_", "BASH_ENV", "ENV"))}
+    me = " ".join(
+        loader + [rt + "/usr/bin/interp", "-I", "-S", "-B", "-c", "'" + CONFIG["boot"] + "'", "cli"]
+    )
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("BASH_FUNC_", "BASH_ENV", "ENV"))
+    }
     cli = {k: v for k, v in CONFIG.items() if k not in ("marker", "boot")}
     env["TBRL_VERIFY_CLI"] = json.dumps(cli)
     env["BASH_FUNC_pytest%%"] = "() { " + me + ' "$@"; }'
@@ -238,9 +302,11 @@ def run_script():
     tests_ini = CONFIG["tests_dst"] + "/pytest.ini"
     ini = tests_ini if os.path.isfile(tests_ini) else ROOT + "/pytest.ini"
     env["PYTEST_ADDOPTS"] = f"-p no:cacheprovider -c {ini} --rootdir {CONFIG['tests_dst']}"
-    proc = subprocess.run(loader + [rt + "/usr/bin/bash", "--noprofile", "--norc",
-                                    CONFIG["tests_dst"] + "/test.sh"],
-                          env=env, cwd=CONFIG["workdir"])
+    proc = subprocess.run(
+        loader + [rt + "/usr/bin/bash", "--noprofile", "--norc", CONFIG["tests_dst"] + "/test.sh"],
+        env=env,
+        cwd=CONFIG["workdir"],
+    )
     STATE["hash_after"] = tree_hash(ROOT + "/tests")
     reward = {}
     for name in ("reward.txt", "reward.json"):

@@ -88,5 +88,10 @@ class RolloutResult:
 def _judge_dict(judged: JudgeResult | JudgeMissing) -> dict[str, Any]:
     if isinstance(judged, JudgeMissing):
         return {"missing": True, "reason": judged.reason}
-    return {"score": judged.score, "judge": judged.judge, "cached": judged.cached,
-            "fallbacks": list(judged.fallbacks), "cost_usd": judged.usage.cost_usd}
+    return {
+        "score": judged.score,
+        "judge": judged.judge,
+        "cached": judged.cached,
+        "fallbacks": list(judged.fallbacks),
+        "cost_usd": judged.usage.cost_usd,
+    }

@@ -37,8 +37,9 @@ AGENT_TIMEOUT = "agent_timeout"
 """`RolloutResult.termination` of an episode the rollout had to stop past its limit."""
 
 
-async def run_rollout(task: Task, policy: Any, config: RolloutConfig | None = None,
-                      judge: Any | None = None) -> RolloutResult:
+async def run_rollout(
+    task: Task, policy: Any, config: RolloutConfig | None = None, judge: Any | None = None
+) -> RolloutResult:
     """One rollout of `task` by `policy`, scored; see the module docstring for infra errors."""
     config = config or RolloutConfig()
     limits, sandbox_config = config.for_task(task)
@@ -50,18 +51,27 @@ async def run_rollout(task: Task, policy: Any, config: RolloutConfig | None = No
             timings["sandbox_start"] = time.monotonic() - started
             t0 = time.monotonic()
             try:
-                trajectory = await asyncio.wait_for(run_episode(task, policy, sandbox, limits),
-                                                    limits.time_limit_s + config.grace_s)
-                result.termination = trajectory.termination.value if trajectory.termination else "unknown"
+                trajectory = await asyncio.wait_for(
+                    run_episode(task, policy, sandbox, limits), limits.time_limit_s + config.grace_s
+                )
+                result.termination = (
+                    trajectory.termination.value if trajectory.termination else "unknown"
+                )
             except TimeoutError:  # a step ignored its own deadline; the tests still run
-                trajectory = Trajectory(task_id=task.id, policy=getattr(policy, "name", "?"), messages=[],
-                                        termination=Termination.time_limit,
-                                        termination_message="the rollout stopped the episode past its time limit")
+                trajectory = Trajectory(
+                    task_id=task.id,
+                    policy=getattr(policy, "name", "?"),
+                    messages=[],
+                    termination=Termination.time_limit,
+                    termination_message="the rollout stopped the episode past its time limit",
+                )
                 result.termination = AGENT_TIMEOUT
             result.trajectory = trajectory
             timings["episode"] = time.monotonic() - t0
             if trajectory.termination == Termination.infra_error:
-                result.infra_error = f"episode: {trajectory.error_kind}: {trajectory.termination_message}"
+                result.infra_error = (
+                    f"episode: {trajectory.error_kind}: {trajectory.termination_message}"
+                )
                 result.infra_kind = trajectory.error_kind
             else:
                 await _score(result, task, sandbox, trajectory, config, judge)
@@ -76,14 +86,22 @@ async def run_rollout(task: Task, policy: Any, config: RolloutConfig | None = No
     return result
 
 
-async def _score(result: RolloutResult, task: Task, sandbox: Any, trajectory: Trajectory,
-                 config: RolloutConfig, judge: Any | None) -> None:
+async def _score(
+    result: RolloutResult,
+    task: Task,
+    sandbox: Any,
+    trajectory: Trajectory,
+    config: RolloutConfig,
+    judge: Any | None,
+) -> None:
     t0 = time.monotonic()
     test_limit = config.test_limit(task)
     bound = test_limit + config.grace_s
     try:
         breakdown, tests, judged = await asyncio.wait_for(
-            score_rollout(task, sandbox, trajectory.messages, judge, config.reward, test_limit), bound)
+            score_rollout(task, sandbox, trajectory.messages, judge, config.reward, test_limit),
+            bound,
+        )
         result.tests, result.judge = tests, judged
         for _ in range(config.verify_repeats - 1):
             if tests.infra_error:
@@ -92,7 +110,10 @@ async def _score(result: RolloutResult, task: Task, sandbox: Any, trajectory: Tr
             result.retests.append(again)
             tests = again if again.infra_error else tests
     except TimeoutError:
-        result.infra_error, result.infra_kind = f"verifier: did not return within {bound:.0f}s", "verifier"
+        result.infra_error, result.infra_kind = (
+            f"verifier: did not return within {bound:.0f}s",
+            "verifier",
+        )
         return
     finally:
         result.timings["scoring"] = time.monotonic() - t0

@@ -19,7 +19,20 @@ from tbrl_lib.sandbox.images import ImageBuildError, ensure_image, image_tag
 from tbrl_lib.sandbox.pool import SandboxPool, close_pools, open_sandbox, prewarm
 
 __all__ = [
-    "CommandResult", "DockerHost", "DockerSandbox", "FileTooLarge", "ImageBuildError",
-    "Sandbox", "SandboxConfig", "SandboxError", "SandboxLimitExceeded", "SandboxPool",
-    "SandboxStats", "close_pools", "ensure_image", "image_tag", "open_sandbox", "prewarm",
+    "CommandResult",
+    "DockerHost",
+    "DockerSandbox",
+    "FileTooLarge",
+    "ImageBuildError",
+    "Sandbox",
+    "SandboxConfig",
+    "SandboxError",
+    "SandboxLimitExceeded",
+    "SandboxPool",
+    "SandboxStats",
+    "close_pools",
+    "ensure_image",
+    "image_tag",
+    "open_sandbox",
+    "prewarm",
 ]

@@ -43,11 +43,24 @@ class SandboxError(RuntimeError):
         return self.kind in INFRA_KINDS
 
 
-INFRA_KINDS = frozenset({
-    "infra", "daemon_unreachable", "container_gone", "container_died", "start_timeout",
-    "create_failed", "no_capacity", "build_failed", "build_timeout", "shell_failed",
-    "runtime_failed", "image_missing", "pool_failed", "pool_timeout",
-})
+INFRA_KINDS = frozenset(
+    {
+        "infra",
+        "daemon_unreachable",
+        "container_gone",
+        "container_died",
+        "start_timeout",
+        "create_failed",
+        "no_capacity",
+        "build_failed",
+        "build_timeout",
+        "shell_failed",
+        "runtime_failed",
+        "image_missing",
+        "pool_failed",
+        "pool_timeout",
+    }
+)
 """`SandboxError.kind`s that are infrastructure failures. The others are the agent's doing:
 `pids`, `memory`, `wall_clock` (limits), `shell_broken` (the shell died and no new one
 starts), `exec_failed` (the engine refused an operation on a running container)."""
@@ -120,8 +133,15 @@ class Sandbox(Protocol):
     workdir: str
     """The directory the agent's shell starts in (tests run there too)."""
 
-    async def exec_isolated(self, argv: list[str], *, env: dict[str, str], timeout: float,
-                            user: str = "0:0", workdir: str = "/") -> ExecResult:
+    async def exec_isolated(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        timeout: float,
+        user: str = "0:0",
+        workdir: str = "/",
+    ) -> ExecResult:
         """Start `argv` as a new process of the container (not through the agent's shell),
         with exactly `env`; wait at most `timeout` s, then kill it (`timed_out`)."""
         ...

@@ -54,9 +54,31 @@ ROOTFS_IMAGE = f"tbrl/rootfs:{SUITE}"
 BASE_IMAGE = f"tbrl/base:{SUITE}"
 UBUNTU_IMAGE = f"tbrl/ubuntu-like:{SUITE}"
 PACKAGES = [
-    "bash", "coreutils", "procps", "psmisc", "findutils", "grep", "sed", "gawk", "less",
-    "ca-certificates", "curl", "wget", "git", "tmux", "xz-utils", "gzip", "tar", "unzip",
-    "python3", "python3-pip", "python3-venv", "python3-pytest", "file", "jq", "sqlite3",
+    "bash",
+    "coreutils",
+    "procps",
+    "psmisc",
+    "findutils",
+    "grep",
+    "sed",
+    "gawk",
+    "less",
+    "ca-certificates",
+    "curl",
+    "wget",
+    "git",
+    "tmux",
+    "xz-utils",
+    "gzip",
+    "tar",
+    "unzip",
+    "python3",
+    "python3-pip",
+    "python3-venv",
+    "python3-pytest",
+    "file",
+    "jq",
+    "sqlite3",
 ]
 """What tasks and tests expect to find (bash, coreutils, python3, pip, pytest, git, curl, tmux)."""
 
@@ -94,11 +116,17 @@ class Family:
 
 
 FAMILIES = (
-    Family("ghcr.io/laude-institute/t-bench/python-3-13", BASE_IMAGE,
-           "Python 3.13: python, python3, pip on PATH, pip installs system-wide; "
-           "pytest, git, curl, tmux"),
-    Family("ghcr.io/laude-institute/t-bench/ubuntu-24-04", UBUNTU_IMAGE,
-           "python3 without a python alias, python3-pip (apt), PEP 668 guard; curl, git, tmux"),
+    Family(
+        "ghcr.io/laude-institute/t-bench/python-3-13",
+        BASE_IMAGE,
+        "Python 3.13: python, python3, pip on PATH, pip installs system-wide; "
+        "pytest, git, curl, tmux",
+    ),
+    Family(
+        "ghcr.io/laude-institute/t-bench/ubuntu-24-04",
+        UBUNTU_IMAGE,
+        "python3 without a python alias, python3-pip (apt), PEP 668 guard; curl, git, tmux",
+    ),
 )
 PRETAGGED = (
     "ghcr.io/laude-institute/t-bench/python-3-13:20250620",
@@ -159,8 +187,12 @@ def family_of(name: str) -> Family | None:
 def substitutes(client: docker.DockerClient) -> list[str]:
     """Every local image name tagged as a substitute: its label names that very tag (images
     built on a substitute inherit the label, naming their base, not themselves)."""
-    names = {tag for image in client.images.list(filters={"label": LABEL_SUBSTITUTE})
-             for tag in image.tags if (image.labels or {}).get(LABEL_SUBSTITUTE) == tag}
+    names = {
+        tag
+        for image in client.images.list(filters={"label": LABEL_SUBSTITUTE})
+        for tag in image.tags
+        if (image.labels or {}).get(LABEL_SUBSTITUTE) == tag
+    }
     return sorted(names)
 
 
@@ -176,16 +208,23 @@ def status(client: docker.DockerClient) -> list[ImageStatus]:
         source = labels.get("tbrl.source", "local Debian")
         detail = f"substitute ({source})" if substitute else "present"
         recipe = recipe_hash()
-        stale = _stale(client, name, labels, recipe) if substitute else \
-            labels.get(LABEL_RECIPE) not in (None, recipe)
+        stale = (
+            _stale(client, name, labels, recipe)
+            if substitute
+            else labels.get(LABEL_RECIPE) not in (None, recipe)
+        )
         if stale:
             detail += " (stale: `tbrl images bootstrap` rebuilds it)"
         rows.append(ImageStatus(name, True, substitute, detail))
     return rows
 
 
-def bootstrap(client: docker.DockerClient, pull: bool = False, force: bool = False,
-              log: Callable[[str], object] = print) -> list[str]:
+def bootstrap(
+    client: docker.DockerClient,
+    pull: bool = False,
+    force: bool = False,
+    log: Callable[[str], object] = print,
+) -> list[str]:
     """Make every image in `status()` present and current. Returns the names it (re)built."""
     done: list[str] = []
     if pull:
@@ -221,17 +260,21 @@ def ensure_substitutes(client: docker.DockerClient, names: Iterable[str]) -> lis
     for name in dict.fromkeys(names):
         family = family_of(name)
         labels = _labels(client, name) if family else None
-        if family is None or (labels is not None and not (
-                LABEL_SUBSTITUTE in labels and _stale(client, name, labels, recipe_hash()))):
+        if family is None or (
+            labels is not None
+            and not (LABEL_SUBSTITUTE in labels and _stale(client, name, labels, recipe_hash()))
+        ):
             continue  # no family, the real image, or a current substitute
         if "@" in name:
             raise SubstituteError(
                 f"FROM {name} pins a digest of {family.repository}, which no local substitute "
-                f"can carry: use a tag instead (e.g. {family.repository}:latest)")
+                f"can carry: use a tag instead (e.g. {family.repository}:latest)"
+            )
         if _labels(client, family.source) is None:
             raise SubstituteError(
                 f"FROM {name} needs the local image {family.source}, which is missing: "
-                "run `tbrl images bootstrap` (or `tbrl setup`)")
+                "run `tbrl images bootstrap` (or `tbrl setup`)"
+            )
         tag_substitute(client, name, recipe_hash())
         tagged.append(name)
     return tagged
@@ -241,11 +284,21 @@ def tag_substitute(client: docker.DockerClient, name: str, recipe: str) -> None:
     """Tag `name` as a one-line layer on its family's image, labelled as a substitute."""
     family = family_of(name)
     if family is None:
-        raise SubstituteError(f"{name} belongs to no known image family "
-                              f"({', '.join(f.repository for f in FAMILIES)})")
-    _build(client, f"FROM {family.source}\n", name,
-           {LABEL_RECIPE: recipe, LABEL_SUBSTITUTE: name, "tbrl.source": family.source,
-            LABEL_SOURCE_ID: client.images.get(family.source).id, "tbrl.provides": family.provides})
+        raise SubstituteError(
+            f"{name} belongs to no known image family ({', '.join(f.repository for f in FAMILIES)})"
+        )
+    _build(
+        client,
+        f"FROM {family.source}\n",
+        name,
+        {
+            LABEL_RECIPE: recipe,
+            LABEL_SUBSTITUTE: name,
+            "tbrl.source": family.source,
+            LABEL_SOURCE_ID: client.images.get(family.source).id,
+            "tbrl.provides": family.provides,
+        },
+    )
 
 
 def _stale(client: docker.DockerClient, name: str, labels: dict[str, str], recipe: str) -> bool:
@@ -276,9 +329,16 @@ def _import_rootfs(client: docker.DockerClient, recipe: str, log: Callable[[str]
         log(f"debootstrap {SUITE} from {MIRROR} (about a minute)")
         try:
             proc = subprocess.run(
-                [debootstrap, "--variant=minbase", f"--include={','.join(PACKAGES)}",
-                 SUITE, str(rootfs), MIRROR],
-                capture_output=True, text=True,
+                [
+                    debootstrap,
+                    "--variant=minbase",
+                    f"--include={','.join(PACKAGES)}",
+                    SUITE,
+                    str(rootfs),
+                    MIRROR,
+                ],
+                capture_output=True,
+                text=True,
             )
         finally:
             _unmount_below(rootfs)  # a failed debootstrap can leave /proc mounted inside
@@ -290,15 +350,19 @@ def _import_rootfs(client: docker.DockerClient, recipe: str, log: Callable[[str]
         if _host_cas():
             for ca in _host_cas():
                 shutil.copy(ca, rootfs / "usr/local/share/ca-certificates" / ca.name)
-            subprocess.run(["chroot", str(rootfs), "update-ca-certificates"],
-                           capture_output=True, check=True)
+            subprocess.run(
+                ["chroot", str(rootfs), "update-ca-certificates"], capture_output=True, check=True
+            )
         tarball = Path(tmp) / "rootfs.tar"
         log(f"docker import -> {ROOTFS_IMAGE}")
-        subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tarball), "."],
-                       check=True)
+        subprocess.run(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tarball), "."], check=True
+        )
         repo, tag = ROOTFS_IMAGE.split(":")
         client.api.import_image(
-            src=str(tarball), repository=repo, tag=tag,
+            src=str(tarball),
+            repository=repo,
+            tag=tag,
             changes=[f'LABEL {LABEL_ROOTFS_RECIPE}="{recipe}"', 'CMD ["bash"]'],
         )
 
@@ -313,8 +377,9 @@ def _unmount_below(root: Path) -> None:
 
 def _build(client: docker.DockerClient, dockerfile: str, tag: str, labels: dict[str, str]) -> None:
     try:
-        client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, labels=labels,
-                            rm=True, forcerm=True)
+        client.images.build(
+            fileobj=io.BytesIO(dockerfile.encode()), tag=tag, labels=labels, rm=True, forcerm=True
+        )
     except DockerException as err:
         raise RuntimeError(f"building {tag} failed: {err}") from err
 

@@ -31,20 +31,38 @@ from tbrl_lib.sandbox.reaper import LABEL_OWNER, LABEL_RUN, owner_label
 from tbrl_lib.tasks.model import Environment, Limits, Task, Tests
 
 EPISODE = [
-    "cd /app", "mkdir -p work && cd work", "echo 'hello world' > a.txt", "cat a.txt",
-    "ls -la", "wc -c a.txt", "export STEP=7", "echo $STEP", "grep -c hello a.txt",
-    "cp a.txt b.txt", "sort a.txt b.txt | uniq -c", "head -n 1 b.txt", "pwd",
-    "printf '%s\\n' 3 1 2 | sort -n", "test -f b.txt && echo yes", "rm b.txt", "ls",
-    "echo done > status", "cat status", "true",
+    "cd /app",
+    "mkdir -p work && cd work",
+    "echo 'hello world' > a.txt",
+    "cat a.txt",
+    "ls -la",
+    "wc -c a.txt",
+    "export STEP=7",
+    "echo $STEP",
+    "grep -c hello a.txt",
+    "cp a.txt b.txt",
+    "sort a.txt b.txt | uniq -c",
+    "head -n 1 b.txt",
+    "pwd",
+    "printf '%s\\n' 3 1 2 | sort -n",
+    "test -f b.txt && echo yes",
+    "rm b.txt",
+    "ls",
+    "echo done > status",
+    "cat status",
+    "true",
 ]
 """A scripted 20-command episode (trivial commands: the cost measured is the sandbox's)."""
 
 
 def bench_task() -> Task:
-    return Task(id="bench-sandbox", instruction="benchmark",
-                environment=Environment(dockerfile=f"FROM {base_images.BASE_IMAGE}\n"),
-                tests=Tests(pytest="def test_ok():\n    pass\n"),
-                limits=Limits(cpus=1, memory_mb=512))
+    return Task(
+        id="bench-sandbox",
+        instruction="benchmark",
+        environment=Environment(dockerfile=f"FROM {base_images.BASE_IMAGE}\n"),
+        tests=Tests(pytest="def test_ok():\n    pass\n"),
+        limits=Limits(cpus=1, memory_mb=512),
+    )
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
@@ -98,8 +116,12 @@ async def _episode_tbrl(task: Task, config: SandboxConfig, pool: SandboxPool | N
 
 
 def _episode_upstream(client, image: str, run_label: str) -> None:
-    container = client.containers.run(image, ["sleep", "infinity"], detach=True,
-                                      labels={LABEL_OWNER: owner_label(), LABEL_RUN: run_label})
+    container = client.containers.run(
+        image,
+        ["sleep", "infinity"],
+        detach=True,
+        labels={LABEL_OWNER: owner_label(), LABEL_RUN: run_label},
+    )
     try:
         for cmd in EPISODE:
             container.exec_run(["bash", "-c", f"cd /app && {cmd}"])
@@ -107,7 +129,9 @@ def _episode_upstream(client, image: str, run_label: str) -> None:
         container.remove(force=True)
 
 
-async def throughput(config: SandboxConfig, levels: list[int], episodes: int) -> dict[str, dict[int, float]]:
+async def throughput(
+    config: SandboxConfig, levels: list[int], episodes: int
+) -> dict[str, dict[int, float]]:
     task = bench_task()
     client = engine.client(timeout=300)
     out: dict[str, dict[int, float]] = {"tbrl": {}, "tbrl + warm pool": {}, "upstream": {}}
@@ -132,14 +156,24 @@ async def throughput(config: SandboxConfig, levels: list[int], episodes: int) ->
         async with SandboxPool(task, c, config) as pool:
             await pool.wait_ready(300)
             out["tbrl + warm pool"][c] = await level(c, lambda: _episode_tbrl(task, config, pool))
-        out["upstream"][c] = await level(c, lambda: asyncio.to_thread(
-            _episode_upstream, client, base_images.BASE_IMAGE, config.run_id))
+        out["upstream"][c] = await level(
+            c,
+            lambda: asyncio.to_thread(
+                _episode_upstream, client, base_images.BASE_IMAGE, config.run_id
+            ),
+        )
     client.close()
     return out
 
 
-def run_benchmark(commands: int = 200, starts: int = 10, episodes: int = 32,
-                  levels: list[int] | None = None, out: str | None = None, echo=print) -> dict:
+def run_benchmark(
+    commands: int = 200,
+    starts: int = 10,
+    episodes: int = 32,
+    levels: list[int] | None = None,
+    out: str | None = None,
+    echo=print,
+) -> dict:
     """Run every measurement, print the table, return (and optionally save) the numbers."""
     levels = levels or [1, 8, 32]
     config = SandboxConfig(run_id="bench", hosts=[(None, max(levels) + 4)])
@@ -152,9 +186,13 @@ def run_benchmark(commands: int = 200, starts: int = 10, episodes: int = 32,
         return latencies, rates
 
     latencies, rates = asyncio.run(main())
-    result = {"latency_ms": {k: dict(zip(("p50", "p90"), (x * 1000 for x in _stats(v))))
-                             for k, v in latencies.items()},
-              "episodes_per_hour": rates}
+    result = {
+        "latency_ms": {
+            k: dict(zip(("p50", "p90"), (x * 1000 for x in _stats(v))))
+            for k, v in latencies.items()
+        },
+        "episodes_per_hour": rates,
+    }
     _print(result, echo)
     if out:
         with open(out, "w") as handle:
@@ -171,9 +209,13 @@ def _print(result: dict, echo) -> None:
     echo(f"{'per-command speed-up (p50)':<34}{ratio:>10.1f}x")
     echo("")
     rates = result["episodes_per_hour"]
-    echo(f"{'20-command episodes / hour':<30}{'tbrl':>8}{'+pool':>8}{'upstream':>10}"
-         f"{'ratio':>7}{'+pool':>7}")
+    echo(
+        f"{'20-command episodes / hour':<30}{'tbrl':>8}{'+pool':>8}{'upstream':>10}"
+        f"{'ratio':>7}{'+pool':>7}"
+    )
     for c, ours in rates["tbrl"].items():
         pooled, theirs = rates["tbrl + warm pool"][c], rates["upstream"][c]
-        echo(f"{'concurrency ' + str(c):<30}{ours:>8.0f}{pooled:>8.0f}{theirs:>10.0f}"
-             f"{ours / theirs:>6.1f}x{pooled / theirs:>6.1f}x")
+        echo(
+            f"{'concurrency ' + str(c):<30}{ours:>8.0f}{pooled:>8.0f}{theirs:>10.0f}"
+            f"{ours / theirs:>6.1f}x{pooled / theirs:>6.1f}x"
+        )

@@ -17,8 +17,9 @@ def images_bootstrap(
     from tbrl_lib.sandbox import base_images, engine
 
     engine.ensure_engine()
-    built = base_images.bootstrap(engine.client(timeout=900), pull=pull, force=force,
-                                  log=typer.echo)
+    built = base_images.bootstrap(
+        engine.client(timeout=900), pull=pull, force=force, log=typer.echo
+    )
     typer.echo("up to date" if not built else f"built: {', '.join(built)}")
 
 
@@ -38,16 +39,23 @@ def docker_ensure() -> None:
     from tbrl_lib.sandbox import engine
 
     info = engine.ensure_engine()
-    typer.echo(f"docker {info.version} at {info.endpoint}"
-               + (" (started)" if info.started_by_us else ""))
+    typer.echo(
+        f"docker {info.version} at {info.endpoint}" + (" (started)" if info.started_by_us else "")
+    )
 
 
 @docker_app.command("reap")
 def docker_reap(
-    host: list[str] = typer.Option([], help="Docker host(s) to reap (unix://, tcp://, ssh://); "
-                                   "default: DOCKER_HOST or the local engine."),
-    foreign: bool = typer.Option(False, help="Also remove tbrl objects owned by processes on "
-                                 "OTHER machines (only when you know those runs are gone)."),
+    host: list[str] = typer.Option(
+        [],
+        help="Docker host(s) to reap (unix://, tcp://, ssh://); "
+        "default: DOCKER_HOST or the local engine.",
+    ),
+    foreign: bool = typer.Option(
+        False,
+        help="Also remove tbrl objects owned by processes on "
+        "OTHER machines (only when you know those runs are gone).",
+    ),
 ) -> None:
     """Remove tbrl-labelled containers/networks/volumes whose owner process is gone.
 
@@ -59,9 +67,11 @@ def docker_reap(
         client = engine.client(base_url)
         report = reaper.reap(client, foreign=foreign)
         where = base_url or "default engine"
-        typer.echo(f"{where}: removed {len(report.containers)} containers, "
-                   f"{len(report.networks)} networks, {len(report.volumes)} volumes; kept "
-                   f"{report.kept_alive_owner} of live owners, {report.kept_foreign} of other machines")
+        typer.echo(
+            f"{where}: removed {len(report.containers)} containers, "
+            f"{len(report.networks)} networks, {len(report.volumes)} volumes; kept "
+            f"{report.kept_alive_owner} of live owners, {report.kept_foreign} of other machines"
+        )
         for err in report.errors:
             typer.echo(f"  error: {err}", err=True)
         client.close()
@@ -81,6 +91,11 @@ def bench_sandbox(
     """Persistent shell vs exec-per-command, cold start vs warm pool, rollouts/hour."""
     from tbrl_lib.sandbox.bench import run_benchmark
 
-    run_benchmark(commands=commands, starts=starts, episodes=episodes,
-                  levels=[int(x) for x in concurrency.split(",") if x.strip()],
-                  out=out or None, echo=typer.echo)
+    run_benchmark(
+        commands=commands,
+        starts=starts,
+        episodes=episodes,
+        levels=[int(x) for x in concurrency.split(",") if x.strip()],
+        out=out or None,
+        echo=typer.echo,
+    )

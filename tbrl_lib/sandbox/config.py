@@ -25,7 +25,9 @@ class DockerHost(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _known_scheme(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("unix://", "tcp://", "ssh://", "http://", "https://")):
+        if value is not None and not value.startswith(
+            ("unix://", "tcp://", "ssh://", "http://", "https://")
+        ):
             raise ValueError(
                 f"docker host {value!r} has no known scheme; use unix:///path/docker.sock, "
                 "tcp://HOST:2375 or ssh://USER@HOST"

@@ -57,8 +57,16 @@ from tbrl_lib.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
-KEEP_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
-             "NET_BIND_SERVICE")
+KEEP_CAPS = (
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "NET_BIND_SERVICE",
+)
 """Capabilities a root shell needs for ordinary task work (apt, pip, chown, servers)."""
 WALL_CLOCK_GRACE_S = 5.0
 REAP_WAIT_S = 30.0
@@ -124,9 +132,11 @@ class DockerSandbox(FileTransfer):
             await asyncio.wait_for(self._create_and_start(image), self.config.start_timeout_s)
         except TimeoutError as err:
             await self.close()
-            raise SandboxError(f"task {self.task.id}: container not ready within "
-                               f"{self.config.start_timeout_s:.0f}s on {self.host.name}",
-                               kind="start_timeout") from err
+            raise SandboxError(
+                f"task {self.task.id}: container not ready within "
+                f"{self.config.start_timeout_s:.0f}s on {self.host.name}",
+                kind="start_timeout",
+            ) from err
         except BaseException:
             await self.close()
             raise
@@ -140,34 +150,48 @@ class DockerSandbox(FileTransfer):
         if self._wall_timer is not None:
             self._wall_timer.cancel()
         loop = asyncio.get_running_loop()
-        self._wall_timer = loop.call_later(self.wall_clock_s + WALL_CLOCK_GRACE_S,
-                                           self._on_wall_clock)
+        self._wall_timer = loop.call_later(
+            self.wall_clock_s + WALL_CLOCK_GRACE_S, self._on_wall_clock
+        )
 
     def _on_wall_clock(self) -> None:
         self._expired = True
-        log.warning("tbrl: task %s hit its wall-clock limit (%.0fs); killing its container",
-                    self.task.id, self.wall_clock_s)
+        log.warning(
+            "tbrl: task %s hit its wall-clock limit (%.0fs); killing its container",
+            self.task.id,
+            self.wall_clock_s,
+        )
         asyncio.ensure_future(self._kill_container())
 
     async def _kill_container(self) -> None:
         if self.host and self.container_id:
             try:
-                await self.host.call(self.host.client.api.kill, self.container_id,
-                                     what="killing the container at the wall-clock limit")
+                await self.host.call(
+                    self.host.client.api.kill,
+                    self.container_id,
+                    what="killing the container at the wall-clock limit",
+                )
             except (DockerException, SandboxError) as err:
-                log.debug("wall-clock kill of %s: %s (close() removes it)", self.container_id[:12], err)
+                log.debug(
+                    "wall-clock kill of %s: %s (close() removes it)", self.container_id[:12], err
+                )
 
     async def _prepare(self, host: Host) -> str:
         """Reap leftovers (once per host and process) and build the image, outside the start
         timeout: neither is the container being slow to start."""
         reaping = asyncio.ensure_future(
-            host.call(reaper.reap_once, host.client, host.name, what="reaping leftovers"))
+            host.call(reaper.reap_once, host.client, host.name, what="reaping leftovers")
+        )
         reaping.add_done_callback(_log_late_failure)
         try:
             await asyncio.wait_for(asyncio.shield(reaping), REAP_WAIT_S)
         except TimeoutError:
-            log.warning("tbrl: reaping leftovers on %s takes over %.0fs; going on without "
-                        "waiting (`tbrl docker reap` finishes it)", host.name, REAP_WAIT_S)
+            log.warning(
+                "tbrl: reaping leftovers on %s takes over %.0fs; going on without "
+                "waiting (`tbrl docker reap` finishes it)",
+                host.name,
+                REAP_WAIT_S,
+            )
         self._runtime_volume = await ensure_runtime_volume(host)
         image = await ensure_image(self.task, host)
         self._pristine_volume = await ensure_pristine_volume(host, image, self._runtime_volume)
@@ -176,10 +200,13 @@ class DockerSandbox(FileTransfer):
     async def _create_and_start(self, image: str) -> None:
         host = self.host
         assert host is not None
-        self.container_id = await host.call(self._create, host, image, what="creating the container")
+        self.container_id = await host.call(
+            self._create, host, image, what="creating the container"
+        )
         await host.call(host.client.api.start, self.container_id, what="starting the container")
-        self.shell = PersistentShell(host, self.container_id, self.config.workdir,
-                                     self.config.max_output_bytes)
+        self.shell = PersistentShell(
+            host, self.container_id, self.config.workdir, self.config.max_output_bytes
+        )
         await self.shell.start()
 
     def _create(self, host: Host, image: str) -> str:
@@ -188,12 +215,18 @@ class DockerSandbox(FileTransfer):
         want_storage = storage is not None and host.storage_opt_supported is not False
         if storage is not None and host.storage_opt_supported is False:
             self.limits_applied["storage"] = "not enforced: the storage driver does not support it"
-        labels = {reaper.LABEL_OWNER: reaper.owner_label(), reaper.LABEL_RUN: self.config.run_id,
-                  reaper.LABEL_TASK: self.task.id}
+        labels = {
+            reaper.LABEL_OWNER: reaper.owner_label(),
+            reaper.LABEL_RUN: self.config.run_id,
+            reaper.LABEL_TASK: self.task.id,
+        }
         while True:
             try:
                 created = api.create_container(
-                    image, entrypoint=INIT, command=[], labels=labels,
+                    image,
+                    entrypoint=INIT,
+                    command=[],
+                    labels=labels,
                     host_config=self._host_config(api, storage if want_storage else None),
                 )
                 break
@@ -203,11 +236,17 @@ class DockerSandbox(FileTransfer):
                     want_storage = False
                     reason = str(err.explanation or err)
                     self.limits_applied["storage"] = f"not enforced: {reason}"
-                    log.warning("tbrl: docker host %s cannot limit container storage (%s); "
-                                "storage_mb is not enforced there", host.name, reason)
+                    log.warning(
+                        "tbrl: docker host %s cannot limit container storage (%s); "
+                        "storage_mb is not enforced there",
+                        host.name,
+                        reason,
+                    )
                     continue
-                raise SandboxError(f"task {self.task.id}: creating the container failed: "
-                                   f"{err.explanation or err}", kind="create_failed") from err
+                raise SandboxError(
+                    f"task {self.task.id}: creating the container failed: {err.explanation or err}",
+                    kind="create_failed",
+                ) from err
         cid = created["Id"]
         reaper.register(cid, host.client)
         if want_storage:
@@ -220,16 +259,26 @@ class DockerSandbox(FileTransfer):
         internet = self.config.allow_internet
         internet = limits.allow_internet if internet is None else internet
         mem = f"{limits.memory_mb}m"
-        self.limits_applied.update(cpus=f"{limits.cpus:g}", memory=f"{limits.memory_mb} MB",
-                                   pids=str(limits.pids),
-                                   network="bridge" if internet else "none")
+        self.limits_applied.update(
+            cpus=f"{limits.cpus:g}",
+            memory=f"{limits.memory_mb} MB",
+            pids=str(limits.pids),
+            network="bridge" if internet else "none",
+        )
         return api.create_host_config(
-            nano_cpus=int(limits.cpus * 1e9), mem_limit=mem, memswap_limit=mem,
-            pids_limit=limits.pids, network_mode="bridge" if internet else "none",
-            cap_drop=["ALL"], cap_add=sorted(set(KEEP_CAPS) | set(self.config.cap_add)),
-            security_opt=["no-new-privileges"], init=False,
-            mounts=[Mount(RUNTIME_MOUNT, self._runtime_volume, type="volume", read_only=True),
-                    Mount(PRISTINE_MOUNT, self._pristine_volume, type="volume", read_only=True)],
+            nano_cpus=int(limits.cpus * 1e9),
+            mem_limit=mem,
+            memswap_limit=mem,
+            pids_limit=limits.pids,
+            network_mode="bridge" if internet else "none",
+            cap_drop=["ALL"],
+            cap_add=sorted(set(KEEP_CAPS) | set(self.config.cap_add)),
+            security_opt=["no-new-privileges"],
+            init=False,
+            mounts=[
+                Mount(RUNTIME_MOUNT, self._runtime_volume, type="volume", read_only=True),
+                Mount(PRISTINE_MOUNT, self._pristine_volume, type="volume", read_only=True),
+            ],
             log_config=LogConfig(type="none"),
             storage_opt={"size": f"{storage_mb}M"} if storage_mb else None,
         )
@@ -247,19 +296,32 @@ class DockerSandbox(FileTransfer):
         try:
             if host is not None and cid is not None:
                 try:
-                    await host.call(host.client.api.remove_container, cid, force=True,
-                                    what="removing the container")
+                    await host.call(
+                        host.client.api.remove_container,
+                        cid,
+                        force=True,
+                        what="removing the container",
+                    )
                     reaper.unregister(cid)
                 except NotFound:
                     reaper.unregister(cid)
                 except SandboxError as err:
                     if err.kind == "daemon_unreachable":  # nothing to retry at exit
                         reaper.unregister(cid)
-                    log.warning("tbrl: could not remove container %s on %s: %s (`tbrl docker "
-                                "reap` removes it once the daemon is back)", cid[:12], host.name, err)
+                    log.warning(
+                        "tbrl: could not remove container %s on %s: %s (`tbrl docker "
+                        "reap` removes it once the daemon is back)",
+                        cid[:12],
+                        host.name,
+                        err,
+                    )
                 except Exception as err:  # noqa: BLE001 - any failure: the reaper is the backstop
-                    log.warning("tbrl: could not remove container %s on %s: %s (the reaper will)",
-                                cid[:12], host.name, err)
+                    log.warning(
+                        "tbrl: could not remove container %s on %s: %s (the reaper will)",
+                        cid[:12],
+                        host.name,
+                        err,
+                    )
         finally:
             if host is not None:
                 await release_slot(host)
@@ -268,13 +330,17 @@ class DockerSandbox(FileTransfer):
     def _check_open(self) -> None:
         if self._expired:
             raise SandboxLimitExceeded(
-                "wall_clock", f"task {self.task.id}: rollout exceeded its wall-clock limit of "
-                f"{self.wall_clock_s:.0f}s (set SandboxConfig.wall_clock_s to change it)")
+                "wall_clock",
+                f"task {self.task.id}: rollout exceeded its wall-clock limit of "
+                f"{self.wall_clock_s:.0f}s (set SandboxConfig.wall_clock_s to change it)",
+            )
         if self._failed is not None:
             raise self._failed
         if self._closed or self.shell is None:
-            raise SandboxClosed(f"task {self.task.id}: the sandbox is closed (used after its "
-                                "`async with` block ended)")
+            raise SandboxClosed(
+                f"task {self.task.id}: the sandbox is closed (used after its "
+                "`async with` block ended)"
+            )
 
     async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
         self._check_open()
@@ -287,21 +353,28 @@ class DockerSandbox(FileTransfer):
         except SandboxLimitExceeded as err:
             self._failed = err
             raise
-        except (SandboxError, DockerException) as err:  # blamed by cause (a vanished container, too)
+        except (
+            SandboxError,
+            DockerException,
+        ) as err:  # blamed by cause (a vanished container, too)
             self._failed = await self._blame(err, "running a command", since)
             raise self._failed from err
         self._check_open()
         if result.timed_out and effective < wanted:
             self._failed = SandboxLimitExceeded(
-                "wall_clock", f"task {self.task.id}: rollout reached its wall-clock limit of "
-                f"{self.wall_clock_s:.0f}s during a command")
+                "wall_clock",
+                f"task {self.task.id}: rollout reached its wall-clock limit of "
+                f"{self.wall_clock_s:.0f}s during a command",
+            )
             raise self._failed
         if result.exit_code == 137 or result.timed_out:
             result = await self._note_oom(result, since)
         if self.shell.pids_limit_hits:
             self._failed = SandboxLimitExceeded(
-                "pids", f"task {self.task.id}: the process limit ({self.task.limits.pids} pids) "
-                "refused forks (a fork bomb or runaway spawning) - the rollout is ended")
+                "pids",
+                f"task {self.task.id}: the process limit ({self.task.limits.pids} pids) "
+                "refused forks (a fork bomb or runaway spawning) - the rollout is ended",
+            )
             raise self._failed
         if "Resource temporarily unavailable" in result.output[-4096:]:
             await self._check_pids(margin=0.2)  # a fork failed: is the pids limit exhausted?
@@ -333,20 +406,28 @@ class DockerSandbox(FileTransfer):
             await self._check_pids()
 
     async def _state(self) -> dict:
-        info = await self.host.call(self.host.client.api.inspect_container, self.container_id,
-                                    what="inspecting the container")
+        info = await self.host.call(
+            self.host.client.api.inspect_container,
+            self.container_id,
+            what="inspecting the container",
+        )
         return info["State"]
 
     async def _oom_since(self, since: float) -> bool:
         """Did the kernel OOM-kill anything in this container since `since` (epoch s)?"""
+
         def query() -> bool:
             events = self.host.client.api.events(
-                since=f"{since - 0.5:.6f}", until=f"{time.time():.6f}", decode=True,
-                filters={"container": self.container_id, "event": "oom"})
+                since=f"{since - 0.5:.6f}",
+                until=f"{time.time():.6f}",
+                decode=True,
+                filters={"container": self.container_id, "event": "oom"},
+            )
             try:
                 return any(True for _ in events)
             finally:
                 events.close()
+
         return await self.host.call(query, what="reading OOM events")
 
     async def _blame(self, err: Exception, what: str, since: float) -> SandboxError:
@@ -360,32 +441,58 @@ class DockerSandbox(FileTransfer):
         try:
             state = await self._state()
         except NotFound:
-            return SandboxError(f"task {self.task.id}: container {self.container_id[:12]} "
-                                f"disappeared during {what}", kind="container_gone")
+            return SandboxError(
+                f"task {self.task.id}: container {self.container_id[:12]} "
+                f"disappeared during {what}",
+                kind="container_gone",
+            )
         except SandboxError as unreachable:
             return unreachable
         if await self._oom_since(since):
             return SandboxLimitExceeded(
-                "memory", f"task {self.task.id}: the shell or container was OOM-killed (memory "
-                f"limit {self.task.limits.memory_mb} MB)")
+                "memory",
+                f"task {self.task.id}: the shell or container was OOM-killed (memory "
+                f"limit {self.task.limits.memory_mb} MB)",
+            )
         if not state.get("Running"):
-            return SandboxError(f"task {self.task.id}: container stopped from outside during {what} "
-                                f"(exit {state.get('ExitCode')}, {state.get('Error') or 'no error'})",
-                                kind="container_died")
+            return SandboxError(
+                f"task {self.task.id}: container stopped from outside during {what} "
+                f"(exit {state.get('ExitCode')}, {state.get('Error') or 'no error'})",
+                kind="container_died",
+            )
         if isinstance(err, SandboxLimitExceeded):
             return err
         kind = "shell_broken" if isinstance(err, SandboxError) else "exec_failed"
-        return SandboxError(f"task {self.task.id}: {what} failed inside the running container "
-                            f"(the agent's doing): {err}", kind=kind)
+        return SandboxError(
+            f"task {self.task.id}: {what} failed inside the running container "
+            f"(the agent's doing): {err}",
+            kind=kind,
+        )
 
     # ------------------------------------------------------------------ isolated operations
-    async def exec_isolated(self, argv: list[str], *, env: dict[str, str], timeout: float,
-                            user: str = "0:0", workdir: str = "/") -> ExecResult:
+    async def exec_isolated(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        timeout: float,
+        user: str = "0:0",
+        workdir: str = "/",
+    ) -> ExecResult:
         self._check_alive()
         since = time.time()
         try:
-            return await self.host.call(exec_with_deadline, self.host.client.api, self.container_id,
-                                        argv, env, timeout, user, workdir, what="an isolated exec")
+            return await self.host.call(
+                exec_with_deadline,
+                self.host.client.api,
+                self.container_id,
+                argv,
+                env,
+                timeout,
+                user,
+                workdir,
+                what="an isolated exec",
+            )
         except (DockerException, SandboxError, OSError) as err:
             raise await self._blame(err, "an isolated exec", since) from err
 
@@ -393,13 +500,21 @@ class DockerSandbox(FileTransfer):
         self._check_alive()
         since = time.time()
         try:
-            ok = await self.host.call(self.host.client.api.put_archive, self.container_id, path, tar,
-                                      what=f"writing files into {path}")
+            ok = await self.host.call(
+                self.host.client.api.put_archive,
+                self.container_id,
+                path,
+                tar,
+                what=f"writing files into {path}",
+            )
         except (DockerException, SandboxError, OSError) as err:
             raise await self._blame(err, f"writing files into {path}", since) from err
         if not ok:
-            raise await self._blame(RuntimeError(f"the engine refused to extract into {path}"),
-                                    f"writing files into {path}", since)
+            raise await self._blame(
+                RuntimeError(f"the engine refused to extract into {path}"),
+                f"writing files into {path}",
+                since,
+            )
         self.stats.bytes_written += len(tar)
 
     def _check_alive(self) -> None:
@@ -414,29 +529,40 @@ class DockerSandbox(FileTransfer):
         if not await self._oom_since(since):
             return result
         self.stats.extra["oom_kills"] = self.stats.extra.get("oom_kills", 0) + 1
-        notice = (f"\n[tbrl: killed by the out-of-memory killer: the task's memory limit is "
-                  f"{self.task.limits.memory_mb} MB]")
-        return CommandResult(result.exit_code, result.output + notice, result.timed_out,
-                             result.truncated_bytes, result.duration_s)
+        notice = (
+            f"\n[tbrl: killed by the out-of-memory killer: the task's memory limit is "
+            f"{self.task.limits.memory_mb} MB]"
+        )
+        return CommandResult(
+            result.exit_code,
+            result.output + notice,
+            result.timed_out,
+            result.truncated_bytes,
+            result.duration_s,
+        )
 
     async def _check_pids(self, margin: float = 0.0) -> None:
         """Raise `pids` when the container's process count is at its limit (within `margin`).
 
         Called before a timed-out command is killed, every few seconds during a long
         command, and (with a 20 % margin) after output that shows a failed fork."""
+
         def read_stats() -> dict:
             api = self.host.client.api
             try:
                 return api.stats(self.container_id, stream=False, one_shot=True)
             except InvalidVersion:  # daemons before API 1.41 sample twice (about 1 s)
                 return api.stats(self.container_id, stream=False)
+
         stats = await self.host.call(read_stats, what="reading pids")
         pids = stats.get("pids_stats") or {}
         current, limit = pids.get("current", 0), pids.get("limit") or self.task.limits.pids
         if current >= min(limit - PIDS_NEAR_LIMIT, limit * (1 - margin)):
             raise SandboxLimitExceeded(
-                "pids", f"task {self.task.id}: process limit reached ({current}/{limit} pids; "
-                "a fork bomb or runaway spawning) - the rollout is ended")
+                "pids",
+                f"task {self.task.id}: process limit reached ({current}/{limit} pids; "
+                "a fork bomb or runaway spawning) - the rollout is ended",
+            )
 
 
 def _log_late_failure(future: asyncio.Future) -> None:

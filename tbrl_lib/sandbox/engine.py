@@ -71,9 +71,7 @@ def ensure_engine(start: bool = True, wait_s: float = 60.0) -> EngineInfo:
     if dockerd is None or os.geteuid() != 0 or os.environ.get("DOCKER_HOST"):
         raise EngineUnavailable(_how_to_fix())
     with DOCKERD_LOG.open("ab") as log:
-        subprocess.Popen(
-            [dockerd], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        subprocess.Popen([dockerd], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         info = ping()

@@ -34,8 +34,9 @@ class FileTransfer:
         data = content.encode() if isinstance(content, str) else bytes(content)
         await self.write_files({self._abs(path): data}, mode=mode)
 
-    async def write_files(self, files: dict[str, str | bytes], dest: str = "/",
-                          mode: int = 0o644) -> None:
+    async def write_files(
+        self, files: dict[str, str | bytes], dest: str = "/", mode: int = 0o644
+    ) -> None:
         """Write several files in one tar upload; paths are relative to `dest` or absolute."""
         self._check_open()
         by_dir: dict[str, list[tuple[str, bytes]]] = {}
@@ -44,9 +45,13 @@ class FileTransfer:
             data = content.encode() if isinstance(content, str) else bytes(content)
             total += len(data)
             if len(data) > self.config.max_file_bytes:
-                raise FileTooLarge(f"{path}: {len(data)} bytes exceeds max_file_bytes="
-                                   f"{self.config.max_file_bytes} (raise SandboxConfig.max_file_bytes)")
-            full = posixpath.normpath(posixpath.join(dest, path) if not path.startswith("/") else path)
+                raise FileTooLarge(
+                    f"{path}: {len(data)} bytes exceeds max_file_bytes="
+                    f"{self.config.max_file_bytes} (raise SandboxConfig.max_file_bytes)"
+                )
+            full = posixpath.normpath(
+                posixpath.join(dest, path) if not path.startswith("/") else path
+            )
             by_dir.setdefault(posixpath.dirname(full), []).append((posixpath.basename(full), data))
         for directory, entries in by_dir.items():
             await self._put(directory, _tar(entries, mode))
@@ -55,12 +60,14 @@ class FileTransfer:
     async def _put(self, directory: str, blob: bytes) -> None:
         api = self.host.client.api
         try:
-            await self.host.call(api.put_archive, self.container_id, directory, blob,
-                                 what="writing files")
+            await self.host.call(
+                api.put_archive, self.container_id, directory, blob, what="writing files"
+            )
         except NotFound:
             await self._exec(["mkdir", "-p", directory])
-            await self.host.call(api.put_archive, self.container_id, directory, blob,
-                                 what="writing files")
+            await self.host.call(
+                api.put_archive, self.container_id, directory, blob, what="writing files"
+            )
 
     async def _exec(self, argv: list[str]) -> None:
         def run():
@@ -69,8 +76,10 @@ class FileTransfer:
             out = api.exec_start(eid)
             code = api.exec_inspect(eid).get("ExitCode")
             if code:
-                raise SandboxError(f"{' '.join(argv)} failed ({code}): {out[-300:]!r}",
-                                   kind="exec_failed")
+                raise SandboxError(
+                    f"{' '.join(argv)} failed ({code}): {out[-300:]!r}", kind="exec_failed"
+                )
+
         await self.host.call(run, what=" ".join(argv))
 
     async def read_file(self, path: str, max_bytes: int | None = None) -> bytes:
@@ -79,8 +88,9 @@ class FileTransfer:
         files = await self.read_dir(self._abs(path), max_bytes=max_bytes, single=True)
         return next(iter(files.values()))
 
-    async def read_dir(self, path: str, max_bytes: int | None = None,
-                       single: bool = False) -> dict[str, bytes]:
+    async def read_dir(
+        self, path: str, max_bytes: int | None = None, single: bool = False
+    ) -> dict[str, bytes]:
         """Every regular file under `path` (a file or directory), relative path -> bytes."""
         self._check_open()
         limit = max_bytes if max_bytes is not None else self.config.max_file_bytes
@@ -90,20 +100,25 @@ class FileTransfer:
             try:
                 stream, stat = api.get_archive(self.container_id, path)
             except NotFound as err:
-                raise FileNotFoundError(f"{path}: no such file in the sandbox "
-                                        f"(task {self.task.id})") from err
+                raise FileNotFoundError(
+                    f"{path}: no such file in the sandbox (task {self.task.id})"
+                ) from err
             if single and stat.get("mode", 0) & (1 << 31):
                 raise IsADirectoryError(f"{path} is a directory; use read_dir")
             if max_bytes is None and stat.get("size", 0) > limit and single:
-                raise FileTooLarge(f"{path}: {stat['size']} bytes exceeds max_file_bytes={limit} "
-                                   "(pass max_bytes to read a prefix, or raise the limit)")
+                raise FileTooLarge(
+                    f"{path}: {stat['size']} bytes exceeds max_file_bytes={limit} "
+                    "(pass max_bytes to read a prefix, or raise the limit)"
+                )
             buf = io.BytesIO()
             for chunk in stream:
                 buf.write(chunk)
                 if buf.tell() > limit + (1 << 20):
                     if not (single and max_bytes is not None):
-                        raise FileTooLarge(f"{path}: more than {limit} bytes (raise "
-                                           "SandboxConfig.max_file_bytes or pass max_bytes)")
+                        raise FileTooLarge(
+                            f"{path}: more than {limit} bytes (raise "
+                            "SandboxConfig.max_file_bytes or pass max_bytes)"
+                        )
                     break  # a prefix was asked for and we have it
             buf.seek(0)
             return _untar(buf, limit, base=posixpath.basename(path.rstrip("/")), single=single)
@@ -113,8 +128,13 @@ class FileTransfer:
         return files
 
 
-def tar_of(files: dict[str, bytes], dir_mode: int = 0o755, file_mode: int = 0o644,
-           modes: dict[str, int] | None = None, existing_dirs: set[str] | frozenset[str] = frozenset()) -> bytes:
+def tar_of(
+    files: dict[str, bytes],
+    dir_mode: int = 0o755,
+    file_mode: int = 0o644,
+    modes: dict[str, int] | None = None,
+    existing_dirs: set[str] | frozenset[str] = frozenset(),
+) -> bytes:
     """A tar of regular files (relative path -> bytes) with an entry for every parent
     directory (`dir_mode`, root-owned), except `existing_dirs`, which are left as they are in
     the container (an entry for `etc` would reset /etc's mode)."""
@@ -157,7 +177,7 @@ def _untar(buf: io.BytesIO, limit: int, base: str, single: bool) -> dict[str, by
             handle = tar.extractfile(member)
             data = handle.read(min(limit, member.size)) if handle else b""
             name = member.name
-            rel = name[len(base) + 1:] if name.startswith(base + "/") else name
+            rel = name[len(base) + 1 :] if name.startswith(base + "/") else name
             out[rel] = data
             if single:
                 break

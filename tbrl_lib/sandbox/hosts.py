@@ -62,19 +62,23 @@ class Host:
     def load(self) -> float:
         return self.active / self.spec.max_concurrency
 
-    async def call(self, fn: Callable[..., T], *args: Any, what: str = "docker call", **kwargs: Any) -> T:
+    async def call(
+        self, fn: Callable[..., T], *args: Any, what: str = "docker call", **kwargs: Any
+    ) -> T:
         """Run a blocking SDK call on the docker thread pool; map connection loss to SandboxError."""
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(_EXECUTOR, functools.partial(fn, *args, **kwargs))
         except (RequestsConnectionError, ConnectionError) as err:
             raise SandboxError(
-                f"docker host {self.name} unreachable during {what}: {err}", kind="daemon_unreachable"
+                f"docker host {self.name} unreachable during {what}: {err}",
+                kind="daemon_unreachable",
             ) from err
         except DockerException as err:
             if "is not running" in str(err) or "is paused" in str(err):
-                raise SandboxError(f"container stopped during {what}: {err}",
-                                   kind="container_died") from err
+                raise SandboxError(
+                    f"container stopped during {what}: {err}", kind="container_died"
+                ) from err
             if _looks_unreachable(err):
                 raise SandboxError(
                     f"docker host {self.name} unreachable during {what}: {err}",
@@ -91,8 +95,15 @@ class Host:
 
 def _looks_unreachable(err: Exception) -> bool:
     text = str(err)
-    return any(s in text for s in ("Connection refused", "Connection aborted", "No such file",
-                                   "Error while fetching server API version"))
+    return any(
+        s in text
+        for s in (
+            "Connection refused",
+            "Connection aborted",
+            "No such file",
+            "Error while fetching server API version",
+        )
+    )
 
 
 _HOSTS: dict[str | None, Host] = {}
@@ -162,7 +173,8 @@ async def acquire_slot(specs: tuple[DockerHost, ...], timeout: float) -> Host:
                 host.active -= 1
             raise SandboxError(
                 f"no docker host had a free slot within {timeout:.0f}s (hosts: "
-                + ", ".join(f"{h.name} {h.active}/{h.spec.max_concurrency}" for h in hosts) + ")",
+                + ", ".join(f"{h.name} {h.active}/{h.spec.max_concurrency}" for h in hosts)
+                + ")",
                 kind="no_capacity",
             ) from err
     return chosen[0]

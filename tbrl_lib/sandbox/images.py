@@ -91,7 +91,9 @@ async def ensure_image(task: Task, host: DockerHost | Host | None = None) -> str
             raise SandboxError(
                 f"task {task.id}: image {env.image!r} is not on docker host {host.name} and no "
                 "registry is reachable; build or load it there (docker load), or give the task "
-                "a Dockerfile", kind="image_missing")
+                "a Dockerfile",
+                kind="image_missing",
+            )
         return env.image
     tag = image_tag(task)
     if await _exists(host, tag):
@@ -111,13 +113,16 @@ async def _exists(host: Host, name: str) -> bool:
             return True
         except ImageNotFound:
             return False
+
     return await host.call(get, what=f"looking up image {name}")
 
 
 def _build_locked(host: Host, task: Task, tag: str) -> None:
     """Build under a cross-process file lock; another process may have built it meanwhile."""
     LOCK_DIR.mkdir(parents=True, exist_ok=True)
-    lock_path = LOCK_DIR / (hashlib.sha256(f"{host.name}|{tag}".encode()).hexdigest()[:24] + ".lock")
+    lock_path = LOCK_DIR / (
+        hashlib.sha256(f"{host.name}|{tag}".encode()).hexdigest()[:24] + ".lock"
+    )
     with lock_path.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -142,8 +147,13 @@ def _build(host: Host, task: Task, tag: str) -> None:
     log: list[str] = []
     api = host.client.api
     stream = api.build(
-        fileobj=io.BytesIO(build_context(task)), custom_context=True, tag=tag, rm=True,
-        forcerm=True, decode=True, timeout=timeout,
+        fileobj=io.BytesIO(build_context(task)),
+        custom_context=True,
+        tag=tag,
+        rm=True,
+        forcerm=True,
+        decode=True,
+        timeout=timeout,
         labels={"tbrl.task": task.id, "tbrl.content-hash": image_hash(task)},
     )
     error = None
@@ -159,14 +169,18 @@ def _build(host: Host, task: Task, tag: str) -> None:
                 raise ImageBuildError(
                     f"task {task.id}: image build exceeded build_timeout_sec={timeout:.0f}s "
                     f"(raise limits.build_timeout_sec if the build is legitimately slow)\n"
-                    + _tail(log), kind="build_timeout")
+                    + _tail(log),
+                    kind="build_timeout",
+                )
     except ImageBuildError:
         raise
     except Exception as err:  # read timeout of the HTTP stream, connection loss
         if "timed out" in str(err).lower():
             raise ImageBuildError(
                 f"task {task.id}: image build exceeded build_timeout_sec={timeout:.0f}s\n"
-                + _tail(log), kind="build_timeout") from err
+                + _tail(log),
+                kind="build_timeout",
+            ) from err
         raise
     finally:
         close = getattr(stream, "close", None)
@@ -175,7 +189,9 @@ def _build(host: Host, task: Task, tag: str) -> None:
     if error is not None:
         raise ImageBuildError(
             f"task {task.id}: Dockerfile build failed: {error}\n--- build log tail ---\n"
-            + _tail(log), kind="build_failed")
+            + _tail(log),
+            kind="build_failed",
+        )
 
 
 def _tail(log: list[str]) -> str:

@@ -42,14 +42,23 @@ def engine_url(api: Any) -> str:
     return api.base_url
 
 
-def exec_with_deadline(shared_api: Any, container_id: str, argv: list[str], env: dict[str, str],
-                       timeout: float, user: str = "0:0", workdir: str = "/") -> ExecResult:
+def exec_with_deadline(
+    shared_api: Any,
+    container_id: str,
+    argv: list[str],
+    env: dict[str, str],
+    timeout: float,
+    user: str = "0:0",
+    workdir: str = "/",
+) -> ExecResult:
     """Run `argv` in the container; blocking (call it on the docker thread pool)."""
-    api = docker.APIClient(base_url=engine_url(shared_api), version=shared_api.api_version,
-                           timeout=int(timeout) + 30)
+    api = docker.APIClient(
+        base_url=engine_url(shared_api), version=shared_api.api_version, timeout=int(timeout) + 30
+    )
     wrapped = [*BASH, "--noprofile", "--norc", "-c", 'echo "$$" >&2; exec "$@"', "tbrl-exec", *argv]
-    exec_id = api.exec_create(container_id, wrapped, environment=env, workdir=workdir, user=user,
-                              stdout=True, stderr=True)["Id"]
+    exec_id = api.exec_create(
+        container_id, wrapped, environment=env, workdir=workdir, user=user, stdout=True, stderr=True
+    )["Id"]
     out, err = bytearray(), bytearray()
     state: dict[str, Any] = {}
 
@@ -77,8 +86,12 @@ def exec_with_deadline(shared_api: Any, container_id: str, argv: list[str], env:
     if "error" in state and not timed_out:
         raise state["error"]
     pid_line, _, rest = bytes(err).partition(b"\n")
-    return ExecResult(None if timed_out else state.get("exit"), bytes(out),
-                      rest if pid_line.strip().isdigit() else bytes(err), timed_out=timed_out)
+    return ExecResult(
+        None if timed_out else state.get("exit"),
+        bytes(out),
+        rest if pid_line.strip().isdigit() else bytes(err),
+        timed_out=timed_out,
+    )
 
 
 def _kill_all(api: Any, container_id: str) -> bool:
@@ -88,8 +101,9 @@ def _kill_all(api: Any, container_id: str) -> bool:
 
         def kill(done: threading.Event = done) -> None:  # this try's event, not a later one's
             try:
-                kill_id = api.exec_create(container_id, [*BASH, "--noprofile", "--norc", "-c", "kill -9 -1"],
-                                          user="0:0")["Id"]
+                kill_id = api.exec_create(
+                    container_id, [*BASH, "--noprofile", "--norc", "-c", "kill -9 -1"], user="0:0"
+                )["Id"]
                 api.exec_start(kill_id)
                 done.set()
             except Exception:  # noqa: BLE001 - a failed try is tried again; the caller is timed out anyway

@@ -89,11 +89,16 @@ class SandboxPool:
             if self._starting == 0:
                 self.fill()
                 if self.errors:
-                    raise SandboxError(f"warm pool for {self.task.id} failed: {self.errors[-1]}",
-                                       kind="pool_failed")
+                    raise SandboxError(
+                        f"warm pool for {self.task.id} failed: {self.errors[-1]}",
+                        kind="pool_failed",
+                    )
             if asyncio.get_running_loop().time() > deadline:
-                raise SandboxError(f"warm pool for {self.task.id}: {self._ready.qsize()}/"
-                                   f"{self.size} ready after {timeout:.0f}s", kind="pool_timeout")
+                raise SandboxError(
+                    f"warm pool for {self.task.id}: {self._ready.qsize()}/"
+                    f"{self.size} ready after {timeout:.0f}s",
+                    kind="pool_timeout",
+                )
             await asyncio.sleep(0.02)
 
     async def acquire(self) -> DockerSandbox:
@@ -166,8 +171,9 @@ async def close_pools() -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_sandbox(task: Task, config: SandboxConfig | None = None,
-                       pool: SandboxPool | None = None) -> AsyncIterator[DockerSandbox]:
+async def open_sandbox(
+    task: Task, config: SandboxConfig | None = None, pool: SandboxPool | None = None
+) -> AsyncIterator[DockerSandbox]:
     """`async with open_sandbox(task) as sb:` one rollout's sandbox, removed at the end."""
     config = config or SandboxConfig()
     if pool is None and config.pool_size > 0:

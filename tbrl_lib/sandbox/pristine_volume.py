@@ -51,7 +51,7 @@ BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin
 LABEL = "tbrl.pristine"
 RECIPE_VERSION = "1"
 
-SITECUSTOMIZE = '''\
+SITECUSTOMIZE = """\
 # tbrl: after the image's pristine site dirs, the container's (packages the agent added)
 import os, sys
 _m = "@MOUNT@"
@@ -59,9 +59,9 @@ for _p in [p for p in sys.path if p.startswith(_m + "/") and p.endswith("-packag
     _c = _p[len(_m):]
     if _c not in sys.path and os.path.isdir(_c) and not os.path.islink(_c):
         sys.path.append(_c)
-'''.replace("@MOUNT@", PRISTINE_MOUNT)
+""".replace("@MOUNT@", PRISTINE_MOUNT)
 
-BUILD_SCRIPT = r'''
+BUILD_SCRIPT = r"""
 import fcntl, glob, os, shutil, stat, sys
 V, M, BINS, SITECUSTOMIZE = "/vol", sys.argv[1], sys.argv[2].split(":"), sys.argv[3]
 lock = open(V + "/.lock", "a")
@@ -112,7 +112,7 @@ for landmark in glob.glob(R + "/usr/lib/python3.*/os.py") + glob.glob(R + "/usr/
     with open(sc, "w") as fh:
         fh.write(SITECUSTOMIZE)
 open(V + "/.ready", "w").close()
-'''
+"""
 """Runs in a throwaway container of the task image (the runtime's interpreter, own loader),
 the volume at /vol; idempotent, and `flock` makes concurrent builders wait for the first."""
 
@@ -132,15 +132,22 @@ def volume_name(key: str) -> str:
     return f"tbrl-pristine-{key}"
 
 
-async def ensure_pristine_volume(host: Host, image: str, runtime_volume: str,
-                                 timeout_s: float = 600.0) -> str:
+async def ensure_pristine_volume(
+    host: Host, image: str, runtime_volume: str, timeout_s: float = 600.0
+) -> str:
     """The name of `image`'s pristine volume on `host`, built on first use."""
     with _registry_lock:
         done = _ready.get((host.name, image))
     if done is not None:
         return done
-    return await host.call(_ensure_blocking, host, image, runtime_volume, timeout_s,
-                           what="preparing the image's pristine tools")
+    return await host.call(
+        _ensure_blocking,
+        host,
+        image,
+        runtime_volume,
+        timeout_s,
+        what="preparing the image's pristine tools",
+    )
 
 
 def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: float) -> str:
@@ -153,8 +160,9 @@ def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: flo
         try:
             image_id = client.images.get(image).id
         except NotFound as err:
-            raise SandboxError(f"image {image} vanished before its pristine copy was made",
-                               kind="image_missing") from err
+            raise SandboxError(
+                f"image {image} vanished before its pristine copy was made", kind="image_missing"
+            ) from err
         name = volume_name(pristine_key(image_id))
         try:
             client.volumes.get(name)
@@ -168,24 +176,43 @@ def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: flo
         return name
 
 
-def _build(client: docker.DockerClient, image: str, volume: str, runtime_volume: str,
-           timeout_s: float) -> None:
+def _build(
+    client: docker.DockerClient, image: str, volume: str, runtime_volume: str, timeout_s: float
+) -> None:
     """Fill the volume from `image` (a no-op when its `.ready` marker exists)."""
-    argv = [*interpreter_argv(), "-I", "-S", "-B", "-c", BUILD_SCRIPT, PRISTINE_MOUNT,
-            ":".join(BIN_DIRS), SITECUSTOMIZE]
+    argv = [
+        *interpreter_argv(),
+        "-I",
+        "-S",
+        "-B",
+        "-c",
+        BUILD_SCRIPT,
+        PRISTINE_MOUNT,
+        ":".join(BIN_DIRS),
+        SITECUSTOMIZE,
+    ]
     container = client.containers.create(
-        image, entrypoint=argv, command=[], user="0:0", labels={"tbrl.role": "pristine-build"},
-        network_disabled=True, working_dir="/",
-        volumes={volume: {"bind": "/vol", "mode": "rw"},
-                 runtime_volume: {"bind": RUNTIME_MOUNT, "mode": "ro"}},
+        image,
+        entrypoint=argv,
+        command=[],
+        user="0:0",
+        labels={"tbrl.role": "pristine-build"},
+        network_disabled=True,
+        working_dir="/",
+        volumes={
+            volume: {"bind": "/vol", "mode": "rw"},
+            runtime_volume: {"bind": RUNTIME_MOUNT, "mode": "ro"},
+        },
     )
     try:
         container.start()
         result = container.wait(timeout=timeout_s)
         if result.get("StatusCode") != 0:
             logs = container.logs().decode(errors="replace")[-2000:]
-            raise SandboxError(f"copying the pristine tools of {image} into {volume} failed:\n{logs}",
-                               kind="runtime_failed")
+            raise SandboxError(
+                f"copying the pristine tools of {image} into {volume} failed:\n{logs}",
+                kind="runtime_failed",
+            )
     finally:
         container.remove(force=True)
 
@@ -196,5 +223,11 @@ def forget() -> None:
         _ready.clear()
 
 
-__all__ = ["BIN_DIRS", "PRISTINE_MOUNT", "ensure_pristine_volume", "forget", "pristine_key",
-           "volume_name"]
+__all__ = [
+    "BIN_DIRS",
+    "PRISTINE_MOUNT",
+    "ensure_pristine_volume",
+    "forget",
+    "pristine_key",
+    "volume_name",
+]

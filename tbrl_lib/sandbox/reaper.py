@@ -126,6 +126,7 @@ def _make_handler(signum: int, previous):
             return previous(sig, frame)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+
     return handler
 
 
@@ -195,6 +196,9 @@ def reap_once(client: docker.DockerClient, host_name: str) -> ReapReport | None:
     _REAPED_HOSTS.add(host_name)
     report = reap(client)
     if report.removed:
-        log.warning("tbrl: reaped %d leftover objects of dead tbrl processes on %s",
-                    report.removed, host_name)
+        log.warning(
+            "tbrl: reaped %d leftover objects of dead tbrl processes on %s",
+            report.removed,
+            host_name,
+        )
     return report

@@ -126,8 +126,11 @@ def runtime_key(client: docker.DockerClient) -> str:
     try:
         image_id = client.images.get(BASE_IMAGE).id
     except NotFound as err:
-        raise SandboxError(f"{BASE_IMAGE} is missing, and the verifier runtime is built from it: "
-                           "run `tbrl setup` (or `tbrl images bootstrap`)", kind="runtime_failed") from err
+        raise SandboxError(
+            f"{BASE_IMAGE} is missing, and the verifier runtime is built from it: "
+            "run `tbrl setup` (or `tbrl images bootstrap`)",
+            kind="runtime_failed",
+        ) from err
     blob = f"{image_id}\n{RECIPE_VERSION}\n{BUILD_SCRIPT}\n{INIT_SCRIPT}".encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -166,8 +169,11 @@ def _ensure_blocking(host: Host, timeout_s: float) -> str:
 def _build(client: docker.DockerClient, volume: str, timeout_s: float) -> None:
     """Fill the volume (a no-op when its `.ready` marker exists)."""
     container = client.containers.create(
-        BASE_IMAGE, ["bash", "-c", BUILD_SCRIPT], labels={"tbrl.role": "runtime-build"},
-        network_disabled=True, volumes={volume: {"bind": "/vol", "mode": "rw"}},
+        BASE_IMAGE,
+        ["bash", "-c", BUILD_SCRIPT],
+        labels={"tbrl.role": "runtime-build"},
+        network_disabled=True,
+        volumes={volume: {"bind": "/vol", "mode": "rw"}},
     )
     try:
         container.put_archive("/", _stage_tar({"stage/init.py": INIT_SCRIPT.encode()}))
@@ -175,8 +181,10 @@ def _build(client: docker.DockerClient, volume: str, timeout_s: float) -> None:
         result = container.wait(timeout=timeout_s)
         if result.get("StatusCode") != 0:
             logs = container.logs().decode(errors="replace")[-2000:]
-            raise SandboxError(f"building the verifier runtime volume {volume} from {BASE_IMAGE} "
-                               f"failed:\n{logs}", kind="runtime_failed")
+            raise SandboxError(
+                f"building the verifier runtime volume {volume} from {BASE_IMAGE} failed:\n{logs}",
+                kind="runtime_failed",
+            )
     finally:
         container.remove(force=True)
 
@@ -197,5 +205,15 @@ def forget() -> None:
         _ready.clear()
 
 
-__all__ = ["BASH", "INIT", "INTERPRETER", "RUNTIME_MOUNT", "ensure_runtime_volume", "forget",
-           "interpreter_argv", "loader_argv", "runtime_key", "volume_name"]
+__all__ = [
+    "BASH",
+    "INIT",
+    "INTERPRETER",
+    "RUNTIME_MOUNT",
+    "ensure_runtime_volume",
+    "forget",
+    "interpreter_argv",
+    "loader_argv",
+    "runtime_key",
+    "volume_name",
+]

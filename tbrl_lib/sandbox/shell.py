@@ -61,8 +61,10 @@ from tbrl_lib.sandbox.base import CommandResult, SandboxError
 from tbrl_lib.sandbox.hosts import _EXECUTOR, Host
 
 TRAILER_FD = 87
-PIDS_EVENTS_READ = ("__tbrl_pm=; { read -r _ __tbrl_pm < /sys/fs/cgroup/pids/pids.events || "
-                    "read -r _ __tbrl_pm < /sys/fs/cgroup/pids.events; } 2>/dev/null;")
+PIDS_EVENTS_READ = (
+    "__tbrl_pm=; { read -r _ __tbrl_pm < /sys/fs/cgroup/pids/pids.events || "
+    "read -r _ __tbrl_pm < /sys/fs/cgroup/pids.events; } 2>/dev/null;"
+)
 """Builtins only (no fork, so it works with the pids limit exhausted): cgroup v1, then v2."""
 READ_CHUNK = 1 << 18
 KILL_ROUNDS = 3
@@ -163,7 +165,7 @@ class _Capture:
             self.head += data[:room]
             data = data[room:]
         if data:
-            self.tail += data[-self.tail_cap:] if len(data) > self.tail_cap else data
+            self.tail += data[-self.tail_cap :] if len(data) > self.tail_cap else data
             if len(self.tail) > 2 * self.tail_cap:
                 del self.tail[: len(self.tail) - self.tail_cap]
 
@@ -172,10 +174,12 @@ class _Capture:
         return self.total - len(self.head) - min(len(self.tail), self.tail_cap)
 
     def text(self) -> str:
-        tail = bytes(self.tail[-self.tail_cap:]) if self.tail else b""
+        tail = bytes(self.tail[-self.tail_cap :]) if self.tail else b""
         if self.dropped > 0:
-            notice = (f"\n[... tbrl: {self.dropped} bytes of output omitted; kept the first "
-                      f"{len(self.head)} and last {len(tail)} bytes ...]\n").encode()
+            notice = (
+                f"\n[... tbrl: {self.dropped} bytes of output omitted; kept the first "
+                f"{len(self.head)} and last {len(tail)} bytes ...]\n"
+            ).encode()
             return (bytes(self.head) + notice + tail).decode("utf-8", errors="replace")
         return (bytes(self.head) + tail).decode("utf-8", errors="replace")
 
@@ -225,8 +229,14 @@ class PersistentShell:
     async def start(self) -> None:
         def open_exec():
             api = self.host.client.api
-            exec_id = api.exec_create(self.container_id, ["bash", "--noprofile", "--norc"],
-                                      stdin=True, stdout=True, stderr=True, tty=False)["Id"]
+            exec_id = api.exec_create(
+                self.container_id,
+                ["bash", "--noprofile", "--norc"],
+                stdin=True,
+                stdout=True,
+                stderr=True,
+                tty=False,
+            )["Id"]
             return exec_id, api.exec_start(exec_id, socket=True)
 
         self.exec_id, sdk_sock = await self.host.call(open_exec, what="starting the shell")
@@ -235,13 +245,17 @@ class PersistentShell:
         self._frame_left, self._header, self._pending = 0, b"", b""
         q = _quote(self.pwd)
         a, b = self._a, self._b
-        on_exit = (f"__tbrl_e=$?; {{ printf '\\n%s%s %d -%d - %s\\n' {a} {b} \"$__tbrl_e\" "
-                   f"\"$$\" \"$PWD\"; printf '%s%s\\n' {b} {a}; }} >&{TRAILER_FD}")
-        setup = (f"exec 2>&1 {TRAILER_FD}>&1; set -m; trap {_quote(on_exit)} EXIT; "
-                 "trap '[[ -n $__tbrl_b ]] && return 137' USR1; "
-                 "__tbrl_run() { __tbrl_b=1; eval \"$__tbrl_c\" </dev/null; }; "
-                 f"cd {q} 2>/dev/null || {{ mkdir -p {q} && cd {q}; }}; __tbrl_e=0; "
-                 + self._trailer_cmd())
+        on_exit = (
+            f"__tbrl_e=$?; {{ printf '\\n%s%s %d -%d - %s\\n' {a} {b} \"$__tbrl_e\" "
+            f'"$$" "$PWD"; printf \'%s%s\\n\' {b} {a}; }} >&{TRAILER_FD}'
+        )
+        setup = (
+            f"exec 2>&1 {TRAILER_FD}>&1; set -m; trap {_quote(on_exit)} EXIT; "
+            "trap '[[ -n $__tbrl_b ]] && return 137' USR1; "
+            '__tbrl_run() { __tbrl_b=1; eval "$__tbrl_c" </dev/null; }; '
+            f"cd {q} 2>/dev/null || {{ mkdir -p {q} && cd {q}; }}; __tbrl_e=0; "
+            + self._trailer_cmd()
+        )
         await self._t.write(setup.encode())
         capture = _Capture(self.cap)
         try:
@@ -250,7 +264,8 @@ class PersistentShell:
             raise SandboxError(
                 f"bash did not start in container {self.container_id[:12]}: "
                 f"{capture.text().strip()[-500:] or 'no output'} (does the image have bash?)",
-                kind="shell_failed") from err
+                kind="shell_failed",
+            ) from err
         except TimeoutError as err:
             raise SandboxError("the shell did not answer within 30 s", kind="shell_failed") from err
         self._apply(trailer)
@@ -262,9 +277,11 @@ class PersistentShell:
 
     def _trailer_cmd(self) -> str:
         a, b = self._a, self._b
-        return (f"{PIDS_EVENTS_READ} {{ printf '\\n%s%s %d %d %s %s\\n' {a} {b} \"$__tbrl_e\" "
-                f"\"$$\" \"${{__tbrl_pm:--}}\" \"$PWD\"; "
-                f"jobs -p; printf '%s%s\\n' {b} {a}; }} >&{TRAILER_FD}\n")
+        return (
+            f"{PIDS_EVENTS_READ} {{ printf '\\n%s%s %d %d %s %s\\n' {a} {b} \"$__tbrl_e\" "
+            f'"$$" "${{__tbrl_pm:--}}" "$PWD"; '
+            f"jobs -p; printf '%s%s\\n' {b} {a}; }} >&{TRAILER_FD}\n"
+        )
 
     def _apply(self, trailer: _Trailer) -> None:
         if trailer.pids_max_events is not None:
@@ -285,8 +302,10 @@ class PersistentShell:
         if self._t is None:
             await self.start()
         started = time.monotonic()
-        line = (f"__tbrl_c={_quote(cmd.replace(chr(0), ''))}; __tbrl_run; "
-                f"__tbrl_e=$? __tbrl_b=; " + self._trailer_cmd())
+        line = (
+            f"__tbrl_c={_quote(cmd.replace(chr(0), ''))}; __tbrl_run; "
+            f"__tbrl_e=$? __tbrl_b=; " + self._trailer_cmd()
+        )
         capture = _Capture(self.cap)
         capture.add(self._pending)
         self._pending = b""
@@ -303,18 +322,29 @@ class PersistentShell:
                 trailer = reading.result()
                 if trailer.exited:
                     await self._restart(kill=False)
-                    return CommandResult(trailer.exit_code, capture.text() + self._restart_notice(
-                        f"the shell exited (code {trailer.exit_code})"), False,
-                        max(0, capture.dropped), time.monotonic() - started)
+                    return CommandResult(
+                        trailer.exit_code,
+                        capture.text()
+                        + self._restart_notice(f"the shell exited (code {trailer.exit_code})"),
+                        False,
+                        max(0, capture.dropped),
+                        time.monotonic() - started,
+                    )
                 self._apply(trailer)
-                return CommandResult(trailer.exit_code, capture.text(), False,
-                                     max(0, capture.dropped), time.monotonic() - started)
+                return CommandResult(
+                    trailer.exit_code,
+                    capture.text(),
+                    False,
+                    max(0, capture.dropped),
+                    time.monotonic() - started,
+                )
             if before_kill is not None:
                 await before_kill()
             for attempt in range(KILL_ROUNDS):
                 killed = await self.kill_running()
                 done, _ = await asyncio.wait(
-                    {reading}, timeout=KILL_GRACE_S if killed else 0.2 * (attempt + 1))
+                    {reading}, timeout=KILL_GRACE_S if killed else 0.2 * (attempt + 1)
+                )
                 if reading in done:
                     break
             if reading in done and not reading.result().exited:
@@ -324,46 +354,62 @@ class PersistentShell:
                 await asyncio.gather(reading, return_exceptions=True)
                 await self._restart(kill=True)
                 notice = self._restart_notice("the shell did not stop after the timeout")
-            return CommandResult(None, capture.text()
-                                 + f"\n[tbrl: command timed out after {timeout:g}s and was killed]"
-                                 + notice, True, max(0, capture.dropped),
-                                 time.monotonic() - started)
+            return CommandResult(
+                None,
+                capture.text()
+                + f"\n[tbrl: command timed out after {timeout:g}s and was killed]"
+                + notice,
+                True,
+                max(0, capture.dropped),
+                time.monotonic() - started,
+            )
         except ShellExited:
             code = await self._exec_exit_code()
             await self._restart(kill=False)
-            return CommandResult(code, capture.text() + self._restart_notice(
-                f"the shell exited (code {code})"), False, max(0, capture.dropped),
-                time.monotonic() - started)
+            return CommandResult(
+                code,
+                capture.text() + self._restart_notice(f"the shell exited (code {code})"),
+                False,
+                max(0, capture.dropped),
+                time.monotonic() - started,
+            )
         finally:
             if reading is not None and not reading.done():
                 reading.cancel()
                 await asyncio.gather(reading, return_exceptions=True)
 
     def _restart_notice(self, why: str) -> str:
-        return (f"\n[tbrl: {why}; a new shell was started in {self.pwd}; shell variables and "
-                "functions set earlier are gone]")
+        return (
+            f"\n[tbrl: {why}; a new shell was started in {self.pwd}; shell variables and "
+            "functions set earlier are gone]"
+        )
 
     async def kill_running(self) -> int:
         """SIGKILL the running command's process tree (not the shell, not background jobs).
 
         Returns how many processes were killed (0: the shell itself is busy)."""
+
         def kill() -> int:
             api = self.host.client.api
-            eid = api.exec_create(self.container_id,
-                                  ["bash", "-c", KILL_TREE, "tbrl-kill", str(self.shell_pid),
-                                   *self.bg_groups])["Id"]
+            eid = api.exec_create(
+                self.container_id,
+                ["bash", "-c", KILL_TREE, "tbrl-kill", str(self.shell_pid), *self.bg_groups],
+            )["Id"]
             out = api.exec_start(eid).decode(errors="replace").split()
             return int(out[-1]) if out and out[-1].isdigit() else 1
+
         return await self.host.call(kill, what="killing a timed-out command")
 
     async def _restart(self, kill: bool) -> None:
         pid = self.shell_pid
         self.close()
         if pid and kill:
+
             def kill_shell():
                 api = self.host.client.api
                 eid = api.exec_create(self.container_id, ["kill", "-9", str(pid)])["Id"]
                 api.exec_start(eid)
+
             try:
                 await self.host.call(kill_shell, what="killing a stuck shell")
             except DockerException as err:  # the shell is already gone
@@ -373,8 +419,9 @@ class PersistentShell:
     async def _exec_exit_code(self) -> int | None:
         if self.exec_id is None:
             return None
-        info = await self.host.call(self.host.client.api.exec_inspect, self.exec_id,
-                                    what="inspecting the shell")
+        info = await self.host.call(
+            self.host.client.api.exec_inspect, self.exec_id, what="inspecting the shell"
+        )
         return info.get("ExitCode")
 
     # ------------------------------------------------------------------ stream parsing
@@ -394,12 +441,12 @@ class PersistentShell:
                     window = buf[cut:]
                     continue
                 capture.add(buf[:idx])
-                trailer_buf = bytearray(buf[idx + len(self._start):])
+                trailer_buf = bytearray(buf[idx + len(self._start) :])
             else:
                 trailer_buf += data
             end = trailer_buf.find(self._end)
             if end >= 0:
-                self._pending = bytes(trailer_buf[end + len(self._end):])
+                self._pending = bytes(trailer_buf[end + len(self._end) :])
                 return _parse_trailer(bytes(trailer_buf[:end]))
             if len(trailer_buf) > 1 << 20:
                 raise SandboxError("shell trailer is garbled (over 1 MiB)", kind="shell_failed")
@@ -427,7 +474,7 @@ class PersistentShell:
                     pos += 8
                     continue
                 take = min(self._frame_left, size - pos)
-                out += buf[pos:pos + take]
+                out += buf[pos : pos + take]
                 pos += take
                 self._frame_left -= take
             if out:

@@ -42,8 +42,9 @@ def task_validator(concurrency: int = 2, config: ValidationConfig | None = None)
     return validate
 
 
-def validate_many(tasks: list[Task], concurrency: int = 4, jsonl: str | Path | None = None,
-                  progress: bool = True) -> list[ValidationResult]:
+def validate_many(
+    tasks: list[Task], concurrency: int = 4, jsonl: str | Path | None = None, progress: bool = True
+) -> list[ValidationResult]:
     """`validate_tasks`, also appending each result to `jsonl` as it arrives."""
     if not tasks:
         return []
@@ -63,12 +64,22 @@ def validate_many(tasks: list[Task], concurrency: int = 4, jsonl: str | Path | N
 
 
 def results_frame(results: list[ValidationResult]) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "id": r.task_id, "difficulty": r.difficulty, "verdict": r.verdict.value,
-        "nop": r.nop_score, "solution": r.solution_score, "stable": r.stable,
-        "seconds": round(r.timings.get("total", 0.0), 1), "reasons": "; ".join(r.reasons)[:200],
-    } for r in results], columns=["id", "difficulty", "verdict", "nop", "solution", "stable",
-                                  "seconds", "reasons"])
+    return pd.DataFrame(
+        [
+            {
+                "id": r.task_id,
+                "difficulty": r.difficulty,
+                "verdict": r.verdict.value,
+                "nop": r.nop_score,
+                "solution": r.solution_score,
+                "stable": r.stable,
+                "seconds": round(r.timings.get("total", 0.0), 1),
+                "reasons": "; ".join(r.reasons)[:200],
+            }
+            for r in results
+        ],
+        columns=["id", "difficulty", "verdict", "nop", "solution", "stable", "seconds", "reasons"],
+    )
 
 
 def summary_table(results: list[ValidationResult], tasks: list[Task]) -> pd.DataFrame:
@@ -77,30 +88,50 @@ def summary_table(results: list[ValidationResult], tasks: list[Task]) -> pd.Data
     frame = results_frame(results)
     frame["family"] = frame["id"].map(family)
     table = frame.groupby("family").agg(
-        tasks=("id", "size"), passed=("verdict", lambda v: int((v == "pass").sum())),
+        tasks=("id", "size"),
+        passed=("verdict", lambda v: int((v == "pass").sum())),
         failed=("verdict", lambda v: int((v == "fail").sum())),
         errors=("verdict", lambda v: int((v == "error").sum())),
-        mean_nop=("nop", "mean"), median_s=("seconds", "median"))
-    table.loc["total"] = [len(frame), int((frame["verdict"] == "pass").sum()),
-                          int((frame["verdict"] == "fail").sum()),
-                          int((frame["verdict"] == "error").sum()), frame["nop"].mean(),
-                          frame["seconds"].median()]
+        mean_nop=("nop", "mean"),
+        median_s=("seconds", "median"),
+    )
+    table.loc["total"] = [
+        len(frame),
+        int((frame["verdict"] == "pass").sum()),
+        int((frame["verdict"] == "fail").sum()),
+        int((frame["verdict"] == "error").sum()),
+        frame["nop"].mean(),
+        frame["seconds"].median(),
+    ]
     return table.round(3)
 
 
-def run_llm_pipeline(out_dir: str | Path, n: int, model: str, budget_usd: float,
-                     concurrency: int = 2, existing: list[Task] | None = None,
-                     categories: list[str] | None = None) -> dict[str, Any]:
+def run_llm_pipeline(
+    out_dir: str | Path,
+    n: int,
+    model: str,
+    budget_usd: float,
+    concurrency: int = 2,
+    existing: list[Task] | None = None,
+    categories: list[str] | None = None,
+) -> dict[str, Any]:
     """The LLM pipeline with Anthropic, `n` requests spread over categories and difficulties."""
     from tbrl_lib.synth.llm import AnthropicLLM
     from tbrl_lib.synth.pipeline import PipelineConfig, run_pipeline
 
-    cats = categories or ["system-administration", "data-processing", "debugging",
-                          "software-engineering", "networking", "security"]
+    cats = categories or [
+        "system-administration",
+        "data-processing",
+        "debugging",
+        "software-engineering",
+        "networking",
+        "security",
+    ]
     levels = ["easy", "medium", "hard"]
     requests = [(cats[i % len(cats)], levels[(i // len(cats)) % 3]) for i in range(n)]
-    config = PipelineConfig(out_dir=str(out_dir), requests=requests, concurrency=concurrency,
-                            budget_usd=budget_usd)
+    config = PipelineConfig(
+        out_dir=str(out_dir), requests=requests, concurrency=concurrency, budget_usd=budget_usd
+    )
     return run_pipeline(config, AnthropicLLM(model), task_validator(concurrency), existing)
 
 
@@ -123,9 +154,15 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     table = summary_table(results, tasks)
     (out / "summary.md").write_text(table.to_markdown() if _has_tabulate() else table.to_string())
-    summary = {"tasks": len(tasks), "passed": sum(r.ok for r in results),
-               "wall_seconds": round(seconds, 1), "concurrency": args.concurrency,
-               "seed": args.seed, "family": args.family, "difficulty": args.difficulty}
+    summary = {
+        "tasks": len(tasks),
+        "passed": sum(r.ok for r in results),
+        "wall_seconds": round(seconds, 1),
+        "concurrency": args.concurrency,
+        "seed": args.seed,
+        "family": args.family,
+        "difficulty": args.difficulty,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(table.to_string())
     print(json.dumps(summary))

@@ -37,7 +37,8 @@ class DedupConfig:
     shingle_words: int = 4
     """Words per shingle."""
     weights: dict[str, float] = field(
-        default_factory=lambda: {"instruction": 0.4, "tests": 0.3, "environment": 0.3})
+        default_factory=lambda: {"instruction": 0.4, "tests": 0.3, "environment": 0.3}
+    )
     """Weight of each part in the similarity; parts: instruction, tests, environment."""
     num_perm: int = 64
     """MinHash permutations; `bands` must divide it."""
@@ -51,8 +52,9 @@ class DedupConfig:
             raise ValueError(f"bands ({self.bands}) must divide num_perm ({self.num_perm})")
         unknown = set(self.weights) - set(PARTS)
         if unknown or sum(self.weights.values()) <= 0:
-            raise ValueError(f"weights must name parts from {PARTS} with a positive sum, "
-                             f"got {self.weights}")
+            raise ValueError(
+                f"weights must name parts from {PARTS} with a positive sum, got {self.weights}"
+            )
 
 
 PARTS = ("instruction", "tests", "environment")
@@ -68,8 +70,11 @@ class DuplicatePair:
 
 def task_parts(task: Task) -> dict[str, str]:
     env = task.environment
-    env_text = (env.dockerfile or env.image or "") + "\n" + "\n".join(
-        f"{path}\n{text}" for path, text in sorted(env.files.items()))
+    env_text = (
+        (env.dockerfile or env.image or "")
+        + "\n"
+        + "\n".join(f"{path}\n{text}" for path, text in sorted(env.files.items()))
+    )
     tests = (task.tests.pytest or "") + "\n" + (task.tests.script or "")
     return {"instruction": task.instruction, "tests": tests, "environment": env_text}
 
@@ -77,9 +82,10 @@ def task_parts(task: Task) -> dict[str, str]:
 def shingles(text: str, k: int = 4) -> set[int]:
     """64-bit hashes of the k-word shingles of `text` (lower-cased word tokens)."""
     words = TOKEN.findall(text.lower())
-    grams = [" ".join(words[i:i + k]) for i in range(max(1, len(words) - k + 1))] if words else []
-    return {int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little")
-            for g in grams}
+    grams = [" ".join(words[i : i + k]) for i in range(max(1, len(words) - k + 1))] if words else []
+    return {
+        int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little") for g in grams
+    }
 
 
 def jaccard(a: set[int], b: set[int]) -> float:
@@ -104,8 +110,10 @@ class MinHasher:
 def near_duplicates(tasks: list[Task], config: DedupConfig | None = None) -> list[DuplicatePair]:
     """Pairs of tasks whose weighted similarity reaches `config.threshold`, most similar first."""
     config = config or DedupConfig()
-    sets = [{part: shingles(text, config.shingle_words) for part, text in task_parts(t).items()}
-            for t in tasks]
+    sets = [
+        {part: shingles(text, config.shingle_words) for part, text in task_parts(t).items()}
+        for t in tasks
+    ]
     hasher = MinHasher(config.num_perm, config.seed)
     rows = config.num_perm // config.bands
     candidates: set[tuple[int, int]] = set()
@@ -116,7 +124,7 @@ def near_duplicates(tasks: list[Task], config: DedupConfig | None = None) -> lis
         for i, parts in enumerate(sets):
             sig = hasher.signature(parts[part])
             for band in range(config.bands):
-                buckets[(band, sig[band * rows:(band + 1) * rows].tobytes())].append(i)
+                buckets[(band, sig[band * rows : (band + 1) * rows].tobytes())].append(i)
         for members in buckets.values():
             candidates.update(combinations(members, 2))
     total = sum(config.weights.values())
@@ -125,13 +133,20 @@ def near_duplicates(tasks: list[Task], config: DedupConfig | None = None) -> lis
         sims = {p: jaccard(sets[i][p], sets[j][p]) for p in PARTS if config.weights.get(p)}
         score = sum(config.weights[p] * s for p, s in sims.items()) / total
         if score >= config.threshold:
-            pairs.append(DuplicatePair(tasks[i].id, tasks[j].id, round(score, 4),
-                                       {p: round(s, 4) for p, s in sims.items()}))
+            pairs.append(
+                DuplicatePair(
+                    tasks[i].id,
+                    tasks[j].id,
+                    round(score, 4),
+                    {p: round(s, 4) for p, s in sims.items()},
+                )
+            )
     return sorted(pairs, key=lambda p: -p.score)
 
 
-def most_similar(candidate: Task, existing: list[Task], part: str = "instruction",
-                 k: int = 4) -> tuple[str | None, float]:
+def most_similar(
+    candidate: Task, existing: list[Task], part: str = "instruction", k: int = 4
+) -> tuple[str | None, float]:
     """The existing task whose `part` is closest to the candidate's, and that similarity."""
     mine = shingles(task_parts(candidate)[part], k)
     best: tuple[str | None, float] = (None, 0.0)
@@ -145,8 +160,9 @@ def most_similar(candidate: Task, existing: list[Task], part: str = "instruction
 def balance_table(tasks: list[Task]) -> pd.DataFrame:
     """Counts per category (rows) and difficulty (columns), with totals."""
     order = [d.value for d in Difficulty]
-    frame = pd.DataFrame({"category": [t.category for t in tasks],
-                          "difficulty": [t.difficulty.value for t in tasks]})
+    frame = pd.DataFrame(
+        {"category": [t.category for t in tasks], "difficulty": [t.difficulty.value for t in tasks]}
+    )
     table = pd.crosstab(frame["category"], frame["difficulty"], margins=True, margins_name="total")
     cols = [c for c in order if c in table.columns] + ["total"]
     return table[cols] if len(tasks) else table
@@ -158,13 +174,17 @@ def balance_report(tasks: list[Task]) -> dict:
         return {"tasks": 0, "categories": {}, "difficulties": {}, "imbalance_ratio": None}
     cats = pd.Series([t.category for t in tasks]).value_counts()
     diffs = pd.Series([t.difficulty.value for t in tasks]).value_counts()
-    return {"tasks": len(tasks),
-            "categories": {k: round(v / len(tasks), 4) for k, v in cats.items()},
-            "difficulties": {k: round(v / len(tasks), 4) for k, v in diffs.items()},
-            "imbalance_ratio": round(float(cats.max() / cats.min()), 3)}
+    return {
+        "tasks": len(tasks),
+        "categories": {k: round(v / len(tasks), 4) for k, v in cats.items()},
+        "difficulties": {k: round(v / len(tasks), 4) for k, v in diffs.items()},
+        "imbalance_ratio": round(float(cats.max() / cats.min()), 3),
+    }
 
 
 def pairs_frame(pairs: list[DuplicatePair]) -> pd.DataFrame:
     """Near-duplicate pairs as a table (one column per part's similarity)."""
-    return pd.DataFrame([{"a": p.a, "b": p.b, "score": p.score, **p.parts} for p in pairs],
-                        columns=["a", "b", "score", *PARTS])
+    return pd.DataFrame(
+        [{"a": p.a, "b": p.b, "score": p.score, **p.parts} for p in pairs],
+        columns=["a", "b", "score", *PARTS],
+    )

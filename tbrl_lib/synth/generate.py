@@ -30,8 +30,9 @@ def family_names(family: str | Iterable[str] = "all") -> list[str]:
     names = list(family)
     unknown = [n for n in names if n not in FAMILIES]
     if unknown or not names:
-        raise ValueError(f"unknown task family {unknown or names}: choose from "
-                         f"{', '.join(FAMILIES)} or 'all'")
+        raise ValueError(
+            f"unknown task family {unknown or names}: choose from {', '.join(FAMILIES)} or 'all'"
+        )
     return names
 
 
@@ -41,8 +42,10 @@ def parse_difficulty(value: str | Difficulty) -> Difficulty | str:
     try:
         return Difficulty(value)
     except ValueError:
-        raise ValueError(f"unknown difficulty {value!r}: use one of "
-                         f"{', '.join(d.value for d in Difficulty)} or '{MIXED}'") from None
+        raise ValueError(
+            f"unknown difficulty {value!r}: use one of "
+            f"{', '.join(d.value for d in Difficulty)} or '{MIXED}'"
+        ) from None
 
 
 def make_task(family: str, seed: int, difficulty: Difficulty | str = Difficulty.medium) -> Task:
@@ -56,8 +59,12 @@ def make_task(family: str, seed: int, difficulty: Difficulty | str = Difficulty.
     return to_task(fam, fam.make(rng, level), seed, level)
 
 
-def plan(family: str | Iterable[str] = "all", n: int = 8, seed: int = 0,
-         difficulty: Difficulty | str = MIXED) -> list[tuple[str, int, Difficulty]]:
+def plan(
+    family: str | Iterable[str] = "all",
+    n: int = 8,
+    seed: int = 0,
+    difficulty: Difficulty | str = MIXED,
+) -> list[tuple[str, int, Difficulty]]:
     """The (family, seed, difficulty) triples `generate` will draw, in order."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
@@ -75,8 +82,13 @@ def plan(family: str | Iterable[str] = "all", n: int = 8, seed: int = 0,
     return out
 
 
-def generate(family: str | Iterable[str] = "all", n: int = 8, seed: int = 0,
-             difficulty: Difficulty | str = MIXED, progress: bool = False) -> list[Task]:
+def generate(
+    family: str | Iterable[str] = "all",
+    n: int = 8,
+    seed: int = 0,
+    difficulty: Difficulty | str = MIXED,
+    progress: bool = False,
+) -> list[Task]:
     """`n` tasks; see the module docstring for how families, seeds and difficulty cycle."""
     triples = plan(family, n, seed, difficulty)
     if progress:

@@ -67,9 +67,11 @@ def price_for(model: str, prices: dict[str, Price] | None = None) -> Price:
     unpriced model is an error here, raised before the first paid call."""
     price = pricing.price_for(model, prices)
     if price is None:
-        raise ValueError(f"no price known for model {model!r}; add it with prices={{'{model}': "
-                         "Price(usd_per_mtok_in, usd_per_mtok_out, cache_read, cache_write)}} "
-                         f"or pick one of: {', '.join(sorted(pricing.PRICES))}")
+        raise ValueError(
+            f"no price known for model {model!r}; add it with prices={{'{model}': "
+            "Price(usd_per_mtok_in, usd_per_mtok_out, cache_read, cache_write)}} "
+            f"or pick one of: {', '.join(sorted(pricing.PRICES))}"
+        )
     return price
 
 
@@ -85,12 +87,16 @@ class CostMeter:
 
     def __post_init__(self) -> None:
         if self.budget_usd is not None and self.budget_usd <= 0:
-            raise ValueError(f"budget_usd must be positive (or None for no cap), got {self.budget_usd}")
+            raise ValueError(
+                f"budget_usd must be positive (or None for no cap), got {self.budget_usd}"
+            )
 
     def check(self) -> None:
         if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
-            raise BudgetExceeded(f"budget of ${self.budget_usd:.2f} spent (${self.spent_usd:.4f} "
-                                 f"over {self.calls} calls); raise budget_usd to continue")
+            raise BudgetExceeded(
+                f"budget of ${self.budget_usd:.2f} spent (${self.spent_usd:.4f} "
+                f"over {self.calls} calls); raise budget_usd to continue"
+            )
 
     def charge(self, role: str, answer: Answer) -> None:
         self.spent_usd += answer.cost_usd
@@ -99,9 +105,13 @@ class CostMeter:
         self.by_role[role] = self.by_role.get(role, 0.0) + answer.cost_usd
 
     def report(self) -> dict[str, Any]:
-        return {"spent_usd": round(self.spent_usd, 6), "budget_usd": self.budget_usd,
-                "calls": self.calls, "by_role_usd": {k: round(v, 6) for k, v in self.by_role.items()},
-                "tokens": vars(self.usage).copy()}
+        return {
+            "spent_usd": round(self.spent_usd, 6),
+            "budget_usd": self.budget_usd,
+            "calls": self.calls,
+            "by_role_usd": {k: round(v, 6) for k, v in self.by_role.items()},
+            "tokens": vars(self.usage).copy(),
+        }
 
 
 @dataclass
@@ -121,73 +131,117 @@ class ScopedMeter:
 
 
 def cost_of(usage: Usage, model: str, prices: dict[str, Price] | None = None) -> float:
-    return pricing.cost_usd(price_for(model, prices), usage.input_tokens, usage.output_tokens,
-                            usage.cache_read_tokens, usage.cache_write_tokens)
+    return pricing.cost_usd(
+        price_for(model, prices),
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+    )
 
 
 class AnthropicLLM:
     """Claude through the native SDK; the answer is the input of a forced tool call."""
 
-    def __init__(self, model: str = "claude-sonnet-4-6", *, base_url: str | None = None,
-                 api_key: str | None = None, max_tokens: int = 8000, timeout_s: float = 300.0,
-                 max_retries: int = 4, prices: dict[str, Price] | None = None) -> None:
+    def __init__(
+        self,
+        model: str = "claude-sonnet-4-6",
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 8000,
+        timeout_s: float = 300.0,
+        max_retries: int = 4,
+        prices: dict[str, Price] | None = None,
+    ) -> None:
         import anthropic
 
         price_for(model, prices)  # fail at construction, not after the first paid call
         self.model, self.max_tokens, self.prices = model, max_tokens, prices
-        self.client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key,
-                                               timeout=timeout_s, max_retries=max_retries)
+        self.client = anthropic.AsyncAnthropic(
+            base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=max_retries
+        )
 
     async def ask(self, system: str, user: str, tool: Tool) -> Answer:
         message = await self.client.messages.create(
-            model=self.model, max_tokens=self.max_tokens,
+            model=self.model,
+            max_tokens=self.max_tokens,
             system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
             messages=[{"role": "user", "content": user}],
-            tools=[{"name": tool.name, "description": tool.description, "input_schema": tool.schema}],
+            tools=[
+                {"name": tool.name, "description": tool.description, "input_schema": tool.schema}
+            ],
             tool_choice={"type": "tool", "name": tool.name},
         )
         u = message.usage
-        usage = Usage(u.input_tokens, u.output_tokens, u.cache_creation_input_tokens or 0,
-                      u.cache_read_input_tokens or 0)
+        usage = Usage(
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_creation_input_tokens or 0,
+            u.cache_read_input_tokens or 0,
+        )
         blocks = [b for b in message.content if b.type == "tool_use" and b.name == tool.name]
         if not blocks:
             text = " ".join(getattr(b, "text", "") for b in message.content)[:300]
-            raise ValueError(f"{self.model} did not call tool {tool.name!r} "
-                             f"(stop_reason={message.stop_reason}): {text!r}")
+            raise ValueError(
+                f"{self.model} did not call tool {tool.name!r} "
+                f"(stop_reason={message.stop_reason}): {text!r}"
+            )
         return Answer(dict(blocks[0].input), usage, cost_of(usage, self.model, self.prices))
 
 
 class OpenAICompatibleLLM:
     """Any OpenAI-compatible chat endpoint (vLLM, OpenRouter, ...) in JSON mode."""
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 max_tokens: int = 8000, timeout_s: float = 300.0, max_retries: int = 4,
-                 prices: dict[str, Price] | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 8000,
+        timeout_s: float = 300.0,
+        max_retries: int = 4,
+        prices: dict[str, Price] | None = None,
+    ) -> None:
         import openai
 
         price_for(model, prices)
         self.model, self.max_tokens, self.prices = model, max_tokens, prices
-        self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused",
-                                         timeout=timeout_s, max_retries=max_retries)
+        self.client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "unused",
+            timeout=timeout_s,
+            max_retries=max_retries,
+        )
 
     async def ask(self, system: str, user: str, tool: Tool) -> Answer:
         schema = json.dumps(tool.schema)
         reply = await self.client.chat.completions.create(
-            model=self.model, max_tokens=self.max_tokens,
+            model=self.model,
+            max_tokens=self.max_tokens,
             response_format={"type": "json_object"},
-            messages=[{"role": "system", "content": system},
-                      {"role": "user", "content": f"{user}\n\nAnswer with one JSON object "
-                       f"({tool.description}) matching this JSON schema:\n{schema}"}],
+            messages=[
+                {"role": "system", "content": system},
+                {
+                    "role": "user",
+                    "content": f"{user}\n\nAnswer with one JSON object "
+                    f"({tool.description}) matching this JSON schema:\n{schema}",
+                },
+            ],
         )
         text = reply.choices[0].message.content or ""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
-            raise ValueError(f"{self.model} answered non-JSON for {tool.name}: {err}: "
-                             f"{text[:300]!r}") from None
+            raise ValueError(
+                f"{self.model} answered non-JSON for {tool.name}: {err}: {text[:300]!r}"
+            ) from None
         if not isinstance(data, dict):
-            raise ValueError(f"{self.model} answered {type(data).__name__} for {tool.name}; "
-                             "expected one JSON object")
+            raise ValueError(
+                f"{self.model} answered {type(data).__name__} for {tool.name}; "
+                "expected one JSON object"
+            )
         u = reply.usage
         usage = Usage(u.prompt_tokens if u else 0, u.completion_tokens if u else 0)
         return Answer(data, usage, cost_of(usage, self.model, self.prices))
@@ -201,12 +255,21 @@ def make_llm(spec: str, **kwargs: Any) -> StructuredLLM:
     if kind == "openai" and "+" in rest:
         base_url, _, model = rest.rpartition("+")
         return OpenAICompatibleLLM(model, base_url=base_url, **kwargs)
-    raise ValueError(f"unknown LLM spec {spec!r}: use 'anthropic:MODEL' or "
-                     "'openai:BASE_URL+MODEL' (e.g. openai:http://localhost:8000/v1+Qwen/Qwen3-32B)")
+    raise ValueError(
+        f"unknown LLM spec {spec!r}: use 'anthropic:MODEL' or "
+        "'openai:BASE_URL+MODEL' (e.g. openai:http://localhost:8000/v1+Qwen/Qwen3-32B)"
+    )
 
 
-async def ask_metered(llm: StructuredLLM, meter: CostMeter | ScopedMeter, role: str, system: str, user: str,
-                      tool: Tool, timeout_s: float = 900.0) -> Answer:
+async def ask_metered(
+    llm: StructuredLLM,
+    meter: CostMeter | ScopedMeter,
+    role: str,
+    system: str,
+    user: str,
+    tool: Tool,
+    timeout_s: float = 900.0,
+) -> Answer:
     """One call under the budget, with an outer wall-clock bound on top of the SDK's."""
     meter.check()
     answer = await asyncio.wait_for(llm.ask(system, user, tool), timeout_s)

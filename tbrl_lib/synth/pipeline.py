@@ -67,8 +67,10 @@ class PipelineConfig:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         for i, (category, difficulty) in enumerate(self.requests):
             if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", category):
-                raise ValueError(f"requests[{i}]: category {category!r} must be lower-case "
-                                 "words joined by '-' (e.g. 'system-administration')")
+                raise ValueError(
+                    f"requests[{i}]: category {category!r} must be lower-case "
+                    "words joined by '-' (e.g. 'system-administration')"
+                )
             Difficulty(difficulty)  # raises naming the bad value
 
 
@@ -81,8 +83,13 @@ def slot_id(index: int, category: str, difficulty: str) -> str:
 
 
 class Pipeline:
-    def __init__(self, config: PipelineConfig, llm: StructuredLLM, validator: Validator,
-                 existing: list[Task] | None = None) -> None:
+    def __init__(
+        self,
+        config: PipelineConfig,
+        llm: StructuredLLM,
+        validator: Validator,
+        existing: list[Task] | None = None,
+    ) -> None:
         self.config, self.llm, self.validator = config, llm, validator
         self.out = Path(config.out_dir)
         self.existing = list(existing or [])
@@ -98,9 +105,20 @@ class Pipeline:
         path = self._path(sid)
         if path.exists():
             return json.loads(path.read_text())
-        return {"slot": sid, "category": category, "difficulty": difficulty, "status": "pending",
-                "stage": "propose", "round": 0, "proposal": None, "spec": None, "feedback": [],
-                "history": [], "reasons": [], "cost_usd": 0.0}
+        return {
+            "slot": sid,
+            "category": category,
+            "difficulty": difficulty,
+            "status": "pending",
+            "stage": "propose",
+            "round": 0,
+            "proposal": None,
+            "spec": None,
+            "feedback": [],
+            "history": [],
+            "reasons": [],
+            "cost_usd": 0.0,
+        }
 
     def _save(self, state: dict[str, Any]) -> None:
         path = self._path(state["slot"])
@@ -132,18 +150,23 @@ class Pipeline:
 
     async def _advance(self, state: dict[str, Any], level: Difficulty, meter: ScopedMeter) -> None:
         if state["stage"] == "propose":
-            avoid = [t.title or t.id for t in self.existing + self.accepted
-                     if t.category == state["category"]]
-            state["proposal"] = await roles.propose(self.llm, meter, state["category"],
-                                                    level, avoid)
+            avoid = [
+                t.title or t.id
+                for t in self.existing + self.accepted
+                if t.category == state["category"]
+            ]
+            state["proposal"] = await roles.propose(
+                self.llm, meter, state["category"], level, avoid
+            )
             self._step(state, "build", "proposed", [state["proposal"].get("title", "")])
         while state["status"] == "pending":
             if state["stage"] == "build":
                 if state["round"] >= self.config.max_rounds:
                     return self._finish(state, "rejected", state["feedback"] or ["no rounds left"])
                 try:  # a round counts once the builder answered (not on API errors)
-                    spec = await roles.build(self.llm, meter, state["proposal"], level,
-                                             state["spec"], state["feedback"])
+                    spec = await roles.build(
+                        self.llm, meter, state["proposal"], level, state["spec"], state["feedback"]
+                    )
                 except roles.SpecError as err:
                     spec, problem = None, err
                 state["round"] += 1
@@ -157,8 +180,11 @@ class Pipeline:
                     continue
                 twin, sim = most_similar(task, self.existing + self.accepted)
                 if sim >= self.config.dedup_threshold:
-                    return self._finish(state, "rejected", [
-                        f"near-duplicate of {twin} (instruction similarity {sim:.2f})"])
+                    return self._finish(
+                        state,
+                        "rejected",
+                        [f"near-duplicate of {twin} (instruction similarity {sim:.2f})"],
+                    )
                 self._step(state, "validate", "built", [])
             elif state["stage"] == "validate":
                 verdict = await self._validate(self._task(state))
@@ -170,8 +196,13 @@ class Pipeline:
                 review = await roles.review(self.llm, meter, self._task(state))
                 if review["aligned"]:
                     return self._finish(state, "accepted", [review.get("summary", "")])
-                self._step(state, "build", "critic found issues",
-                           review["issues"] or ["critic: not aligned"], repair=True)
+                self._step(
+                    state,
+                    "build",
+                    "critic found issues",
+                    review["issues"] or ["critic: not aligned"],
+                    repair=True,
+                )
 
     async def _validate(self, task: Task) -> Verdict:
         """The validator's verdict; an infrastructure error (Docker failed, nothing is known
@@ -180,13 +211,22 @@ class Pipeline:
             verdict = await self.validator(task)
             if getattr(verdict, "verdict", None) != "error":
                 return verdict
-        raise RuntimeError(f"validation of {task.id} hit infrastructure errors "
-                           f"{INFRA_RETRIES + 1} times: {'; '.join(verdict.reasons)}")
+        raise RuntimeError(
+            f"validation of {task.id} hit infrastructure errors "
+            f"{INFRA_RETRIES + 1} times: {'; '.join(verdict.reasons)}"
+        )
 
-    def _step(self, state: dict[str, Any], next_stage: str, outcome: str, notes: list[str],
-              repair: bool = False) -> None:
-        state["history"].append({"round": state["round"], "stage": state["stage"],
-                                 "outcome": outcome, "notes": notes})
+    def _step(
+        self,
+        state: dict[str, Any],
+        next_stage: str,
+        outcome: str,
+        notes: list[str],
+        repair: bool = False,
+    ) -> None:
+        state["history"].append(
+            {"round": state["round"], "stage": state["stage"], "outcome": outcome, "notes": notes}
+        )
         state["stage"] = next_stage
         if repair:
             state["feedback"] = notes
@@ -194,8 +234,9 @@ class Pipeline:
 
     def _finish(self, state: dict[str, Any], status: str, reasons: list[str]) -> None:
         state["status"], state["reasons"], state["stage"] = status, reasons, "done"
-        state["history"].append({"round": state["round"], "stage": "done", "outcome": status,
-                                 "notes": reasons})
+        state["history"].append(
+            {"round": state["round"], "stage": "done", "outcome": status, "notes": reasons}
+        )
         from tbrl_lib.tasks import write_tasks
 
         try:
@@ -213,9 +254,14 @@ class Pipeline:
             raise roles.SpecError("no build yet")
         proposal = state["proposal"] or {}
         task_id = f"llm-{state['slot']}"
-        return roles.spec_to_task(state["spec"], task_id, state["category"],
-                                  Difficulty(state["difficulty"]), proposal.get("title"),
-                                  location=str(self._path(state["slot"])))
+        return roles.spec_to_task(
+            state["spec"],
+            task_id,
+            state["category"],
+            Difficulty(state["difficulty"]),
+            proposal.get("title"),
+            location=str(self._path(state["slot"])),
+        )
 
     # -- the whole run ------------------------------------------------------------------
     async def run(self, progress: bool = True) -> dict[str, Any]:
@@ -236,7 +282,9 @@ class Pipeline:
                 bar.update(1)
             return state
 
-        states = await asyncio.gather(*(one(i, c, d) for i, (c, d) in enumerate(self.config.requests)))
+        states = await asyncio.gather(
+            *(one(i, c, d) for i, (c, d) in enumerate(self.config.requests))
+        )
         if bar is not None:
             bar.close()
         report = self._report(states)
@@ -244,18 +292,34 @@ class Pipeline:
         return report
 
     def _report(self, states: list[dict[str, Any]]) -> dict[str, Any]:
-        counts = {s: sum(st["status"] == s for st in states) for s in ("accepted", "rejected", "pending")}
+        counts = {
+            s: sum(st["status"] == s for st in states) for s in ("accepted", "rejected", "pending")
+        }
         return {
-            "counts": counts, "stopped": self.stopped, "cost": self.meter.report(),
+            "counts": counts,
+            "stopped": self.stopped,
+            "cost": self.meter.report(),
             "config": asdict(self.config),
-            "slots": [{"slot": st["slot"], "status": st["status"], "rounds": st["round"],
-                       "cost_usd": st["cost_usd"], "reasons": st["reasons"],
-                       "errors": st.get("errors", [])} for st in states],
+            "slots": [
+                {
+                    "slot": st["slot"],
+                    "status": st["status"],
+                    "rounds": st["round"],
+                    "cost_usd": st["cost_usd"],
+                    "reasons": st["reasons"],
+                    "errors": st.get("errors", []),
+                }
+                for st in states
+            ],
         }
 
 
-def run_pipeline(config: PipelineConfig, llm: StructuredLLM, validator: Validator,
-                 existing: list[Task] | None = None, progress: bool = True) -> dict[str, Any]:
+def run_pipeline(
+    config: PipelineConfig,
+    llm: StructuredLLM,
+    validator: Validator,
+    existing: list[Task] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Synchronous entry point (CLI, notebook); see `Pipeline`."""
     return run_sync(Pipeline(config, llm, validator, existing).run(progress))
-

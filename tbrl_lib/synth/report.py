@@ -21,11 +21,19 @@ def tasks_frame(tasks: list[Task]) -> pd.DataFrame:
     rows = []
     for t in tasks:
         synth = t.metadata.get("synth", {})
-        rows.append({"id": t.id, "family": synth.get("family", "llm"), "category": t.category,
-                     "difficulty": t.difficulty.value, "tests": len(t.tests.test_names()),
-                     "files": len(t.environment.files),
-                     "data_kb": round(sum(map(len, t.environment.files.values())) / 1024, 1),
-                     "instruction_words": len(t.instruction.split()), "title": t.title})
+        rows.append(
+            {
+                "id": t.id,
+                "family": synth.get("family", "llm"),
+                "category": t.category,
+                "difficulty": t.difficulty.value,
+                "tests": len(t.tests.test_names()),
+                "files": len(t.environment.files),
+                "data_kb": round(sum(map(len, t.environment.files.values())) / 1024, 1),
+                "instruction_words": len(t.instruction.split()),
+                "title": t.title,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -55,6 +63,12 @@ def export_all(tasks: list[Task], out_dir: str | Path) -> dict[str, str]:
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     for fmt, name in EXPORT_FORMATS.items():
-        write_tasks(tasks, fmt, out / name, progress=False, prompt_fn=initial_messages if fmt == "parquet" else None)
+        write_tasks(
+            tasks,
+            fmt,
+            out / name,
+            progress=False,
+            prompt_fn=initial_messages if fmt == "parquet" else None,
+        )
         written[fmt] = str(out / name)
     return written

@@ -19,7 +19,20 @@ from tbrl_lib.tasks.model import Difficulty, Environment, Limits, Provenance, Ta
 from tbrl_lib.tasks.weights import weighted_score
 
 __all__ = [
-    "FORMATS", "Difficulty", "Environment", "Limits", "LoadReport", "LoadResult", "Provenance", "Task",
-    "TaskFormatError", "Tests", "WriteReport", "convert", "detect_format", "load_tasks",
-    "weighted_score", "write_tasks",
+    "FORMATS",
+    "Difficulty",
+    "Environment",
+    "Limits",
+    "LoadReport",
+    "LoadResult",
+    "Provenance",
+    "Task",
+    "TaskFormatError",
+    "Tests",
+    "WriteReport",
+    "convert",
+    "detect_format",
+    "load_tasks",
+    "weighted_score",
+    "write_tasks",
 ]

@@ -26,16 +26,22 @@ def skipped_table(title: str, skipped: list[TaskFormatError]) -> Table:
 
 
 def print_convert_reports(console: Console, load: LoadReport, write: WriteReport) -> None:
-    console.print(f"read {load.loaded} task(s) from {escape(load.source)}; wrote {write.written} "
-                  f"to {escape(write.target)}")
+    console.print(
+        f"read {load.loaded} task(s) from {escape(load.source)}; wrote {write.written} "
+        f"to {escape(write.target)}"
+    )
     if load.skipped:
         console.print(skipped_table(f"skipped while reading ({len(load.skipped)})", load.skipped))
     if load.warnings:
-        console.print(skipped_table(f"changed while reading leniently ({len(load.warnings)})",
-                                    load.warnings))
+        console.print(
+            skipped_table(f"changed while reading leniently ({len(load.warnings)})", load.warnings)
+        )
     if write.skipped:
         console.print(skipped_table(f"skipped while writing ({len(write.skipped)})", write.skipped))
     if write.dropped:
         fields = sorted({f for lost in write.dropped.values() for f in lost})
-        console.print(f"[yellow]note[/] {len(write.dropped)} task(s) lost fields this format cannot hold: "
-                      f"{escape(', '.join(fields))}", highlight=False)
+        console.print(
+            f"[yellow]note[/] {len(write.dropped)} task(s) lost fields this format cannot hold: "
+            f"{escape(', '.join(fields))}",
+            highlight=False,
+        )

@@ -31,14 +31,33 @@ from tbrl_lib.tasks.files import decode_utf8, parse_json_object, parse_weights
 from tbrl_lib.tasks.model import Environment, Limits, Provenance, Task, Tests, test_function_names
 
 CSV_COLUMNS = [
-    "task_id", "difficulty", "title", "use_case_category", "prompt", "category", "tags",
-    "dockerfile", "test_functions", "test_weights", "additional_files", "created_at", "updated_at",
+    "task_id",
+    "difficulty",
+    "title",
+    "use_case_category",
+    "prompt",
+    "category",
+    "tags",
+    "dockerfile",
+    "test_functions",
+    "test_weights",
+    "additional_files",
+    "created_at",
+    "updated_at",
 ]
 FIELD_NAMES = {
-    "id": "task_id", "instruction": "prompt", "difficulty": "difficulty", "category": "category",
-    "tags": "tags", "title": "title", "use_case_category": "use_case_category",
-    "environment.dockerfile": "dockerfile", "environment.files": "additional_files",
-    "environment": "dockerfile", "tests.pytest": "test_functions", "tests.weights": "test_weights",
+    "id": "task_id",
+    "instruction": "prompt",
+    "difficulty": "difficulty",
+    "category": "category",
+    "tags": "tags",
+    "title": "title",
+    "use_case_category": "use_case_category",
+    "environment.dockerfile": "dockerfile",
+    "environment.files": "additional_files",
+    "environment": "dockerfile",
+    "tests.pytest": "test_functions",
+    "tests.weights": "test_weights",
     "tests": "test_functions",
 }
 
@@ -58,7 +77,9 @@ def read_csv(path: Path, lenient: bool = False) -> Iterator[Task | TaskFormatErr
     missing = [column for column in CSV_COLUMNS if column not in header]
     if missing:
         raise TaskFormatError(
-            str(path), f"column {', '.join(missing)}", f"missing from the header (found {header})",
+            str(path),
+            f"column {', '.join(missing)}",
+            f"missing from the header (found {header})",
             f"add the column(s); the upstream schema is: {','.join(CSV_COLUMNS)}",
         )
     for number, row in enumerate(reader, start=1):
@@ -69,34 +90,61 @@ def read_csv(path: Path, lenient: bool = False) -> Iterator[Task | TaskFormatErr
             yield err
 
 
-def row_to_task(row: dict[str, str | None], location: str, source: str = "",
-                lenient: bool = False) -> Task:
+def row_to_task(
+    row: dict[str, str | None], location: str, source: str = "", lenient: bool = False
+) -> Task:
     for column, value in row.items():
         if column is None or value is None:
-            raise TaskFormatError(location, "row", "has a different number of fields than the header",
-                                  "quote fields that contain commas or newlines")
+            raise TaskFormatError(
+                location,
+                "row",
+                "has a different number of fields than the header",
+                "quote fields that contain commas or newlines",
+            )
         if _has_surrogates(value):
             decode_utf8(value.encode("utf-8", errors="surrogateescape"), location, column)
     weights, notes = parse_weights(
-        parse_json_object(row["test_weights"] or "{}", location, "test_weights",
-                          'write a JSON object, e.g. {"test_a": 0.5, "test_b": 0.5}'),
-        location, "test_weights",
-        test_function_names(row["test_functions"]) if row["test_functions"] else None, lenient,
+        parse_json_object(
+            row["test_weights"] or "{}",
+            location,
+            "test_weights",
+            'write a JSON object, e.g. {"test_a": 0.5, "test_b": 0.5}',
+        ),
+        location,
+        "test_weights",
+        test_function_names(row["test_functions"]) if row["test_functions"] else None,
+        lenient,
     )
-    files, binary = _split_files(parse_json_object(
-        row["additional_files"] or "{}", location, "additional_files",
-        'write a JSON object mapping relative path to file text, e.g. {"app.py": "..."}'), location)
+    files, binary = _split_files(
+        parse_json_object(
+            row["additional_files"] or "{}",
+            location,
+            "additional_files",
+            'write a JSON object mapping relative path to file text, e.g. {"app.py": "..."}',
+        ),
+        location,
+    )
     extra = {column: value for column, value in row.items() if column not in CSV_COLUMNS}
     try:
         return Task(
-            id=row["task_id"], instruction=row["prompt"], difficulty=row["difficulty"],
-            category=row["category"], tags=row["tags"].split("|") if row["tags"] else [],
-            title=row["title"] or None, use_case_category=row["use_case_category"] or None,
-            environment=Environment(dockerfile=row["dockerfile"] or None, files=files,
-                                    binary_files=binary),
+            id=row["task_id"],
+            instruction=row["prompt"],
+            difficulty=row["difficulty"],
+            category=row["category"],
+            tags=row["tags"].split("|") if row["tags"] else [],
+            title=row["title"] or None,
+            use_case_category=row["use_case_category"] or None,
+            environment=Environment(
+                dockerfile=row["dockerfile"] or None, files=files, binary_files=binary
+            ),
             tests=Tests(pytest=row["test_functions"] or None, weights=weights),
-            provenance=Provenance(source_format="csv", location=source or location, notes=notes,
-                                  created_at=row["created_at"] or None, updated_at=row["updated_at"] or None),
+            provenance=Provenance(
+                source_format="csv",
+                location=source or location,
+                notes=notes,
+                created_at=row["created_at"] or None,
+                updated_at=row["updated_at"] or None,
+            ),
             metadata=extra,
         )
     except ValidationError as exc:
@@ -106,20 +154,35 @@ def row_to_task(row: dict[str, str | None], location: str, source: str = "",
 def task_to_row(task: Task) -> dict[str, str]:
     """The task as a CSV row; a task without pytest tests cannot be written."""
     if not task.tests.pytest:
-        raise TaskFormatError(task.id, "tests.pytest", "the CSV schema holds only pytest tests (test_functions)",
-                              "add pytest tests, or write this task as a TB1 or Harbor directory")
+        raise TaskFormatError(
+            task.id,
+            "tests.pytest",
+            "the CSV schema holds only pytest tests (test_functions)",
+            "add pytest tests, or write this task as a TB1 or Harbor directory",
+        )
     dockerfile = task.environment.dockerfile or f"FROM {task.environment.image}\n"
     return {
-        "task_id": task.id, "difficulty": task.difficulty.value, "title": task.title or "",
-        "use_case_category": task.use_case_category or "", "prompt": task.instruction,
-        "category": task.category, "tags": "|".join(task.tags), "dockerfile": dockerfile,
+        "task_id": task.id,
+        "difficulty": task.difficulty.value,
+        "title": task.title or "",
+        "use_case_category": task.use_case_category or "",
+        "prompt": task.instruction,
+        "category": task.category,
+        "tags": "|".join(task.tags),
+        "dockerfile": dockerfile,
         "test_functions": task.tests.pytest,
         "test_weights": json.dumps(task.tests.weights),
-        "additional_files": json.dumps({
-            **task.environment.files,
-            **{rel: {"base64": base64.b64encode(data).decode("ascii")}
-               for rel, data in task.environment.binary_files.items()}}),
-        "created_at": task.provenance.created_at or "", "updated_at": task.provenance.updated_at or "",
+        "additional_files": json.dumps(
+            {
+                **task.environment.files,
+                **{
+                    rel: {"base64": base64.b64encode(data).decode("ascii")}
+                    for rel, data in task.environment.binary_files.items()
+                },
+            }
+        ),
+        "created_at": task.provenance.created_at or "",
+        "updated_at": task.provenance.updated_at or "",
     }
 
 
@@ -129,8 +192,12 @@ def write_csv(rows: list[dict[str, str]], path: Path) -> None:
     with open(path, "w", encoding="utf-8", newline="") as fh:
         # csv quotes fields holding "\n" but not a lone "\r", which readers take as a line end
         has_cr = any("\r" in value for row in rows for value in row.values())
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, lineterminator="\n",
-                                quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL)
+        writer = csv.DictWriter(
+            fh,
+            fieldnames=CSV_COLUMNS,
+            lineterminator="\n",
+            quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL,
+        )
         writer.writeheader()
         writer.writerows(rows)
 
@@ -138,18 +205,26 @@ def write_csv(rows: list[dict[str, str]], path: Path) -> None:
 def csv_projection(task: Task) -> Task:
     """What `task` becomes after a CSV round trip (the fields the schema holds)."""
     dockerfile = task.environment.dockerfile or f"FROM {task.environment.image}\n"
-    return task.model_copy(update={
-        "title": task.title or None,
-        "use_case_category": task.use_case_category or None,
-        "environment": Environment(dockerfile=dockerfile, files=task.environment.files,
-                                   binary_files=task.environment.binary_files),
-        "tests": Tests(pytest=task.tests.pytest, weights=task.tests.weights),
-        "solution": None, "limits": Limits(), "metadata": {},
-    })
+    return task.model_copy(
+        update={
+            "title": task.title or None,
+            "use_case_category": task.use_case_category or None,
+            "environment": Environment(
+                dockerfile=dockerfile,
+                files=task.environment.files,
+                binary_files=task.environment.binary_files,
+            ),
+            "tests": Tests(pytest=task.tests.pytest, weights=task.tests.weights),
+            "solution": None,
+            "limits": Limits(),
+            "metadata": {},
+        }
+    )
 
 
-def _split_files(files: dict[str, object],
-                 location: str) -> tuple[dict[str, str], dict[str, bytes]]:
+def _split_files(
+    files: dict[str, object], location: str
+) -> tuple[dict[str, str], dict[str, bytes]]:
     """`additional_files` entries: text as strings, binary as `{"base64": "..."}` objects
     (decoded bytes that are UTF-8 count as text, as a directory reader would see them)."""
     text: dict[str, str] = {}
@@ -160,11 +235,12 @@ def _split_files(files: dict[str, object],
             continue
         data = _base64_entry(content)
         if data is None:
-            raise TaskFormatError(location, f"additional_files ({name})",
-                                  f"content is {json.dumps(content)[:80]}, neither text nor "
-                                  '{"base64": "..."}',
-                                  "give text as a JSON string and binary data as "
-                                  '{"base64": "<the bytes>"}')
+            raise TaskFormatError(
+                location,
+                f"additional_files ({name})",
+                f'content is {json.dumps(content)[:80]}, neither text nor {{"base64": "..."}}',
+                'give text as a JSON string and binary data as {"base64": "<the bytes>"}',
+            )
         try:
             text[name] = data.decode("utf-8")
         except UnicodeDecodeError:

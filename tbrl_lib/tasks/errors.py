@@ -51,7 +51,12 @@ class TaskFormatError(ValueError):
         super().__init__(f"{location}: {field}: {problem}. Fix: {fix}")
 
     def as_dict(self) -> dict[str, str]:
-        return {"location": self.location, "field": self.field, "problem": self.problem, "fix": self.fix}
+        return {
+            "location": self.location,
+            "field": self.field,
+            "problem": self.problem,
+            "fix": self.fix,
+        }
 
 
 @dataclass
@@ -69,8 +74,12 @@ class LoadReport:
         return not self.skipped
 
     def summary(self) -> str:
-        lines = [(f"{self.source}: loaded {self.loaded} task(s), skipped {len(self.skipped)}, "
-                  f"{len(self.warnings)} warning(s)")]
+        lines = [
+            (
+                f"{self.source}: loaded {self.loaded} task(s), skipped {len(self.skipped)}, "
+                f"{len(self.warnings)} warning(s)"
+            )
+        ]
         lines += [f"  - {err}" for err in self.skipped]
         lines += [f"  ~ {note}" for note in self.warnings]
         return "\n".join(lines)

@@ -44,7 +44,9 @@ def read_text(path: Path, location: str, field: str) -> str:
     except FileNotFoundError:
         raise TaskFormatError(location, field, "file is missing", f"create {path}") from None
     except OSError as exc:
-        raise TaskFormatError(location, field, f"cannot read file: {exc}", "make the file readable") from None
+        raise TaskFormatError(
+            location, field, f"cannot read file: {exc}", "make the file readable"
+        ) from None
     return decode_utf8(data, location, field)
 
 
@@ -80,13 +82,19 @@ def parse_json_object(text: str, location: str, field: str, fix: str) -> dict[st
     except json.JSONDecodeError as exc:
         raise TaskFormatError(location, field, f"invalid JSON: {exc}", fix) from None
     if not isinstance(value, dict):
-        raise TaskFormatError(location, field, f"expected a JSON object, got {type(value).__name__}", fix)
+        raise TaskFormatError(
+            location, field, f"expected a JSON object, got {type(value).__name__}", fix
+        )
     return value
 
 
-def parse_weights(value: dict[str, Any], location: str, field: str,
-                  test_names: Sequence[str] | None = None,
-                  lenient: bool = False) -> tuple[dict[str, float], list[LoadNote]]:
+def parse_weights(
+    value: dict[str, Any],
+    location: str,
+    field: str,
+    test_names: Sequence[str] | None = None,
+    lenient: bool = False,
+) -> tuple[dict[str, float], list[LoadNote]]:
     """`{test name: weight}` from a parsed weights object, and what leniency changed.
 
     Strict: every value must be a number (names and ranges are the model's to check).
@@ -98,7 +106,9 @@ def parse_weights(value: dict[str, Any], location: str, field: str,
         for name, weight in value.items():
             if isinstance(weight, bool) or not isinstance(weight, (int, float)):
                 raise TaskFormatError(
-                    location, field, f"weight of {name!r} is {weight!r}, not a number",
+                    location,
+                    field,
+                    f"weight of {name!r} is {weight!r}, not a number",
                     f'give each test a number, e.g. {{"test_output_exists": 0.4}}, {LENIENT_HINT}',
                 )
             weights[name] = float(weight)
@@ -106,8 +116,9 @@ def parse_weights(value: dict[str, Any], location: str, field: str,
     return _lenient_weights(value, field, test_names)
 
 
-def _lenient_weights(value: Mapping[str, Any], field: str,
-                     test_names: Sequence[str] | None) -> tuple[dict[str, float], list[LoadNote]]:
+def _lenient_weights(
+    value: Mapping[str, Any], field: str, test_names: Sequence[str] | None
+) -> tuple[dict[str, float], list[LoadNote]]:
     notes: list[LoadNote] = []
 
     def note(problem: str, fix: str) -> None:
@@ -117,28 +128,38 @@ def _lenient_weights(value: Mapping[str, Any], field: str,
     for key, raw in value.items():
         weight = _as_weight(raw)
         if weight is None:
-            note(f"dropped {key!r}: its weight {raw!r} is not a non-negative number",
-                 f'give {key!r} a number (e.g. "{key}": 1), or delete the entry')
+            note(
+                f"dropped {key!r}: its weight {raw!r} is not a non-negative number",
+                f'give {key!r} a number (e.g. "{key}": 1), or delete the entry',
+            )
             continue
         if isinstance(raw, str):
-            note(f"read the text {raw!r} of {key!r} as the number {weight:g}",
-                 "write it as a number")
+            note(
+                f"read the text {raw!r} of {key!r} as the number {weight:g}", "write it as a number"
+            )
         name = _test_for_key(key, test_names)
         if name is None:
-            note(f"dropped {key!r} (weight {weight:g}): it names no test function "
-                 f"(tests: {', '.join(test_names or []) or 'none'})",
-                 "rename the key after a test function, or delete it")
+            note(
+                f"dropped {key!r} (weight {weight:g}): it names no test function "
+                f"(tests: {', '.join(test_names or []) or 'none'})",
+                "rename the key after a test function, or delete it",
+            )
             continue
         if name in weights:
-            note(f"dropped {key!r}: it means {name!r}, which already has a weight "
-                 f"({weights[name]:g})", "give each test one weight")
+            note(
+                f"dropped {key!r}: it means {name!r}, which already has a weight "
+                f"({weights[name]:g})",
+                "give each test one weight",
+            )
             continue
         if name != key:
             note(f"mapped {key!r} to the test function {name!r}", f"write the key as {name!r}")
         weights[name] = weight
     if weights and sum(weights.values()) <= 0:
-        note(f"dropped every weight: they sum to {sum(weights.values()):g}, so no test would count",
-             "give at least one test a positive weight")
+        note(
+            f"dropped every weight: they sum to {sum(weights.values()):g}, so no test would count",
+            "give at least one test a positive weight",
+        )
         weights = {}
     if notes and not weights:
         note("no usable weight is left, so every test weighs the same", "fix the weights file")
@@ -184,12 +205,18 @@ def parse_yaml_mapping(text: str, location: str, field: str) -> dict[str, Any]:
     try:
         value = yaml.load(text, Loader=SafeLoader)
     except yaml.YAMLError as exc:
-        raise TaskFormatError(location, field, f"invalid YAML: {_one_line(exc)}", "fix the YAML syntax") from None
+        raise TaskFormatError(
+            location, field, f"invalid YAML: {_one_line(exc)}", "fix the YAML syntax"
+        ) from None
     if value is None:
         value = {}
     if not isinstance(value, dict):
-        raise TaskFormatError(location, field, f"expected a YAML mapping, got {type(value).__name__}",
-                              "write `key: value` lines at the top level")
+        raise TaskFormatError(
+            location,
+            field,
+            f"expected a YAML mapping, got {type(value).__name__}",
+            "write `key: value` lines at the top level",
+        )
     return value
 
 
@@ -197,7 +224,9 @@ def parse_toml(text: str, location: str, field: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise TaskFormatError(location, field, f"invalid TOML: {exc}", "fix the TOML syntax") from None
+        raise TaskFormatError(
+            location, field, f"invalid TOML: {exc}", "fix the TOML syntax"
+        ) from None
 
 
 def dump_yaml(value: dict[str, Any]) -> str:
@@ -235,8 +264,9 @@ def collect_files(root: Path, location: str, field: str, exclude: set[str]) -> d
     return files
 
 
-def collect_tree(root: Path, location: str, field: str,
-                 exclude: set[str]) -> tuple[dict[str, str], dict[str, bytes]]:
+def collect_tree(
+    root: Path, location: str, field: str, exclude: set[str]
+) -> tuple[dict[str, str], dict[str, bytes]]:
     """A build context under `root`: (text files, binary files), by relative POSIX path.
 
     A file is text when it decodes as UTF-8, else bytes; binary files together may hold at
@@ -262,9 +292,12 @@ def _too_big(location: str, field: str, sizes: dict[str, int]) -> None:
     largest = sorted(sizes.items(), key=lambda item: -item[1])[:3]
     listed = ", ".join(f"{rel} ({size:,} bytes)" for rel, size in largest)
     raise TaskFormatError(
-        location, field, f"binary files total {sum(sizes.values()):,} bytes, over the "
+        location,
+        field,
+        f"binary files total {sum(sizes.values()):,} bytes, over the "
         f"{MAX_BINARY_BYTES // 2**20} MiB a task may carry (largest: {listed})",
-        "make the data smaller, or generate or download it in the Dockerfile (RUN ...)")
+        "make the data smaller, or generate or download it in the Dockerfile (RUN ...)",
+    )
 
 
 def _walk(root: Path, location: str, field: str, exclude: set[str]) -> list[tuple[str, Path]]:
@@ -276,8 +309,12 @@ def _walk(root: Path, location: str, field: str, exclude: set[str]) -> list[tupl
         if rel in exclude or rel.split("/")[0] in exclude or _is_bytecode(rel):
             continue
         if path.is_symlink():
-            raise TaskFormatError(location, f"{field}/{rel}", "is a symbolic link",
-                                  "replace the link with the file it points to")
+            raise TaskFormatError(
+                location,
+                f"{field}/{rel}",
+                "is a symbolic link",
+                "replace the link with the file it points to",
+            )
         if path.is_file():
             found.append((rel, path))
     return found
@@ -293,12 +330,20 @@ def check_file_tree(files: Mapping[str, object], location: str, field: str) -> N
     dirs = {"/".join(rel.split("/")[:cut]) for rel in files for cut in range(1, rel.count("/") + 1)}
     bytecode = sorted(rel for rel in files if _is_bytecode(rel))
     if bytecode:  # readers ignore these, so writing them would not round-trip
-        raise TaskFormatError(location, f"{field} ({bytecode[0]})", "is Python bytecode",
-                              "drop compiled files; they are regenerated when the code runs")
+        raise TaskFormatError(
+            location,
+            f"{field} ({bytecode[0]})",
+            "is Python bytecode",
+            "drop compiled files; they are regenerated when the code runs",
+        )
     clash = sorted(set(files) & dirs)
     if clash:
-        raise TaskFormatError(location, f"{field} ({clash[0]})", "is both a file and a directory",
-                              "rename the file or the directory")
+        raise TaskFormatError(
+            location,
+            f"{field} ({clash[0]})",
+            "is both a file and a directory",
+            "rename the file or the directory",
+        )
 
 
 def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:

@@ -46,18 +46,40 @@ from tbrl_lib.tasks.model import Limits, Task, test_function_names
 from tbrl_lib.tasks.standard_files import harbor_test_sh
 
 HARBOR_VERSION = "1.0"
-METADATA_KEYS = ("difficulty", "category", "tags", "title", "use_case_category", "created_at", "updated_at")
+METADATA_KEYS = (
+    "difficulty",
+    "category",
+    "tags",
+    "title",
+    "use_case_category",
+    "created_at",
+    "updated_at",
+)
 RESERVED_METADATA = set(METADATA_KEYS) | {"tbrl", "harbor"}
-ENV_KEYS = {"build_timeout_sec": "build_timeout_sec", "cpus": "cpus", "memory_mb": "memory_mb",
-            "storage_mb": "storage_mb", "allow_internet": "allow_internet"}
+ENV_KEYS = {
+    "build_timeout_sec": "build_timeout_sec",
+    "cpus": "cpus",
+    "memory_mb": "memory_mb",
+    "storage_mb": "storage_mb",
+    "allow_internet": "allow_internet",
+}
 TEST_OWN_FILES = {"test.sh", "test_outputs.py", "test_weights.json"}
 FIELD_NAMES = {
-    "id": "directory name", "instruction": "instruction.md", "difficulty": "task.toml (metadata.difficulty)",
-    "category": "task.toml (metadata.category)", "tags": "task.toml (metadata.tags)",
-    "title": "task.toml (metadata.title)", "environment.dockerfile": "environment/Dockerfile",
-    "environment": "environment/Dockerfile", "environment.files": "environment/",
-    "tests.pytest": "tests/test_outputs.py", "tests.weights": "tests/test_weights.json",
-    "tests.files": "tests/", "tests": "tests/", "limits": "task.toml", "metadata": "task.toml (metadata)",
+    "id": "directory name",
+    "instruction": "instruction.md",
+    "difficulty": "task.toml (metadata.difficulty)",
+    "category": "task.toml (metadata.category)",
+    "tags": "task.toml (metadata.tags)",
+    "title": "task.toml (metadata.title)",
+    "environment.dockerfile": "environment/Dockerfile",
+    "environment": "environment/Dockerfile",
+    "environment.files": "environment/",
+    "tests.pytest": "tests/test_outputs.py",
+    "tests.weights": "tests/test_weights.json",
+    "tests.files": "tests/",
+    "tests": "tests/",
+    "limits": "task.toml",
+    "metadata": "task.toml (metadata)",
 }
 
 
@@ -86,59 +108,105 @@ def read_harbor_dir(root: Path, lenient: bool = False) -> Task:
         limits["agent_timeout_sec"] = agent.pop("timeout_sec")
     unknown = sorted(set(tbrl) - {"pids"}) if isinstance(tbrl, dict) else ["(not a table)"]
     if unknown:
-        raise TaskFormatError(loc, "task.toml (metadata.tbrl)", f"unknown keys {unknown}",
-                              "tbrl reads only `pids` there; move other values to [metadata]")
+        raise TaskFormatError(
+            loc,
+            "task.toml (metadata.tbrl)",
+            f"unknown keys {unknown}",
+            "tbrl reads only `pids` there; move other values to [metadata]",
+        )
     if "pids" in tbrl:
         limits["pids"] = tbrl["pids"]
     image = env.pop("docker_image", None)
-    leftovers = {name: table for name, table in
-                 (("verifier", verifier), ("agent", agent), ("environment", env)) if table}
+    leftovers = {
+        name: table
+        for name, table in (("verifier", verifier), ("agent", agent), ("environment", env))
+        if table
+    }
     leftovers.update(rest)
     if leftovers:
         meta["harbor"] = leftovers
 
     env_dir = root / "environment"
     dockerfile_path = env_dir / "Dockerfile"
-    dockerfile = read_text(dockerfile_path, loc, "environment/Dockerfile") if dockerfile_path.exists() else None
+    dockerfile = (
+        read_text(dockerfile_path, loc, "environment/Dockerfile")
+        if dockerfile_path.exists()
+        else None
+    )
     if dockerfile is None and image is None:
-        raise TaskFormatError(loc, "environment/Dockerfile", "file is missing (and task.toml names no "
-                              "[environment] docker_image)", f"create {dockerfile_path}")
+        raise TaskFormatError(
+            loc,
+            "environment/Dockerfile",
+            "file is missing (and task.toml names no [environment] docker_image)",
+            f"create {dockerfile_path}",
+        )
     tests_dir = root / "tests"
     pytest_path, script_path = tests_dir / "test_outputs.py", tests_dir / "test.sh"
     pytest = read_text(pytest_path, loc, "tests/test_outputs.py") if pytest_path.exists() else None
     script = read_text(script_path, loc, "tests/test.sh") if script_path.exists() else None
     if pytest is None and script is None:
-        raise TaskFormatError(loc, "tests/test.sh", "file is missing (and there is no tests/test_outputs.py)",
-                              f"create {script_path} (or pytest tests in {pytest_path})")
+        raise TaskFormatError(
+            loc,
+            "tests/test.sh",
+            "file is missing (and there is no tests/test_outputs.py)",
+            f"create {script_path} (or pytest tests in {pytest_path})",
+        )
     if script == harbor_test_sh() and pytest is not None:
         script = None
     weights: dict[str, float] = {}
     notes = []
     weights_path = tests_dir / "test_weights.json"
     if weights_path.exists():
-        raw = parse_json_object(read_text(weights_path, loc, "tests/test_weights.json"), loc,
-                                "tests/test_weights.json", 'write {"test_name": weight, ...}')
+        raw = parse_json_object(
+            read_text(weights_path, loc, "tests/test_weights.json"),
+            loc,
+            "tests/test_weights.json",
+            'write {"test_name": weight, ...}',
+        )
         names = test_function_names(pytest) if pytest else None
         weights, notes = parse_weights(raw, loc, "tests/test_weights.json", names, lenient)
     solution_dir = root / "solution"
     extra_solution = sorted(set(collect_files(solution_dir, loc, "solution", exclude={"solve.sh"})))
     if extra_solution:
-        raise TaskFormatError(loc, f"solution/{extra_solution[0]}", "files besides solve.sh are not supported",
-                              "fold them into solution/solve.sh (e.g. with a heredoc)")
+        raise TaskFormatError(
+            loc,
+            f"solution/{extra_solution[0]}",
+            "files besides solve.sh are not supported",
+            "fold them into solution/solve.sh (e.g. with a heredoc)",
+        )
     solve_path = solution_dir / "solve.sh"
     env_text, env_binary = collect_tree(env_dir, loc, "environment", exclude={"Dockerfile"})
     data: dict[str, Any] = {
         "id": root.name,
         "instruction": read_text(root / "instruction.md", loc, "instruction.md"),
-        **{key: own[key] for key in ("difficulty", "category", "tags", "title", "use_case_category") if key in own},
-        "environment": {"dockerfile": dockerfile, "image": image, "files": env_text,
-                        "binary_files": env_binary},
-        "tests": {"pytest": pytest, "script": script, "weights": weights,
-                  "files": collect_files(tests_dir, loc, "tests", exclude=TEST_OWN_FILES)},
-        "solution": read_text(solve_path, loc, "solution/solve.sh") if solve_path.exists() else None,
+        **{
+            key: own[key]
+            for key in ("difficulty", "category", "tags", "title", "use_case_category")
+            if key in own
+        },
+        "environment": {
+            "dockerfile": dockerfile,
+            "image": image,
+            "files": env_text,
+            "binary_files": env_binary,
+        },
+        "tests": {
+            "pytest": pytest,
+            "script": script,
+            "weights": weights,
+            "files": collect_files(tests_dir, loc, "tests", exclude=TEST_OWN_FILES),
+        },
+        "solution": read_text(solve_path, loc, "solution/solve.sh")
+        if solve_path.exists()
+        else None,
         "limits": limits,
-        "provenance": {"source_format": "harbor", "location": loc, "notes": notes,
-                       "created_at": own.get("created_at"), "updated_at": own.get("updated_at")},
+        "provenance": {
+            "source_format": "harbor",
+            "location": loc,
+            "notes": notes,
+            "created_at": own.get("created_at"),
+            "updated_at": own.get("updated_at"),
+        },
         "metadata": meta,
     }
     try:
@@ -158,12 +226,16 @@ def write_harbor_dir(task: Task, out_dir: Path) -> Path:
     write_files(root / "environment", env.files)
     write_files(root / "environment", env.binary_files)
     tests = task.tests
-    write_text(root / "tests" / "test.sh", tests.script if tests.script is not None else harbor_test_sh())
+    write_text(
+        root / "tests" / "test.sh", tests.script if tests.script is not None else harbor_test_sh()
+    )
     if tests.pytest is not None:
         write_text(root / "tests" / "test_outputs.py", tests.pytest)
     if tests.weights:
-        write_text(root / "tests" / "test_weights.json",
-                   json.dumps(tests.weights, indent=2, ensure_ascii=False) + "\n")
+        write_text(
+            root / "tests" / "test_weights.json",
+            json.dumps(tests.weights, indent=2, ensure_ascii=False) + "\n",
+        )
     write_files(root / "tests", tests.files)
     if task.solution is not None:
         write_text(root / "solution" / "solve.sh", task.solution)
@@ -173,7 +245,11 @@ def write_harbor_dir(task: Task, out_dir: Path) -> Path:
 def task_toml(task: Task) -> str:
     """The task.toml text for `task` (raises `TaskFormatError` for what TOML cannot hold)."""
     _check_writable(task)
-    meta: dict[str, Any] = {"difficulty": task.difficulty.value, "category": task.category, "tags": list(task.tags)}
+    meta: dict[str, Any] = {
+        "difficulty": task.difficulty.value,
+        "category": task.category,
+        "tags": list(task.tags),
+    }
     for key in ("title", "use_case_category"):
         if getattr(task, key) is not None:
             meta[key] = getattr(task, key)
@@ -184,12 +260,16 @@ def task_toml(task: Task) -> str:
     if task.limits.pids != Limits().pids:
         meta["tbrl"] = {"pids": task.limits.pids}
     limits = task.limits
-    env: dict[str, Any] = {key: getattr(limits, key) for key in ENV_KEYS.values() if getattr(limits, key) is not None}
+    env: dict[str, Any] = {
+        key: getattr(limits, key) for key in ENV_KEYS.values() if getattr(limits, key) is not None
+    }
     if task.environment.image is not None:
         env["docker_image"] = task.environment.image
     doc: dict[str, Any] = {
-        "version": HARBOR_VERSION, "metadata": meta,
-        "verifier": {"timeout_sec": limits.test_timeout_sec}, "agent": {"timeout_sec": limits.agent_timeout_sec},
+        "version": HARBOR_VERSION,
+        "metadata": meta,
+        "verifier": {"timeout_sec": limits.test_timeout_sec},
+        "agent": {"timeout_sec": limits.agent_timeout_sec},
         "environment": env,
     }
     for name, table in (task.metadata.get("harbor") or {}).items():
@@ -200,32 +280,54 @@ def task_toml(task: Task) -> str:
     try:
         return tomli_w.dumps(doc)
     except (TypeError, ValueError) as exc:
-        raise TaskFormatError(task.id, "metadata", f"cannot be written as TOML: {exc}",
-                              "use strings, numbers, booleans, lists and tables (TOML has no null)") from None
+        raise TaskFormatError(
+            task.id,
+            "metadata",
+            f"cannot be written as TOML: {exc}",
+            "use strings, numbers, booleans, lists and tables (TOML has no null)",
+        ) from None
 
 
 def _check_writable(task: Task) -> None:
     clash = sorted(set(task.metadata) & (RESERVED_METADATA - {"harbor"}))
     if clash:
-        raise TaskFormatError(task.id, "metadata", f"keys {clash} collide with task.toml [metadata] keys",
-                              "rename these metadata keys")
+        raise TaskFormatError(
+            task.id,
+            "metadata",
+            f"keys {clash} collide with task.toml [metadata] keys",
+            "rename these metadata keys",
+        )
     harbor = task.metadata.get("harbor")
     if harbor is not None and not isinstance(harbor, dict):
-        raise TaskFormatError(task.id, "metadata (harbor)", "must be a table of task.toml sections",
-                              'use {"verifier": {"env": {...}}} style values')
+        raise TaskFormatError(
+            task.id,
+            "metadata (harbor)",
+            "must be a table of task.toml sections",
+            'use {"verifier": {"env": {...}}} style values',
+        )
     check_file_tree(task.environment.context_files(), task.id, "environment.files")
     check_file_tree(task.tests.files, task.id, "tests.files")
     clash = sorted(set(task.tests.files) & TEST_OWN_FILES)
     if clash:
-        raise TaskFormatError(task.id, f"tests.files ({clash[0]})", "collides with a Harbor tests/ file",
-                              "rename the fixture file")
+        raise TaskFormatError(
+            task.id,
+            f"tests.files ({clash[0]})",
+            "collides with a Harbor tests/ file",
+            "rename the fixture file",
+        )
     if "Dockerfile" in task.environment.context_files():
-        raise TaskFormatError(task.id, "environment.files (Dockerfile)", "collides with environment/Dockerfile",
-                              "put the Dockerfile text in environment.dockerfile")
+        raise TaskFormatError(
+            task.id,
+            "environment.files (Dockerfile)",
+            "collides with environment/Dockerfile",
+            "put the Dockerfile text in environment.dockerfile",
+        )
 
 
 def _pop_table(doc: dict[str, Any], name: str, loc: str) -> dict[str, Any]:
     table = doc.pop(name, {})
     if not isinstance(table, dict):
-        raise TaskFormatError(loc, f"task.toml ({name})", "is not a table", f"write it as a [{name}] section")
+        raise TaskFormatError(
+            loc, f"task.toml ({name})", "is not a table", f"write it as a [{name}] section"
+        )
     return table

@@ -56,8 +56,12 @@ def detect_format(path: Path) -> str:
             return "csv"
         if suffix in (".parquet", ".pq"):
             return "parquet"
-        raise TaskFormatError(str(path), "file", f"unknown task file type {suffix!r}",
-                              "give a .csv (upstream schema) or .parquet file, or a task directory")
+        raise TaskFormatError(
+            str(path),
+            "file",
+            f"unknown task file type {suffix!r}",
+            "give a .csv (upstream schema) or .parquet file, or a task directory",
+        )
     if path.is_dir():
         if harbor_format.is_harbor_dir(path):
             return "harbor"
@@ -67,8 +71,9 @@ def detect_format(path: Path) -> str:
     raise TaskFormatError(str(path), "path", "does not exist", "check the path")
 
 
-def load_tasks(path: Path | str, mode: Mode = "strict", *, workers: int = 4,
-               progress: bool = True) -> LoadResult:
+def load_tasks(
+    path: Path | str, mode: Mode = "strict", *, workers: int = 4, progress: bool = True
+) -> LoadResult:
     """Read every task at `path` (see the module docstring). Returns `LoadResult(tasks, report)`."""
     path = Path(path)
     _check_mode(mode)
@@ -89,8 +94,12 @@ def load_tasks(path: Path | str, mode: Mode = "strict", *, workers: int = 4,
     seen: dict[str, str] = {}
     for item in items:
         if isinstance(item, Task) and item.id in seen:
-            item = TaskFormatError(item.provenance.location, "id", f"duplicate task id {item.id!r} "
-                                   f"(first at {seen[item.id]})", "give every task a unique id")
+            item = TaskFormatError(
+                item.provenance.location,
+                "id",
+                f"duplicate task id {item.id!r} (first at {seen[item.id]})",
+                "give every task a unique id",
+            )
         if isinstance(item, TaskFormatError):
             if mode == "strict":
                 raise item
@@ -106,9 +115,16 @@ def load_tasks(path: Path | str, mode: Mode = "strict", *, workers: int = 4,
     return LoadResult(tasks, report)
 
 
-def write_tasks(tasks: Sequence[Task], fmt: str, out: Path | str, *, mode: Mode = "strict",
-                workers: int = 4, progress: bool = True,
-                prompt_fn: parquet_format.PromptFn | None = None) -> WriteReport:
+def write_tasks(
+    tasks: Sequence[Task],
+    fmt: str,
+    out: Path | str,
+    *,
+    mode: Mode = "strict",
+    workers: int = 4,
+    progress: bool = True,
+    prompt_fn: parquet_format.PromptFn | None = None,
+) -> WriteReport:
     """Write `tasks` as `fmt` at `out`: a directory of task dirs (tb1, harbor) or one file
     (csv, parquet). An existing task dir of the same id is replaced; anything else in the
     way is an error. `prompt_fn` (parquet only, required there) renders each row's first prompt, e.g. the
@@ -122,42 +138,65 @@ def write_tasks(tasks: Sequence[Task], fmt: str, out: Path | str, *, mode: Mode 
     if fmt in DIR_WRITERS:
         out.mkdir(parents=True, exist_ok=True)
         writer = DIR_WRITERS[fmt]
-        results = parallel_map(lambda t: _write_dir(writer, t, out), tasks, workers, progress, f"write {fmt}")
+        results = parallel_map(
+            lambda t: _write_dir(writer, t, out), tasks, workers, progress, f"write {fmt}"
+        )
         _collect(results, mode, report)
         return report
     if fmt == "csv":
         rows = _collect((_catch(csv_format.task_to_row, t) for t in tasks), mode, report)
         csv_format.write_csv(rows, out)
         for task in tasks:
-            lost = changed_fields(task, csv_format.csv_projection(task)) if task.tests.pytest else []
+            lost = (
+                changed_fields(task, csv_format.csv_projection(task)) if task.tests.pytest else []
+            )
             if lost:
                 report.dropped[task.id] = lost
     else:
         if prompt_fn is None:
-            raise ValueError("parquet rows carry the agent's first prompt: pass prompt_fn, e.g. "
-                             "tbrl_lib.agent.prompts.initial_messages")
-        records = _collect((_catch(parquet_format.task_to_record, t, prompt_fn) for t in _bar(tasks, progress, "prompts")),
-                           mode, report)
+            raise ValueError(
+                "parquet rows carry the agent's first prompt: pass prompt_fn, e.g. "
+                "tbrl_lib.agent.prompts.initial_messages"
+            )
+        records = _collect(
+            (
+                _catch(parquet_format.task_to_record, t, prompt_fn)
+                for t in _bar(tasks, progress, "prompts")
+            ),
+            mode,
+            report,
+        )
         parquet_format.write_parquet(records, out)
     return report
 
 
-def convert(src: Path | str, fmt: str, out: Path | str, *, mode: Mode = "strict",
-            workers: int = 4, progress: bool = True,
-            prompt_fn: parquet_format.PromptFn | None = None) -> tuple[LoadReport, WriteReport]:
+def convert(
+    src: Path | str,
+    fmt: str,
+    out: Path | str,
+    *,
+    mode: Mode = "strict",
+    workers: int = 4,
+    progress: bool = True,
+    prompt_fn: parquet_format.PromptFn | None = None,
+) -> tuple[LoadReport, WriteReport]:
     """Load `src` (any format) and write it as `fmt` at `out`."""
     tasks, load_report = load_tasks(src, mode, workers=workers, progress=progress)
-    return load_report, write_tasks(tasks, fmt, out, mode=mode, workers=workers, progress=progress,
-                                    prompt_fn=prompt_fn)
+    return load_report, write_tasks(
+        tasks, fmt, out, mode=mode, workers=workers, progress=progress, prompt_fn=prompt_fn
+    )
 
 
-def parallel_map(fn: Callable[[T], R], items: Sequence[T], workers: int, progress: bool,
-                 desc: str) -> Iterator[R]:
+def parallel_map(
+    fn: Callable[[T], R], items: Sequence[T], workers: int, progress: bool, desc: str
+) -> Iterator[R]:
     """`fn` over `items` on a thread pool, results in input order, with a tqdm bar.
     Stopping early (strict mode raising) cancels what has not started."""
     pool = ThreadPoolExecutor(max_workers=max(1, workers))
     try:
-        yield from tqdm(pool.map(fn, items), total=len(items), desc=desc, disable=not progress, leave=False)
+        yield from tqdm(
+            pool.map(fn, items), total=len(items), desc=desc, disable=not progress, leave=False
+        )
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -177,10 +216,20 @@ def changed_fields(a: Task, b: Task) -> list[str]:
 
 
 def _read_dir(path: Path, lenient: bool = False) -> Task | TaskFormatError:
-    fmt = "harbor" if harbor_format.is_harbor_dir(path) else "tb1" if tb1_format.is_tb1_dir(path) else None
+    fmt = (
+        "harbor"
+        if harbor_format.is_harbor_dir(path)
+        else "tb1"
+        if tb1_format.is_tb1_dir(path)
+        else None
+    )
     if fmt is None:
-        return TaskFormatError(str(path), "task.toml", "not a task directory (no task.toml or task.yaml)",
-                               "add task.toml (Harbor) or task.yaml (TB1), or move the directory out")
+        return TaskFormatError(
+            str(path),
+            "task.toml",
+            "not a task directory (no task.toml or task.yaml)",
+            "add task.toml (Harbor) or task.yaml (TB1), or move the directory out",
+        )
     return _catch(DIR_READERS[fmt], path, lenient)
 
 
@@ -188,12 +237,18 @@ def _task_dirs(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def _write_dir(writer: Callable[[Task, Path], Path], task: Task, out: Path) -> Path | TaskFormatError:
+def _write_dir(
+    writer: Callable[[Task, Path], Path], task: Task, out: Path
+) -> Path | TaskFormatError:
     target = out / task.id
     if target.exists():
         if not (harbor_format.is_harbor_dir(target) or tb1_format.is_tb1_dir(target)):
-            return TaskFormatError(str(target), "directory", "exists and is not a task directory",
-                                   "choose an empty output directory or remove it")
+            return TaskFormatError(
+                str(target),
+                "directory",
+                "exists and is not a task directory",
+                "choose an empty output directory or remove it",
+            )
         shutil.rmtree(target)
     return _catch(writer, task, out)
 
@@ -223,8 +278,12 @@ def _unique(tasks: Sequence[Task], mode: Mode, report: WriteReport) -> list[Task
     unique = []
     for task in tasks:
         if task.id in seen:
-            err = TaskFormatError(task.provenance.location or task.id, "id", f"duplicate task id {task.id!r}",
-                                  "give every task a unique id")
+            err = TaskFormatError(
+                task.provenance.location or task.id,
+                "id",
+                f"duplicate task id {task.id!r}",
+                "give every task a unique id",
+            )
             if mode == "strict":
                 raise err
             report.skipped.append(err)

@@ -63,8 +63,9 @@ def _bytes_from_base64(value: Any) -> Any:
 Base64Bytes = Annotated[
     bytes,
     BeforeValidator(_bytes_from_base64),
-    PlainSerializer(lambda data: base64.b64encode(data).decode("ascii"), return_type=str,
-                    when_used="json"),
+    PlainSerializer(
+        lambda data: base64.b64encode(data).decode("ascii"), return_type=str, when_used="json"
+    ),
 ]
 
 
@@ -103,12 +104,16 @@ class Environment(_Strict):
             raise ValueError(f"environment.files: {both[0]!r} is both a text and a binary file")
         text = sorted(path for path, data in self.binary_files.items() if _is_utf8(data))
         if text:
-            raise ValueError(f"environment.files: {text[0]!r} is UTF-8 text; put it in `files`, "
-                             "not `binary_files` (readers classify files by content)")
+            raise ValueError(
+                f"environment.files: {text[0]!r} is UTF-8 text; put it in `files`, "
+                "not `binary_files` (readers classify files by content)"
+            )
         total = sum(len(data) for data in self.binary_files.values())
         if total > MAX_BINARY_BYTES:
-            raise ValueError(f"environment.files: binary files total {total:,} bytes, over the "
-                             f"cap of {MAX_BINARY_BYTES:,}")
+            raise ValueError(
+                f"environment.files: binary files total {total:,} bytes, over the "
+                f"cap of {MAX_BINARY_BYTES:,}"
+            )
         return self
 
     def context_files(self) -> dict[str, bytes]:
@@ -262,8 +267,10 @@ def check_task_id(value: str) -> None:
         raise ValueError(f"task id must have 1-{MAX_ID_CHARS} characters, got {len(value)}")
     bad = ID_FORBIDDEN.search(value)
     if bad:
-        raise ValueError(f"task id {value!r} contains {bad.group(0)!r} (whitespace, a path "
-                         "separator or a control character)")
+        raise ValueError(
+            f"task id {value!r} contains {bad.group(0)!r} (whitespace, a path "
+            "separator or a control character)"
+        )
     if value.startswith("."):
         raise ValueError(f"task id {value!r} starts with '.' (a hidden directory)")
 
@@ -304,11 +311,15 @@ def _parsed_test_names(source: str) -> tuple[str, ...]:
         return tuple(re.findall(r"^(?:async\s+)?def\s+(test_\w*)\s*\(", source, flags=re.M))
     names: list[str] = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+            "test"
+        ):
             names.append(node.name)
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
+                if isinstance(
+                    item, (ast.FunctionDef, ast.AsyncFunctionDef)
+                ) and item.name.startswith("test"):
                     names.append(f"{node.name}::{item.name}")
     return tuple(names)
 

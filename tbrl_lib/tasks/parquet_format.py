@@ -28,19 +28,26 @@ from tbrl_lib.tasks.model import Task
 
 PromptFn = Callable[[Task], list[dict[str, str]]]
 COLUMNS = ["task_id", "prompt", "task", "difficulty", "category"]
-SCHEMA = pa.schema([
-    ("task_id", pa.string()),
-    ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-    ("task", pa.string()),
-    ("difficulty", pa.string()),
-    ("category", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+        ("task", pa.string()),
+        ("difficulty", pa.string()),
+        ("category", pa.string()),
+    ]
+)
 
 
 def task_to_record(task: Task, prompt_fn: PromptFn) -> dict[str, object]:
     messages = [{"role": m["role"], "content": m["content"]} for m in prompt_fn(task)]
-    return {"task_id": task.id, "prompt": messages, "task": task.model_dump_json(),
-            "difficulty": task.difficulty.value, "category": task.category}
+    return {
+        "task_id": task.id,
+        "prompt": messages,
+        "task": task.model_dump_json(),
+        "difficulty": task.difficulty.value,
+        "category": task.category,
+    }
 
 
 def write_parquet(records: list[dict[str, object]], path: Path) -> None:
@@ -56,18 +63,31 @@ def read_parquet(path: Path) -> Iterator[Task | TaskFormatError]:
     try:
         table = pq.read_table(path, columns=["task_id", "task"])
     except (OSError, pa.ArrowInvalid, KeyError) as exc:
-        raise TaskFormatError(str(path), "file", f"not a readable tbrl task Parquet file: {exc}",
-                              "write it with `tbrl tasks convert SRC --to parquet OUT`") from None
-    for number, (task_id, blob) in enumerate(zip(table.column("task_id").to_pylist(),
-                                                  table.column("task").to_pylist()), start=1):
+        raise TaskFormatError(
+            str(path),
+            "file",
+            f"not a readable tbrl task Parquet file: {exc}",
+            "write it with `tbrl tasks convert SRC --to parquet OUT`",
+        ) from None
+    for number, (task_id, blob) in enumerate(
+        zip(table.column("task_id").to_pylist(), table.column("task").to_pylist()), start=1
+    ):
         location = f"{path} row {number} (task_id {task_id or '?'})"
         try:
             data = json.loads(blob or "")
-            data["provenance"] = {**data.get("provenance", {}), "source_format": "parquet",
-                                  "location": f"{path} row {number}", "notes": []}
+            data["provenance"] = {
+                **data.get("provenance", {}),
+                "source_format": "parquet",
+                "location": f"{path} row {number}",
+                "notes": [],
+            }
             yield Task.model_validate(data)
         except (json.JSONDecodeError, AttributeError, TypeError) as exc:
-            yield TaskFormatError(location, "task", f"invalid task JSON: {exc}",
-                                  "re-export the file from the task sources")
+            yield TaskFormatError(
+                location,
+                "task",
+                f"invalid task JSON: {exc}",
+                "re-export the file from the task sources",
+            )
         except ValidationError as exc:
             yield from_validation_error(exc, location, {"": "task"})

@@ -69,8 +69,16 @@ def instruction_lines(dockerfile: str) -> list[str]:
 
 def task_stats(tasks: Sequence[Task]) -> TaskStats:
     stats = TaskStats(count=len(tasks))
-    sizes: dict[str, list[float]] = {k: [] for k in
-                                     ("instruction_chars", "dockerfile_lines", "test_functions", "env_files", "env_bytes")}
+    sizes: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "instruction_chars",
+            "dockerfile_lines",
+            "test_functions",
+            "env_files",
+            "env_bytes",
+        )
+    }
     for task in tasks:
         stats.by_difficulty[task.difficulty.value] += 1
         stats.by_category[task.category] += 1
@@ -95,21 +103,37 @@ def stats_tables(stats: TaskStats, top: int = 15) -> list[Table]:
     overview.add_row("with reference solution", str(stats.with_solution))
     overview.add_row("with test weights", str(stats.with_weights))
     order = [d.value for d in Difficulty]
-    difficulty = _counter_table("difficulty", Counter({d: stats.by_difficulty[d] for d in order
-                                                       if stats.by_difficulty[d]}), stats.count, sort=False)
-    tables = [overview, difficulty, _counter_table("category", stats.by_category, stats.count),
-              _counter_table("base image", stats.base_images, stats.count, top=top)]
+    difficulty = _counter_table(
+        "difficulty",
+        Counter({d: stats.by_difficulty[d] for d in order if stats.by_difficulty[d]}),
+        stats.count,
+        sort=False,
+    )
+    tables = [
+        overview,
+        difficulty,
+        _counter_table("category", stats.by_category, stats.count),
+        _counter_table("base image", stats.base_images, stats.count, top=top),
+    ]
     sizes = Table(title="sizes per task")
     for column in ("measure", "min", "median", "mean", "max", "total"):
         sizes.add_column(column, justify="left" if column == "measure" else "right")
     for name, values in stats.sizes.items():
         if values:
-            sizes.add_row(name, _num(min(values)), _num(statistics.median(values)),
-                          _num(statistics.fmean(values)), _num(max(values)), _num(sum(values)))
+            sizes.add_row(
+                name,
+                _num(min(values)),
+                _num(statistics.median(values)),
+                _num(statistics.fmean(values)),
+                _num(max(values)),
+                _num(sum(values)),
+            )
     return [*tables, sizes]
 
 
-def _counter_table(name: str, counts: Counter[str], total: int, top: int | None = None, sort: bool = True) -> Table:
+def _counter_table(
+    name: str, counts: Counter[str], total: int, top: int | None = None, sort: bool = True
+) -> Table:
     table = Table(title=f"by {name}")
     table.add_column(name)
     table.add_column("tasks", justify="right")
@@ -119,8 +143,12 @@ def _counter_table(name: str, counts: Counter[str], total: int, top: int | None 
     for key, value in shown:
         table.add_row(key or "(empty)", str(value), f"{value / total:.0%}" if total else "-")
     if len(items) > len(shown):
-        rest = sum(v for _, v in items[len(shown):])
-        table.add_row(f"... {len(items) - len(shown)} more", str(rest), f"{rest / total:.0%}" if total else "-")
+        rest = sum(v for _, v in items[len(shown) :])
+        table.add_row(
+            f"... {len(items) - len(shown)} more",
+            str(rest),
+            f"{rest / total:.0%}" if total else "-",
+        )
     return table
 
 

@@ -52,20 +52,50 @@ from tbrl_lib.tasks.standard_files import TB1_RUN_TESTS, tb1_compose
 # TB1's own defaults when task.yaml leaves the timeouts out
 TB1_AGENT_TIMEOUT = 360.0
 TB1_TEST_TIMEOUT = 60.0
-RESERVED_KEYS = {"instruction", "difficulty", "category", "tags", "max_agent_timeout_sec",
-                 "max_test_timeout_sec", "tbrl"}
-OWN_FILES = {"task.yaml", "Dockerfile", "docker-compose.yaml", "run-tests.sh", "solution.sh",
-             "test_weights.json", "tests"}
+RESERVED_KEYS = {
+    "instruction",
+    "difficulty",
+    "category",
+    "tags",
+    "max_agent_timeout_sec",
+    "max_test_timeout_sec",
+    "tbrl",
+}
+OWN_FILES = {
+    "task.yaml",
+    "Dockerfile",
+    "docker-compose.yaml",
+    "run-tests.sh",
+    "solution.sh",
+    "test_weights.json",
+    "tests",
+}
 LIMIT_KEYS = ("build_timeout_sec", "cpus", "memory_mb", "storage_mb", "pids", "allow_internet")
-TBRL_KEYS = {"title", "use_case_category", "image", "created_at", "updated_at", "context_files_in_tests",
-             *LIMIT_KEYS}
+TBRL_KEYS = {
+    "title",
+    "use_case_category",
+    "image",
+    "created_at",
+    "updated_at",
+    "context_files_in_tests",
+    *LIMIT_KEYS,
+}
 FIELD_NAMES = {
-    "id": "directory name", "instruction": "task.yaml (instruction)", "difficulty": "task.yaml (difficulty)",
-    "category": "task.yaml (category)", "tags": "task.yaml (tags)", "title": "task.yaml (tbrl.title)",
-    "environment.dockerfile": "Dockerfile", "environment": "Dockerfile",
-    "environment.files": "build-context files", "tests.pytest": "tests/test_outputs.py",
-    "tests.weights": "test_weights.json", "tests.files": "tests/", "tests": "tests/test_outputs.py",
-    "limits": "task.yaml (limits)", "metadata": "task.yaml",
+    "id": "directory name",
+    "instruction": "task.yaml (instruction)",
+    "difficulty": "task.yaml (difficulty)",
+    "category": "task.yaml (category)",
+    "tags": "task.yaml (tags)",
+    "title": "task.yaml (tbrl.title)",
+    "environment.dockerfile": "Dockerfile",
+    "environment": "Dockerfile",
+    "environment.files": "build-context files",
+    "tests.pytest": "tests/test_outputs.py",
+    "tests.weights": "test_weights.json",
+    "tests.files": "tests/",
+    "tests": "tests/test_outputs.py",
+    "limits": "task.yaml (limits)",
+    "metadata": "task.yaml",
 }
 
 
@@ -84,14 +114,24 @@ def read_tb1_dir(root: Path, lenient: bool = False) -> Task:
         instruction = _instruction_from_descriptions(extra, loc)
     tbrl = config.get("tbrl") or {}
     if not isinstance(tbrl, dict):
-        raise TaskFormatError(loc, "task.yaml (tbrl)", "is not a mapping", "write `tbrl:` as key: value lines")
+        raise TaskFormatError(
+            loc, "task.yaml (tbrl)", "is not a mapping", "write `tbrl:` as key: value lines"
+        )
     unknown = sorted(set(tbrl) - TBRL_KEYS)
     if unknown:
-        raise TaskFormatError(loc, "task.yaml (tbrl)", f"unknown keys {unknown}",
-                              f"use only {sorted(TBRL_KEYS)} there; put other values at the top level")
+        raise TaskFormatError(
+            loc,
+            "task.yaml (tbrl)",
+            f"unknown keys {unknown}",
+            f"use only {sorted(TBRL_KEYS)} there; put other values at the top level",
+        )
     if (root / "solution.yaml").exists():
-        raise TaskFormatError(loc, "solution.yaml", "command-list solutions are not supported",
-                              "write the solution as a bash script, solution.sh")
+        raise TaskFormatError(
+            loc,
+            "solution.yaml",
+            "command-list solutions are not supported",
+            "write the solution as a bash script, solution.sh",
+        )
     dockerfile_path = root / "Dockerfile"
     dockerfile = read_text(dockerfile_path, loc, "Dockerfile") if dockerfile_path.exists() else None
     image = tbrl.get("image")
@@ -104,8 +144,12 @@ def read_tb1_dir(root: Path, lenient: bool = False) -> Task:
         if compose != tb1_compose(None if dockerfile else image):
             env_files["docker-compose.yaml"] = compose
     if dockerfile is None and image is None:
-        raise TaskFormatError(loc, "Dockerfile", "file is missing (and no image is named)",
-                              f"create {dockerfile_path}")
+        raise TaskFormatError(
+            loc,
+            "Dockerfile",
+            "file is missing (and no image is named)",
+            f"create {dockerfile_path}",
+        )
     tests_dir = root / "tests"
     pytest_path = tests_dir / "test_outputs.py"
     script_path = root / "run-tests.sh"
@@ -128,32 +172,55 @@ def read_tb1_dir(root: Path, lenient: bool = False) -> Task:
         elif inside in test_files:
             env_files[rel] = test_files.pop(inside)
         else:
-            raise TaskFormatError(loc, "task.yaml (tbrl.context_files_in_tests)", f"lists {rel}, which is missing",
-                                  f"create {root / rel} or remove it from the list")
+            raise TaskFormatError(
+                loc,
+                "task.yaml (tbrl.context_files_in_tests)",
+                f"lists {rel}, which is missing",
+                f"create {root / rel} or remove it from the list",
+            )
     for rel, data in sorted(test_binary.items()):  # fixtures go to the verifier: text only
         decode_utf8(data, loc, f"tests/{rel}")
     solution_path = root / "solution.sh"
     limits = {key: tbrl[key] for key in LIMIT_KEYS if key in tbrl}
     data: dict[str, Any] = {
-        "id": root.name, "instruction": instruction,
-        "difficulty": config.get("difficulty", "medium"), "category": config.get("category", "general"),
-        "tags": config.get("tags") or [], "title": tbrl.get("title"),
+        "id": root.name,
+        "instruction": instruction,
+        "difficulty": config.get("difficulty", "medium"),
+        "category": config.get("category", "general"),
+        "tags": config.get("tags") or [],
+        "title": tbrl.get("title"),
         "use_case_category": tbrl.get("use_case_category"),
-        "environment": {"dockerfile": dockerfile, "files": env_files, "binary_files": env_binary,
-                        "image": image},
+        "environment": {
+            "dockerfile": dockerfile,
+            "files": env_files,
+            "binary_files": env_binary,
+            "image": image,
+        },
         "tests": {"pytest": pytest, "script": script, "weights": weights, "files": test_files},
-        "solution": read_text(solution_path, loc, "solution.sh") if solution_path.exists() else None,
+        "solution": read_text(solution_path, loc, "solution.sh")
+        if solution_path.exists()
+        else None,
         "limits": {
             "agent_timeout_sec": config.get("max_agent_timeout_sec", TB1_AGENT_TIMEOUT),
-            "test_timeout_sec": config.get("max_test_timeout_sec", TB1_TEST_TIMEOUT), **limits,
+            "test_timeout_sec": config.get("max_test_timeout_sec", TB1_TEST_TIMEOUT),
+            **limits,
         },
-        "provenance": {"source_format": "tb1", "location": loc, "notes": notes,
-                       "created_at": tbrl.get("created_at"), "updated_at": tbrl.get("updated_at")},
+        "provenance": {
+            "source_format": "tb1",
+            "location": loc,
+            "notes": notes,
+            "created_at": tbrl.get("created_at"),
+            "updated_at": tbrl.get("updated_at"),
+        },
         "metadata": extra,
     }
     if not pytest and not script:
-        raise TaskFormatError(loc, "tests/test_outputs.py", "file is missing (and there is no run-tests.sh)",
-                              f"create {pytest_path} with pytest test functions")
+        raise TaskFormatError(
+            loc,
+            "tests/test_outputs.py",
+            "file is missing (and there is no run-tests.sh)",
+            f"create {pytest_path} with pytest test functions",
+        )
     try:
         return Task.model_validate(data)
     except ValidationError as exc:
@@ -165,8 +232,10 @@ def write_tb1_dir(task: Task, out_dir: Path) -> Path:
     root = out_dir / task.id
     _check_writable(task)
     config: dict[str, Any] = {
-        "instruction": task.instruction, "difficulty": task.difficulty.value,
-        "category": task.category, "tags": list(task.tags),
+        "instruction": task.instruction,
+        "difficulty": task.difficulty.value,
+        "category": task.category,
+        "tags": list(task.tags),
         "max_agent_timeout_sec": task.limits.agent_timeout_sec,
         "max_test_timeout_sec": task.limits.test_timeout_sec,
         **task.metadata,
@@ -188,7 +257,10 @@ def write_tb1_dir(task: Task, out_dir: Path) -> Path:
         write_text(root / "tests" / "test_outputs.py", tests.pytest)
     write_files(root / "tests", tests.files)
     if tests.weights:
-        write_text(root / "test_weights.json", json.dumps(tests.weights, indent=2, ensure_ascii=False) + "\n")
+        write_text(
+            root / "test_weights.json",
+            json.dumps(tests.weights, indent=2, ensure_ascii=False) + "\n",
+        )
     if task.solution is not None:
         write_text(root / "solution.sh", task.solution)
     return root
@@ -219,35 +291,63 @@ def _tbrl_block(task: Task) -> dict[str, Any]:
 def _check_writable(task: Task) -> None:
     clash = sorted(set(task.metadata) & RESERVED_KEYS)
     if clash:
-        raise TaskFormatError(task.id, "metadata", f"keys {clash} collide with task.yaml's own keys",
-                              "rename these metadata keys")
+        raise TaskFormatError(
+            task.id,
+            "metadata",
+            f"keys {clash} collide with task.yaml's own keys",
+            "rename these metadata keys",
+        )
     for rel in task.environment.context_files():
         top = rel.split("/")[0]
         in_tests = rel.removeprefix("tests/") if top == "tests" else None
-        if (top in OWN_FILES - {"docker-compose.yaml", "tests"} or rel == "solution.yaml"
-                or in_tests == "test_outputs.py" or in_tests in task.tests.files):
-            raise TaskFormatError(task.id, f"environment.files ({rel})", "collides with a TB1 task file",
-                                  "rename the build-context file, or write the task in Harbor layout")
-    tree = {**task.environment.context_files(),
-            **{f"tests/{rel}": text for rel, text in task.tests.files.items()}}
+        if (
+            top in OWN_FILES - {"docker-compose.yaml", "tests"}
+            or rel == "solution.yaml"
+            or in_tests == "test_outputs.py"
+            or in_tests in task.tests.files
+        ):
+            raise TaskFormatError(
+                task.id,
+                f"environment.files ({rel})",
+                "collides with a TB1 task file",
+                "rename the build-context file, or write the task in Harbor layout",
+            )
+    tree = {
+        **task.environment.context_files(),
+        **{f"tests/{rel}": text for rel, text in task.tests.files.items()},
+    }
     check_file_tree(tree, task.id, "environment.files + tests.files")
     if "test_outputs.py" in task.tests.files:
-        raise TaskFormatError(task.id, "tests.files (test_outputs.py)", "collides with the pytest file",
-                              "rename the fixture file")
-    if task.tests.script is None and not task.tests.pytest:  # pragma: no cover - the model forbids it
+        raise TaskFormatError(
+            task.id,
+            "tests.files (test_outputs.py)",
+            "collides with the pytest file",
+            "rename the fixture file",
+        )
+    if (
+        task.tests.script is None and not task.tests.pytest
+    ):  # pragma: no cover - the model forbids it
         raise TaskFormatError(task.id, "tests", "no tests", "add pytest tests or a script")
 
 
 def _instruction_from_descriptions(extra: dict[str, Any], loc: str) -> str:
     descriptions = extra.get("descriptions")
     if not isinstance(descriptions, list):
-        raise TaskFormatError(loc, "task.yaml (instruction)", "key is missing",
-                              "add `instruction: |` followed by the task text")
+        raise TaskFormatError(
+            loc,
+            "task.yaml (instruction)",
+            "key is missing",
+            "add `instruction: |` followed by the task text",
+        )
     rest = [d for d in descriptions if not (isinstance(d, dict) and d.get("key") == "base")]
     base = [d for d in descriptions if isinstance(d, dict) and d.get("key") == "base"]
     if not base or not isinstance(base[0].get("description"), str):
-        raise TaskFormatError(loc, "task.yaml (descriptions)", "has no `key: base` entry with a description",
-                              "add `instruction: |` followed by the task text")
+        raise TaskFormatError(
+            loc,
+            "task.yaml (descriptions)",
+            "has no `key: base` entry with a description",
+            "add `instruction: |` followed by the task text",
+        )
     if rest:
         extra["descriptions"] = rest
     else:

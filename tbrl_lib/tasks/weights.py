@@ -120,7 +120,9 @@ def main(argv: list[str]) -> int:
         with open(argv[0], encoding="utf-8") as fh:
             outcomes = outcomes_from_junit_xml(fh.read())
     except (OSError, ET.ParseError) as exc:
-        print(f"tbrl reward: no usable JUnit report at {argv[0]} ({exc}); reward 0", file=sys.stderr)
+        print(
+            f"tbrl reward: no usable JUnit report at {argv[0]} ({exc}); reward 0", file=sys.stderr
+        )
         outcomes = {}
     weights: dict[str, float] = {}
     if len(argv) >= 2:

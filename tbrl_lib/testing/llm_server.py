@@ -87,8 +87,14 @@ Script = Iterable[Reply | str] | Callable[[RecordedRequest], Reply | str]
 class LLMServer:
     """Context manager running the server in a daemon thread on 127.0.0.1 (a free port)."""
 
-    def __init__(self, script: Script = (), *, default: Reply | str | None = None,
-                 tokenize: Callable[[str], list[int]] | None = None, max_delay_s: float = MAX_DELAY_S) -> None:
+    def __init__(
+        self,
+        script: Script = (),
+        *,
+        default: Reply | str | None = None,
+        tokenize: Callable[[str], list[int]] | None = None,
+        max_delay_s: float = MAX_DELAY_S,
+    ) -> None:
         self._callable = script if callable(script) else None
         self._queue: deque[Reply | str] = deque() if callable(script) else deque(script)
         self.default = default
@@ -106,7 +112,9 @@ class LLMServer:
         handler = _make_handler(self)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="llm-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="llm-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -144,8 +152,11 @@ class LLMServer:
             elif self.default is not None:
                 reply = self.default
             else:
-                reply = Reply(status=500, error_type="api_error",
-                              text="loopback LLM server: the script has no reply left for this request")
+                reply = Reply(
+                    status=500,
+                    error_type="api_error",
+                    text="loopback LLM server: the script has no reply left for this request",
+                )
         return Reply(text=reply) if isinstance(reply, str) else reply
 
     def _wait(self, seconds: float) -> None:
@@ -181,18 +192,37 @@ def _anthropic_body(server: LLMServer, body: dict[str, Any], reply: Reply) -> di
     if reply.json is not None and tools:
         choice = body.get("tool_choice") or {}
         name = choice.get("name") or tools[0]["name"]
-        content = [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": name, "input": reply.json}]
+        content = [
+            {
+                "type": "tool_use",
+                "id": f"toolu_{uuid.uuid4().hex[:20]}",
+                "name": name,
+                "input": reply.json,
+            }
+        ]
         stop, out_text = "tool_use", json.dumps(reply.json)
     else:
         text = reply.text if reply.json is None else json.dumps(reply.json)
         content, stop, out_text = [{"type": "text", "text": text}], "end_turn", text
     created, read = server._cache_usage(body)
     prompt = json.dumps([body.get("system"), body.get("messages")])
-    usage = {"input_tokens": max(1, estimate_tokens(prompt) - created - read), "output_tokens": estimate_tokens(out_text),
-             "cache_creation_input_tokens": created, "cache_read_input_tokens": read, **reply.usage}
-    return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
-            "model": body.get("model", "loopback"), "content": content, "stop_reason": reply.stop_reason or stop,
-            "stop_sequence": None, "usage": usage}
+    usage = {
+        "input_tokens": max(1, estimate_tokens(prompt) - created - read),
+        "output_tokens": estimate_tokens(out_text),
+        "cache_creation_input_tokens": created,
+        "cache_read_input_tokens": read,
+        **reply.usage,
+    }
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "loopback"),
+        "content": content,
+        "stop_reason": reply.stop_reason or stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
 
 
 def _openai_body(server: LLMServer, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
@@ -201,10 +231,19 @@ def _openai_body(server: LLMServer, body: dict[str, Any], reply: Reply) -> dict[
     if fmt in ("json_object", "json_schema") and reply.json is None:
         json.loads(text)  # a scripted non-JSON reply to a JSON request is a test bug: fail loudly
     prompt_text = "".join(str(m.get("content", "")) for m in body.get("messages", []))
-    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                              "finish_reason": reply.stop_reason or "stop", "logprobs": None}
-    result: dict[str, Any] = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion",
-                              "created": int(time.time()), "model": body.get("model", "loopback"), "choices": [choice]}
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": text},
+        "finish_reason": reply.stop_reason or "stop",
+        "logprobs": None,
+    }
+    result: dict[str, Any] = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "loopback"),
+        "choices": [choice],
+    }
     prompt_ids, completion_ids = reply.prompt_ids, reply.completion_ids
     if server.tokenize is not None:
         prompt_ids = prompt_ids if prompt_ids is not None else server.tokenize(prompt_text)
@@ -214,17 +253,30 @@ def _openai_body(server: LLMServer, body: dict[str, Any], reply: Reply) -> dict[
         choice["token_ids"] = completion_ids
     n_prompt = len(prompt_ids) if prompt_ids is not None else estimate_tokens(prompt_text)
     n_completion = len(completion_ids) if completion_ids is not None else estimate_tokens(text)
-    result["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": n_completion,
-                       "total_tokens": n_prompt + n_completion, "prompt_tokens_details": {"cached_tokens": 0},
-                       **reply.usage}
+    result["usage"] = {
+        "prompt_tokens": n_prompt,
+        "completion_tokens": n_completion,
+        "total_tokens": n_prompt + n_completion,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        **reply.usage,
+    }
     return result
 
 
 def _error_body(api: str, reply: Reply) -> dict[str, Any]:
     message = reply.text or f"loopback fault injection: {reply.error_type or reply.status}"
     if api == "anthropic":
-        return {"type": "error", "error": {"type": reply.error_type or "api_error", "message": message}}
-    return {"error": {"message": message, "type": reply.error_type or "server_error", "code": reply.status}}
+        return {
+            "type": "error",
+            "error": {"type": reply.error_type or "api_error", "message": message},
+        }
+    return {
+        "error": {
+            "message": message,
+            "type": reply.error_type or "server_error",
+            "code": reply.status,
+        }
+    }
 
 
 def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
@@ -236,9 +288,17 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path.rstrip("/") == "/v1/models":
-                self._send(200, {"object": "list", "data": [{"id": "loopback", "object": "model", "owned_by": "tbrl"}]})
+                self._send(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [{"id": "loopback", "object": "model", "owned_by": "tbrl"}],
+                    },
+                )
             else:
-                self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                self._send(
+                    404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}
+                )
 
         def do_POST(self) -> None:
             path = self.path.split("?")[0].rstrip("/")
@@ -251,30 +311,58 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
             try:
                 body = json.loads(raw or b"{}")
             except json.JSONDecodeError as exc:
-                self._send(400, _error_body(api, Reply(status=400, error_type="invalid_request_error",
-                                                       text=f"request body is not JSON: {exc}")))
+                self._send(
+                    400,
+                    _error_body(
+                        api,
+                        Reply(
+                            status=400,
+                            error_type="invalid_request_error",
+                            text=f"request body is not JSON: {exc}",
+                        ),
+                    ),
+                )
                 return
             if body.get("stream"):
-                self._send(400, _error_body(api, Reply(status=400, error_type="invalid_request_error",
-                                                       text="the loopback server does not stream; set stream=false")))
+                self._send(
+                    400,
+                    _error_body(
+                        api,
+                        Reply(
+                            status=400,
+                            error_type="invalid_request_error",
+                            text="the loopback server does not stream; set stream=false",
+                        ),
+                    ),
+                )
                 return
-            request = RecordedRequest(api, path, {k.lower(): v for k, v in self.headers.items()}, body, time.time())
+            request = RecordedRequest(
+                api, path, {k.lower(): v for k, v in self.headers.items()}, body, time.time()
+            )
             reply = server._next_reply(request)
             if reply.delay_s:
                 server._wait(reply.delay_s)
             if reply.garbage:
-                self._send_raw(200, b"<html><body>502 Bad Gateway</body></html> {not json", "application/json")
+                self._send_raw(
+                    200, b"<html><body>502 Bad Gateway</body></html> {not json", "application/json"
+                )
             elif reply.status != 200:
-                headers = {"retry-after": str(reply.retry_after)} if reply.retry_after is not None else {}
+                headers = (
+                    {"retry-after": str(reply.retry_after)} if reply.retry_after is not None else {}
+                )
                 self._send(reply.status, _error_body(api, reply), headers)
             else:
                 make = _anthropic_body if api == "anthropic" else _openai_body
                 self._send(200, make(server, body, reply))
 
-        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
             self._send_raw(status, json.dumps(payload).encode(), "application/json", headers)
 
-        def _send_raw(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        def _send_raw(
+            self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None
+        ) -> None:
             try:
                 self.send_response(status)
                 self.send_header("content-type", ctype)

@@ -1,10 +1,10 @@
 """`tbrl train ...`: run a preset, print its memory plan, write its launch files.
 
-    tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR]
-    tbrl train sft --family copy_answer --demos 32 --out DIR   (oracle demos -> SFT checkpoint)
-    tbrl train presets
-    tbrl train plan --preset 32xh100
-    tbrl train launch --preset 32xh100 --out launch/        (accelerate.yaml + commands.sh)
+tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR]
+tbrl train sft --family copy_answer --demos 32 --out DIR   (oracle demos -> SFT checkpoint)
+tbrl train presets
+tbrl train plan --preset 32xh100
+tbrl train launch --preset 32xh100 --out launch/        (accelerate.yaml + commands.sh)
 """
 
 from __future__ import annotations
@@ -28,13 +28,20 @@ def _config(preset: str, overrides: list[str]):
 PresetOpt = typer.Option("cpu-smoke", "--preset", help="Preset name (see `tbrl train presets`).")
 PresetArg = typer.Argument("", show_default=False, help="Preset name; same as --preset.")
 SetOpt = typer.Option([], "--set", help="Override a setting: KEY=VALUE (YAML value).")
-LaunchOutOpt = typer.Option(Path("launch"), "--out", help="Folder for accelerate.yaml and commands.sh.")
+LaunchOutOpt = typer.Option(
+    Path("launch"), "--out", help="Folder for accelerate.yaml and commands.sh."
+)
 
 
 @app.command("run")
-def run_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt,
-            out: str = typer.Option("", help="Run folder (default outputs/train-<preset>-<time>)."),
-            dry_run: bool = typer.Option(False, "--dry-run", help="Print preflight, memory plan and launch commands; run nothing.")) -> None:
+def run_cmd(
+    preset: str = PresetOpt,
+    overrides: list[str] = SetOpt,
+    out: str = typer.Option("", help="Run folder (default outputs/train-<preset>-<time>)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print preflight, memory plan and launch commands; run nothing."
+    ),
+) -> None:
     """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary."""
     from tbrl_lib.sandbox.engine import require_engine
 
@@ -51,19 +58,24 @@ def run_cmd(preset: str = PresetOpt, overrides: list[str] = SetOpt,
         raise typer.Exit(2) from None
     require_engine("tbrl train run")
     from tbrl_lib.train.run import train  # torch and TRL: only once the engine answers
+
     summary = train(config.name, out_dir=out, config=config)
     for key, value in summary.items():
         typer.echo(f"{key}: {value}")
 
 
 @app.command("sft")
-def sft_cmd(model: str = typer.Option("tiny", help="Model folder, or `tiny` (the local tiny Qwen3)."),
-            family: str = typer.Option("copy_answer", help="Procedural family of the demonstrations."),
-            demos: int = typer.Option(32, help="Oracle demonstrations to record (seeds --first-seed ...)."),
-            first_seed: int = typer.Option(1000, help="First training seed; held-out seeds stay below it."),
-            epochs: float = typer.Option(3.0, help="SFT epochs over the demonstrations."),
-            lr: float = typer.Option(1e-3, "--lr", help="Learning rate (1e-3 suits the random tiny model)."),
-            out: Path = typer.Option(Path("outputs/sft"), help="Folder for demos.parquet and checkpoint/.")) -> None:
+def sft_cmd(
+    model: str = typer.Option("tiny", help="Model folder, or `tiny` (the local tiny Qwen3)."),
+    family: str = typer.Option("copy_answer", help="Procedural family of the demonstrations."),
+    demos: int = typer.Option(32, help="Oracle demonstrations to record (seeds --first-seed ...)."),
+    first_seed: int = typer.Option(1000, help="First training seed; held-out seeds stay below it."),
+    epochs: float = typer.Option(3.0, help="SFT epochs over the demonstrations."),
+    lr: float = typer.Option(
+        1e-3, "--lr", help="Learning rate (1e-3 suits the random tiny model)."
+    ),
+    out: Path = typer.Option(Path("outputs/sft"), help="Folder for demos.parquet and checkpoint/."),
+) -> None:
     """Record oracle demonstrations in sandboxes, then SFT on assistant tokens; prints the checkpoint."""
     from tbrl_lib.sandbox.engine import require_engine
 
@@ -72,8 +84,14 @@ def sft_cmd(model: str = typer.Option("tiny", help="Model folder, or `tiny` (the
     from tbrl_lib.train.sft import SFTSettings, run_sft
 
     try:
-        settings = SFTSettings(model=model, family=family, demos=demos, first_seed=first_seed,
-                               epochs=epochs, learning_rate=lr)
+        settings = SFTSettings(
+            model=model,
+            family=family,
+            demos=demos,
+            first_seed=first_seed,
+            epochs=epochs,
+            learning_rate=lr,
+        )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     summary = run_sft(settings, out)
@@ -92,12 +110,16 @@ def presets_cmd() -> None:
         c = load_preset(name)
         nodes = c.num_nodes + c.vllm_server_nodes  # training nodes + vLLM server nodes
         gpus = "CPU" if c.gpus_per_node == 0 else f"{nodes}x{c.gpus_per_node} GPU"
-        typer.echo(f"{name:<10} {c.model:<16} {gpus:<10} {c.distributed:<6} {c.generation_backend:<14} "
-                   f"{c.tasks_per_step} tasks x {c.num_generations} rollouts/step")
+        typer.echo(
+            f"{name:<10} {c.model:<16} {gpus:<10} {c.distributed:<6} {c.generation_backend:<14} "
+            f"{c.tasks_per_step} tasks x {c.num_generations} rollouts/step"
+        )
 
 
 @app.command("preflight")
-def preflight_cmd(preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt) -> None:
+def preflight_cmd(
+    preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt
+) -> None:
     """Check a preset against this machine and launch (exit 2 naming what is missing)."""
     from tbrl_lib.train.preflight import PreflightError, require_preflight
 
@@ -111,7 +133,9 @@ def preflight_cmd(preset_name: str = PresetArg, preset: str = PresetOpt, overrid
 
 
 @app.command("plan")
-def plan_cmd(preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt) -> None:
+def plan_cmd(
+    preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt
+) -> None:
     """Per-GPU memory estimate of a preset (weights, grads, optimizer, activations, logits, vLLM)."""
     from tbrl_lib.train.memory import plan_memory
 
@@ -123,8 +147,12 @@ def plan_cmd(preset_name: str = PresetArg, preset: str = PresetOpt, overrides: l
 
 
 @app.command("launch")
-def launch_cmd(preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt,
-               out: Path = LaunchOutOpt) -> None:
+def launch_cmd(
+    preset_name: str = PresetArg,
+    preset: str = PresetOpt,
+    overrides: list[str] = SetOpt,
+    out: Path = LaunchOutOpt,
+) -> None:
     """Write the accelerate config and the per-role commands for a (multi-node) preset."""
     from tbrl_lib.train.launch import launch_commands, write_accelerate_config
 
@@ -133,7 +161,10 @@ def launch_cmd(preset_name: str = PresetArg, preset: str = PresetOpt, overrides:
     config = _config(preset, overrides)
     acc = write_accelerate_config(config, out / "accelerate.yaml")
     commands = launch_commands(config, str(acc), out_dir=f"outputs/train-{config.name}")
-    lines = ["#!/usr/bin/env bash", "# Run each role on its machine; set MAIN_IP and MACHINE_RANK per node."]
+    lines = [
+        "#!/usr/bin/env bash",
+        "# Run each role on its machine; set MAIN_IP and MACHINE_RANK per node.",
+    ]
     lines += [f"# {role}\n{cmd}" for role, cmd in commands.items()]
     (out / "commands.sh").write_text("\n".join(lines) + "\n")
     typer.echo(f"wrote {acc} and {out / 'commands.sh'}")

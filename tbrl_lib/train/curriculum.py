@@ -73,9 +73,15 @@ class Curriculum:
         record.solved += solved
         record.groups += 1
         kind = "always" if solved == len(scored) else "never" if max(scored) <= 0 else None
-        record.streak = record.streak + 1 if kind and kind == record.streak_kind else (1 if kind else 0)
+        record.streak = (
+            record.streak + 1 if kind and kind == record.streak_kind else (1 if kind else 0)
+        )
         record.streak_kind = kind
-        if self.filter_after_groups and record.streak >= self.filter_after_groups and not record.skipped:
+        if (
+            self.filter_after_groups
+            and record.streak >= self.filter_after_groups
+            and not record.skipped
+        ):
             record.skipped = f"{kind} solved in {record.streak} groups in a row"
 
     def record_rollouts(self, task_ids: Sequence[str], rewards: Sequence[float | None]) -> None:
@@ -120,10 +126,18 @@ class CurriculumSampler(Sampler[int]):
     dataloader never starves; `CurriculumStop` (in `run.py`) ends training in that case.
     """
 
-    def __init__(self, task_ids: Sequence[str], curriculum: Curriculum, mini_repeat_count: int,
-                 tasks_per_chunk: int, repeat_count: int = 1) -> None:
+    def __init__(
+        self,
+        task_ids: Sequence[str],
+        curriculum: Curriculum,
+        mini_repeat_count: int,
+        tasks_per_chunk: int,
+        repeat_count: int = 1,
+    ) -> None:
         if len(set(task_ids)) != len(task_ids):
-            raise ValueError("CurriculumSampler needs one dataset row per task; duplicate task ids found")
+            raise ValueError(
+                "CurriculumSampler needs one dataset row per task; duplicate task ids found"
+            )
         self.index = {task_id: i for i, task_id in enumerate(task_ids)}
         self.curriculum = curriculum
         self.mini_repeat_count = mini_repeat_count

@@ -51,7 +51,9 @@ class TeacherSampler:
 
     async def sample(self, prompt_ids: list[int], max_new_tokens: int) -> Sample:
         end = _im_end(self.chat)
-        ids = self.chat.encode(self.queue.pop(0)) + [end if end is not None else self.chat.stop_ids[-1]]
+        ids = self.chat.encode(self.queue.pop(0)) + [
+            end if end is not None else self.chat.stop_ids[-1]
+        ]
         return Sample(ids=ids[:max_new_tokens], stopped=len(ids) <= max_new_tokens)
 
 
@@ -74,9 +76,15 @@ class TeacherPolicy(TokenPolicy):
         return await super().generate(conversation, max_new_tokens)
 
 
-async def record_demos(tasks: Sequence[Task], tokenizer: Any, config: RolloutConfig | None = None,
-                       judge: Any | None = None, teacher: Policy | None = None,
-                       max_context: int = 4096, concurrency: int = 2) -> list[RolloutResult]:
+async def record_demos(
+    tasks: Sequence[Task],
+    tokenizer: Any,
+    config: RolloutConfig | None = None,
+    judge: Any | None = None,
+    teacher: Policy | None = None,
+    max_context: int = 4096,
+    concurrency: int = 2,
+) -> list[RolloutResult]:
     """One teacher rollout per task, token-exact; each gets its own policy (own queue)."""
     gate = asyncio.Semaphore(concurrency)
     chat = TokenChat(tokenizer)
@@ -98,9 +106,16 @@ def demo_rows(results: Sequence[RolloutResult], min_reward: float = 1.0) -> list
             continue
         if r.tests.score < min_reward - 1e-9:
             continue
-        rows.append({"task_id": r.task_id, "prompt_ids": list(traj.prompt_ids),
-                     "completion_ids": list(traj.completion_ids), "env_mask": list(traj.env_mask),
-                     "reward": float(r.total or 0.0), "tests_score": float(r.tests.score)})
+        rows.append(
+            {
+                "task_id": r.task_id,
+                "prompt_ids": list(traj.prompt_ids),
+                "completion_ids": list(traj.completion_ids),
+                "env_mask": list(traj.env_mask),
+                "reward": float(r.total or 0.0),
+                "tests_score": float(r.tests.score),
+            }
+        )
     return rows
 
 

@@ -24,13 +24,20 @@ def heldout_tasks(family: str, n: int, difficulty: str = "easy", first_seed: int
     return [make_task(family, first_seed + i, difficulty) for i in range(n)]
 
 
-def evaluate_policy(policy: Any, tasks: list[Task], out_dir: str | Path, name: str,
-                    max_turns: int = 3, max_tokens_per_turn: int = 96,
-                    concurrency: int = 4) -> dict[str, Any]:
+def evaluate_policy(
+    policy: Any,
+    tasks: list[Task],
+    out_dir: str | Path,
+    name: str,
+    max_turns: int = 3,
+    max_tokens_per_turn: int = 96,
+    concurrency: int = 4,
+) -> dict[str, Any]:
     """One attempt per task with the rule judge; returns summary + `eval/...` metrics."""
     episode = EpisodeLimits(max_turns=max_turns, max_tokens_per_turn=max_tokens_per_turn)
-    config = RunConfig(policy=name, tasks_source="heldout", concurrency=concurrency, judge="rule",
-                       episode=episode)
+    config = RunConfig(
+        policy=name, tasks_source="heldout", concurrency=concurrency, judge="rule", episode=episode
+    )
     results = run_eval(tasks, config, out_dir, progress=False, policy=policy)
     metrics = eval_metrics(results.summary)
     metrics["eval/solve_rate"] = metrics["eval/accuracy"]

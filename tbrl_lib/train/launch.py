@@ -75,8 +75,9 @@ def write_accelerate_config(config: TrainConfig, path: str | Path) -> Path:
     return path
 
 
-def launch_commands(config: TrainConfig, config_path: str = "accelerate.yaml",
-                    out_dir: str = "outputs/train") -> dict[str, str]:
+def launch_commands(
+    config: TrainConfig, config_path: str = "accelerate.yaml", out_dir: str = "outputs/train"
+) -> dict[str, str]:
     """Shell commands per role: `vllm_server` (when the preset uses one) and `train`."""
     commands: dict[str, str] = {}
     if config.generation_backend == "vllm-server":
@@ -88,7 +89,9 @@ def launch_commands(config: TrainConfig, config_path: str = "accelerate.yaml",
     if config.num_processes == 1 and config.distributed == "none":
         commands["train"] = train
         return commands
-    rank = " --machine_rank $MACHINE_RANK --main_process_ip $MAIN_IP" if config.num_nodes > 1 else ""
+    rank = (
+        " --machine_rank $MACHINE_RANK --main_process_ip $MAIN_IP" if config.num_nodes > 1 else ""
+    )
     commands["train"] = (
         f"accelerate launch --config_file {config_path}{rank} -m tbrl_lib.train.run "
         f"--preset {config.name} --out {out_dir}"

@@ -64,7 +64,12 @@ class ModelShape:
 
     def lora_parameters(self, rank: int) -> int:
         """LoRA parameters on q, k, v, o, gate, up, down of every layer: rank x (in + out) each."""
-        h, q, kv, i = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim, self.intermediate
+        h, q, kv, i = (
+            self.hidden,
+            self.heads * self.head_dim,
+            self.kv_heads * self.head_dim,
+            self.intermediate,
+        )
         per_layer = (h + q) + 2 * (h + kv) + (q + h) + 3 * (h + i)
         return rank * per_layer * self.layers
 
@@ -83,11 +88,14 @@ def shape_from_hf_config(config: dict) -> ModelShape:
     """A `ModelShape` from a transformers `config.json` dict."""
     heads = config["num_attention_heads"]
     return ModelShape(
-        hidden=config["hidden_size"], layers=config["num_hidden_layers"],
-        intermediate=config["intermediate_size"], heads=heads,
+        hidden=config["hidden_size"],
+        layers=config["num_hidden_layers"],
+        intermediate=config["intermediate_size"],
+        heads=heads,
         kv_heads=config.get("num_key_value_heads", heads),
         head_dim=config.get("head_dim") or config["hidden_size"] // heads,
-        vocab=config["vocab_size"], tied_embeddings=bool(config.get("tie_word_embeddings", False)),
+        vocab=config["vocab_size"],
+        tied_embeddings=bool(config.get("tie_word_embeddings", False)),
     )
 
 
@@ -100,8 +108,10 @@ def model_shape(model: str) -> ModelShape:
     config = Path(model) / "config.json"
     if config.is_file():
         return shape_from_hf_config(json.loads(config.read_text()))
-    raise ValueError(f"memory planner does not know model {model!r}; use one of {sorted(KNOWN_SHAPES)} "
-                     "or a local model folder with a config.json")
+    raise ValueError(
+        f"memory planner does not know model {model!r}; use one of {sorted(KNOWN_SHAPES)} "
+        "or a local model folder with a config.json"
+    )
 
 
 @dataclass(frozen=True)
@@ -120,11 +130,17 @@ class MemoryPlan:
         return self.capacity_gib <= 0 or self.total_gib <= self.capacity_gib
 
     def table(self) -> str:
-        lines = [f"memory plan for {self.preset} (GiB per GPU, estimate)",
-                 f"{'component':<12} {'GiB':>9}  basis"]
+        lines = [
+            f"memory plan for {self.preset} (GiB per GPU, estimate)",
+            f"{'component':<12} {'GiB':>9}  basis",
+        ]
         lines += [f"{name:<12} {gib:>9.2f}  {basis}" for name, gib, basis in self.rows]
         cap = f"{self.capacity_gib:.0f}" if self.capacity_gib > 0 else "n/a (CPU)"
-        verdict = "fits" if self.fits else "DOES NOT FIT: shard (zero3/fsdp2), use LoRA, or shorten context"
+        verdict = (
+            "fits"
+            if self.fits
+            else "DOES NOT FIT: shard (zero3/fsdp2), use LoRA, or shorten context"
+        )
         lines.append(f"{'total':<12} {self.total_gib:>9.2f}  capacity {cap}: {verdict}")
         return "\n".join(lines)
 
@@ -173,9 +189,18 @@ def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryP
         ("gradients", trainable * b / shards / GIB, f"{trainable / 1e6:,.1f}M trainable"),
         ("optimizer", trainable * opt_bytes / shards / GIB, opt_basis),
         ("activations", activations / GIB, act_basis),
-        ("logits", logits_bytes(shape, tokens, b) / GIB, f"fused head tiles, vocab {shape.vocab:,}"),
+        (
+            "logits",
+            logits_bytes(shape, tokens, b) / GIB,
+            f"fused head tiles, vocab {shape.vocab:,}",
+        ),
     ]
     if config.generation_backend == "vllm-colocate":
-        rows.append(("vllm", config.vllm_gpu_memory_utilization * config.gpu_memory_gb,
-                     f"colocate, {config.vllm_gpu_memory_utilization:.0%} of GPU"))
+        rows.append(
+            (
+                "vllm",
+                config.vllm_gpu_memory_utilization * config.gpu_memory_gb,
+                f"colocate, {config.vllm_gpu_memory_utilization:.0%} of GPU",
+            )
+        )
     return MemoryPlan(config.name, rows, config.gpu_memory_gb)

@@ -53,7 +53,10 @@ def _gpus() -> tuple[int, float]:
 def _hub_reachable() -> bool:
     if os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True"):
         return False
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    host = (
+        urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
+        or "huggingface.co"
+    )
     try:
         with socket.create_connection((host, 443), timeout=HUB_TIMEOUT_S):
             return True
@@ -84,8 +87,10 @@ def preflight(config: TrainConfig) -> list[str]:
     needs_gpu = config.gpus_per_node > 0
     world = _world_size()
     if world != config.num_processes:
-        problems.append(f"world size {world} (this launch) != {config.num_processes} training processes "
-                        f"in the preset ({config.num_nodes} node(s) x {config.gpus_per_node} GPU(s))")
+        problems.append(
+            f"world size {world} (this launch) != {config.num_processes} training processes "
+            f"in the preset ({config.num_nodes} node(s) x {config.gpus_per_node} GPU(s))"
+        )
     if needs_gpu:
         count, mem = _gpus()
         if count == 0:
@@ -95,17 +100,25 @@ def preflight(config: TrainConfig) -> list[str]:
             if count < needed:
                 problems.append(f"{count} GPU(s) visible, the preset needs {needed} on this node")
             if mem + 1 < config.gpu_memory_gb:
-                problems.append(f"GPU memory {mem:.0f} GB < {config.gpu_memory_gb:.0f} GB the preset is planned for")
+                problems.append(
+                    f"GPU memory {mem:.0f} GB < {config.gpu_memory_gb:.0f} GB the preset is planned for"
+                )
     if config.generation_backend.startswith("vllm") and importlib.util.find_spec("vllm") is None:
         problems.append("vllm is not installed (pip install -e '.[gpu]')")
     if config.distributed.startswith("zero") and importlib.util.find_spec("deepspeed") is None:
         problems.append("deepspeed is not installed (pip install -e '.[gpu]')")
-    if config.generation_backend == "vllm-server" and config.vllm_server_url and "${" in config.vllm_server_url:
+    if (
+        config.generation_backend == "vllm-server"
+        and config.vllm_server_url
+        and "${" in config.vllm_server_url
+    ):
         var = config.vllm_server_url.split("${", 1)[1].split("}", 1)[0]
         if not os.environ.get(var):
             problems.append(f"vllm_server_url needs ${var}, which is not set")
     if not _model_local(config.model) and not _hub_reachable():
-        problems.append(f"model {config.model}: not in a local folder or the HF cache, and the hub is not reachable")
+        problems.append(
+            f"model {config.model}: not in a local folder or the HF cache, and the hub is not reachable"
+        )
     return problems
 
 
@@ -130,7 +143,9 @@ def dry_run_text(config: TrainConfig) -> str:
     from tbrl_lib.train.memory import plan_memory
 
     problems = preflight(config)
-    lines = [f"preset {config.name}: " + ("preflight ok" if not problems else "preflight would refuse:")]
+    lines = [
+        f"preset {config.name}: " + ("preflight ok" if not problems else "preflight would refuse:")
+    ]
     lines += [f"  - {p}" for p in problems]
     lines += ["", plan_memory(config).table(), ""]
     lines += [f"{role}: {cmd}" for role, cmd in launch_commands(config).items()]

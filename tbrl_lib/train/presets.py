@@ -148,26 +148,54 @@ class TrainConfig:
         _choice("distributed", self.distributed, DISTRIBUTED)
         _choice("dtype", self.dtype, DTYPES)
         _choice("loss_type", self.loss_type, LOSS_TYPES)
-        _positive(self, "num_generations", "max_context_tokens", "max_new_tokens_per_turn", "max_turns",
-                  "max_steps", "per_device_batch_size", "gradient_accumulation_steps",
-                  "sandbox_concurrency", "num_nodes", "learning_rate", "max_grad_norm", "temperature",
-                  "sandbox_start_timeout_s")
+        _positive(
+            self,
+            "num_generations",
+            "max_context_tokens",
+            "max_new_tokens_per_turn",
+            "max_turns",
+            "max_steps",
+            "per_device_batch_size",
+            "gradient_accumulation_steps",
+            "sandbox_concurrency",
+            "num_nodes",
+            "learning_rate",
+            "max_grad_norm",
+            "temperature",
+            "sandbox_start_timeout_s",
+        )
         if self.num_generations < 2:
-            raise ValueError(f"num_generations={self.num_generations}: GRPO compares rollouts within a "
-                             "group; use at least 2 (upstream: 16)")
+            raise ValueError(
+                f"num_generations={self.num_generations}: GRPO compares rollouts within a "
+                "group; use at least 2 (upstream: 16)"
+            )
         if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p={self.top_p} must be in (0, 1]; use 1.0 to sample the full distribution")
+            raise ValueError(
+                f"top_p={self.top_p} must be in (0, 1]; use 1.0 to sample the full distribution"
+            )
         if self.max_new_tokens_per_turn > self.max_context_tokens:
-            raise ValueError(f"max_new_tokens_per_turn ({self.max_new_tokens_per_turn}) exceeds "
-                             f"max_context_tokens ({self.max_context_tokens}); lower it or raise the context")
+            raise ValueError(
+                f"max_new_tokens_per_turn ({self.max_new_tokens_per_turn}) exceeds "
+                f"max_context_tokens ({self.max_context_tokens}); lower it or raise the context"
+            )
         cpu = self.gpus_per_node == 0
-        if cpu and (self.generation_backend != "hf" or self.distributed != "none" or self.dtype == "fp16"):
-            raise ValueError("gpus_per_node=0 (CPU) needs generation_backend='hf', distributed='none' and "
-                             "dtype fp32 or bf16")
+        if cpu and (
+            self.generation_backend != "hf" or self.distributed != "none" or self.dtype == "fp16"
+        ):
+            raise ValueError(
+                "gpus_per_node=0 (CPU) needs generation_backend='hf', distributed='none' and "
+                "dtype fp32 or bf16"
+            )
         if self.num_processes > 1 and self.distributed == "none":
-            raise ValueError(f"{self.num_processes} training processes need distributed ddp, zero3 or fsdp2")
-        if self.generation_backend == "vllm-server" and not (self.vllm_server_url or self.vllm_server_nodes):
-            raise ValueError("generation_backend='vllm-server' needs vllm_server_url or vllm_server_nodes >= 1")
+            raise ValueError(
+                f"{self.num_processes} training processes need distributed ddp, zero3 or fsdp2"
+            )
+        if self.generation_backend == "vllm-server" and not (
+            self.vllm_server_url or self.vllm_server_nodes
+        ):
+            raise ValueError(
+                "generation_backend='vllm-server' needs vllm_server_url or vllm_server_nodes >= 1"
+            )
         rollouts = self.rollouts_per_step
         if rollouts % self.num_generations:
             per_micro = self.per_device_batch_size * self.num_processes
@@ -175,15 +203,18 @@ class TrainConfig:
             raise ValueError(
                 f"rollouts per step = per_device_batch_size x processes x gradient_accumulation_steps "
                 f"= {rollouts} is not a multiple of num_generations={self.num_generations}; set "
-                f"gradient_accumulation_steps to a multiple of {step}")
+                f"gradient_accumulation_steps to a multiple of {step}"
+            )
         if self.use_lora and (self.lora_rank < 1 or self.lora_alpha < 1):
             raise ValueError("use_lora needs lora_rank >= 1 and lora_alpha >= 1 (e.g. 64 and 128)")
         _choice("on_judge_missing", self.on_judge_missing, ("renormalize", "infra_error"))
         if not 0 <= self.max_infra_error_rate <= 1:
             raise ValueError(f"max_infra_error_rate={self.max_infra_error_rate} must be in [0, 1]")
         if self.judge == "none" and self.reward_w_judge > 0:
-            raise ValueError("judge='none' with reward_w_judge > 0: set reward_w_judge=0 for a "
-                             "tests-only reward, or name a judge (e.g. judge=rule)")
+            raise ValueError(
+                "judge='none' with reward_w_judge > 0: set reward_w_judge=0 for a "
+                "tests-only reward, or name a judge (e.g. judge=rule)"
+            )
         from tbrl_lib.agent.config import ToolConfig
 
         try:
@@ -214,7 +245,9 @@ class TrainConfig:
 def preset_names() -> list[str]:
     """Presets shipped with tbrl (the YAML files in `tbrl_lib/train/presets/`)."""
     folder = resources.files("tbrl_lib.train").joinpath("presets")
-    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return sorted(
+        p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml")
+    )
 
 
 def load_preset(name: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
@@ -223,7 +256,9 @@ def load_preset(name: str, overrides: dict[str, Any] | None = None) -> TrainConf
         raise ValueError(f"unknown preset {name!r}; choose one of {preset_names()}")
     text = resources.files("tbrl_lib.train").joinpath("presets", f"{name}.yaml").read_text("utf-8")
     values = yaml.safe_load(text) or {}
-    return config_from_dict({**merge(values, overrides or {}), "name": name}, where=f"preset {name!r}")
+    return config_from_dict(
+        {**merge(values, overrides or {}), "name": name}, where=f"preset {name!r}"
+    )
 
 
 def config_from_dict(values: dict[str, Any], where: str = "config") -> TrainConfig:

@@ -79,8 +79,12 @@ class CurriculumStop(TrainerCallback):
         return control
 
 
-CURVES = (("reward/total", "reward (total)", "-"), ("reward/tests", "tests", "--"),
-          ("reward/judge", "judge", ":"), ("reward/solved_rate", "solved share", "-."))
+CURVES = (
+    ("reward/total", "reward (total)", "-"),
+    ("reward/tests", "tests", "--"),
+    ("reward/judge", "judge", ":"),
+    ("reward/solved_rate", "solved share", "-."),
+)
 
 
 def plot_rewards(records: list[dict[str, Any]], path: Path) -> Path | None:
@@ -147,11 +151,22 @@ def rollouts_frame(run_dir: Path, reply_chars: int = 160):
     for path in sorted((Path(run_dir) / "trajectories").glob("*.jsonl")):
         for line in path.read_text().splitlines():
             r = json.loads(line)
-            replies = [m["content"] for m in r["details"].get("messages", []) if m["role"] == "assistant"]
-            rows.append({"file": path.name, "task_id": r["task_id"], "reward": r["reward"],
-                         "tests": (r.get("breakdown") or {}).get("tests"),
-                         "judge": (r.get("breakdown") or {}).get("judge"),
-                         "infra_error": r["infra_error"], "termination": r["termination"], "turns": r["turns"],
-                         "completion_tokens": len(r["completion_ids"]), "assistant_tokens": sum(r["env_mask"]),
-                         "first_reply": (replies[0][:reply_chars] if replies else "")})
+            replies = [
+                m["content"] for m in r["details"].get("messages", []) if m["role"] == "assistant"
+            ]
+            rows.append(
+                {
+                    "file": path.name,
+                    "task_id": r["task_id"],
+                    "reward": r["reward"],
+                    "tests": (r.get("breakdown") or {}).get("tests"),
+                    "judge": (r.get("breakdown") or {}).get("judge"),
+                    "infra_error": r["infra_error"],
+                    "termination": r["termination"],
+                    "turns": r["turns"],
+                    "completion_tokens": len(r["completion_ids"]),
+                    "assistant_tokens": sum(r["env_mask"]),
+                    "first_reply": (replies[0][:reply_chars] if replies else ""),
+                }
+            )
     return pd.DataFrame(rows)

@@ -42,7 +42,9 @@ def load_training_tasks(config: TrainConfig) -> list:
         by_id = {t.id: t for t in tasks}
         missing = [t for t in config.task_ids if t not in by_id]
         if missing:
-            raise ValueError(f"task_ids {missing} are not in {config.tasks} (it has {sorted(by_id)[:10]}...)")
+            raise ValueError(
+                f"task_ids {missing} are not in {config.tasks} (it has {sorted(by_id)[:10]}...)"
+            )
         tasks = [by_id[t] for t in config.task_ids]
     if config.max_tasks:
         tasks = tasks[: config.max_tasks]
@@ -59,13 +61,23 @@ def rollout_config(config: TrainConfig, run_id: str = ""):
     from tbrl_lib.sandbox import SandboxConfig
 
     hosts = [(h, max(1, config.sandbox_concurrency)) for h in config.docker_hosts]
-    sandbox = SandboxConfig(run_id=run_id or f"train-{config.name}", start_timeout_s=config.sandbox_start_timeout_s,
-                            **({"hosts": hosts} if hosts else {}))
-    episode = EpisodeLimits(max_turns=config.max_turns, max_total_tokens=config.max_context_tokens,
-                            max_tokens_per_turn=config.max_new_tokens_per_turn,
-                            time_limit_s=config.episode_time_limit_s, tools=ToolConfig(**config.tools))
-    reward = RewardConfig(w_tests=config.reward_w_tests, w_judge=config.reward_w_judge,
-                          on_judge_missing=config.on_judge_missing)
+    sandbox = SandboxConfig(
+        run_id=run_id or f"train-{config.name}",
+        start_timeout_s=config.sandbox_start_timeout_s,
+        **({"hosts": hosts} if hosts else {}),
+    )
+    episode = EpisodeLimits(
+        max_turns=config.max_turns,
+        max_total_tokens=config.max_context_tokens,
+        max_tokens_per_turn=config.max_new_tokens_per_turn,
+        time_limit_s=config.episode_time_limit_s,
+        tools=ToolConfig(**config.tools),
+    )
+    reward = RewardConfig(
+        w_tests=config.reward_w_tests,
+        w_judge=config.reward_w_judge,
+        on_judge_missing=config.on_judge_missing,
+    )
     return RolloutConfig(episode=episode, sandbox=sandbox, reward=reward)
 
 
@@ -105,23 +117,41 @@ def grpo_args(config: TrainConfig, out_dir: Path):
     cpu = config.gpus_per_node == 0
     vllm = config.generation_backend.startswith("vllm")
     kwargs: dict[str, Any] = {
-        "output_dir": str(out_dir / "checkpoints"), "max_steps": config.max_steps,
-        "learning_rate": config.learning_rate, "max_grad_norm": config.max_grad_norm,
+        "output_dir": str(out_dir / "checkpoints"),
+        "max_steps": config.max_steps,
+        "learning_rate": config.learning_rate,
+        "max_grad_norm": config.max_grad_norm,
         "per_device_train_batch_size": config.per_device_batch_size,
         "gradient_accumulation_steps": config.gradient_accumulation_steps,
-        "num_generations": config.num_generations, "temperature": config.temperature, "top_p": config.top_p,
-        "max_completion_length": config.max_context_tokens, "loss_type": config.loss_type, "beta": config.beta,
-        "bf16": config.dtype == "bf16" and not cpu, "fp16": config.dtype == "fp16", "use_cpu": cpu,
-        "gradient_checkpointing": config.gradient_checkpointing, "seed": config.seed,
-        "logging_steps": 1, "report_to": [], "disable_tqdm": False, "save_strategy": "steps" if config.save_steps else "no",
-        "save_steps": config.save_steps or 500, "shuffle_dataset": False, "dataloader_num_workers": 0,
-        "use_vllm": vllm, "log_completions": False, "reward_weights": list(REWARD_WEIGHTS),
+        "num_generations": config.num_generations,
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "max_completion_length": config.max_context_tokens,
+        "loss_type": config.loss_type,
+        "beta": config.beta,
+        "bf16": config.dtype == "bf16" and not cpu,
+        "fp16": config.dtype == "fp16",
+        "use_cpu": cpu,
+        "gradient_checkpointing": config.gradient_checkpointing,
+        "seed": config.seed,
+        "logging_steps": 1,
+        "report_to": [],
+        "disable_tqdm": False,
+        "save_strategy": "steps" if config.save_steps else "no",
+        "save_steps": config.save_steps or 500,
+        "shuffle_dataset": False,
+        "dataloader_num_workers": 0,
+        "use_vllm": vllm,
+        "log_completions": False,
+        "reward_weights": list(REWARD_WEIGHTS),
     }
     if vllm:
-        kwargs.update(vllm_mode="colocate" if config.generation_backend == "vllm-colocate" else "server",
-                      vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-                      vllm_tensor_parallel_size=config.vllm_tensor_parallel_size,
-                      vllm_max_model_length=config.max_context_tokens)
+        kwargs.update(
+            vllm_mode="colocate" if config.generation_backend == "vllm-colocate" else "server",
+            vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+            vllm_tensor_parallel_size=config.vllm_tensor_parallel_size,
+            vllm_max_model_length=config.max_context_tokens,
+        )
         if config.vllm_server_url:
             kwargs["vllm_server_base_url"] = os.path.expandvars(config.vllm_server_url)
     if cpu:
@@ -131,8 +161,12 @@ def grpo_args(config: TrainConfig, out_dir: Path):
     return GRPOConfig(**kwargs)
 
 
-def train(preset: str = "cpu-smoke", overrides: dict[str, Any] | None = None,
-          out_dir: str | Path = "", config: TrainConfig | None = None) -> dict[str, Any]:
+def train(
+    preset: str = "cpu-smoke",
+    overrides: dict[str, Any] | None = None,
+    out_dir: str | Path = "",
+    config: TrainConfig | None = None,
+) -> dict[str, Any]:
     """Run GRPO for `preset` (+ `overrides`); returns the summary also written to summary.json."""
     from tbrl_lib.notebook_tools import record_summary, run_dir
     from tbrl_lib.train.memory import plan_text
@@ -157,7 +191,9 @@ def train(preset: str = "cpu-smoke", overrides: dict[str, Any] | None = None,
     plot_rewards(records, out / "reward.png")
     rewards = [r["reward/total"] for r in records if r.get("reward/total") is not None]
     summary = {
-        "preset": config.name, "model": config.model, "model_path": state["model_path"],
+        "preset": config.name,
+        "model": config.model,
+        "model_path": state["model_path"],
         "steps": trainer.state.global_step,
         "rollouts": sum(r.get("rollout/count", 0) for r in records),
         "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
@@ -204,23 +240,39 @@ def build_trainer(config: TrainConfig, out: Path):
         return await run_rollout(task, policy_box["policy"], rollout, judge)
 
     runner = RolloutRunner(
-        TaskIndex(rows), one_rollout, config.sandbox_concurrency,
-        fallback_prompt_ids=lambda t: TokenChat(tokenizer).prompt_ids(initial_messages(t, rollout.episode)),
-        eos_id=tokenizer.eos_token_id, trajectories_dir=out / "trajectories", on_rollouts=curriculum.record_rollouts,
-        max_infra_error_rate=config.max_infra_error_rate, infra_check_after=config.rollouts_per_step)
+        TaskIndex(rows),
+        one_rollout,
+        config.sandbox_concurrency,
+        fallback_prompt_ids=lambda t: TokenChat(tokenizer).prompt_ids(
+            initial_messages(t, rollout.episode)
+        ),
+        eos_id=tokenizer.eos_token_id,
+        trajectories_dir=out / "trajectories",
+        on_rollouts=curriculum.record_rollouts,
+        max_infra_error_rate=config.max_infra_error_rate,
+        infra_check_after=config.rollouts_per_step,
+    )
     peft_config = lora_config(config) if config.use_lora else None
-    trainer_cls = curriculum_trainer(curriculum, [t.id for t in tasks]) if config.curriculum else GRPOTrainer
-    trainer = trainer_cls(model=model_path, reward_funcs=reward_funcs(), args=grpo_args(config, out),
-                          train_dataset=Dataset.from_list([_without_task_json(r) for r in rows]),
-                          processing_class=tokenizer,
-                          rollout_func=runner, peft_config=peft_config,
-                          callbacks=[CurriculumStop(curriculum, state)])
+    trainer_cls = (
+        curriculum_trainer(curriculum, [t.id for t in tasks]) if config.curriculum else GRPOTrainer
+    )
+    trainer = trainer_cls(
+        model=model_path,
+        reward_funcs=reward_funcs(),
+        args=grpo_args(config, out),
+        train_dataset=Dataset.from_list([_without_task_json(r) for r in rows]),
+        processing_class=tokenizer,
+        rollout_func=runner,
+        peft_config=peft_config,
+        callbacks=[CurriculumStop(curriculum, state)],
+    )
     if config.generation_backend == "hf":
         backend = HFBackend(trainer.model, tokenizer, config.temperature, config.top_p)
     else:
         backend = VLLMBackend(trainer, config.temperature, config.top_p)
-    policy_box["policy"] = TokenPolicy("trainer", TokenChat(tokenizer), BatchingGenerator(backend),
-                                       config.max_context_tokens)
+    policy_box["policy"] = TokenPolicy(
+        "trainer", TokenChat(tokenizer), BatchingGenerator(backend), config.max_context_tokens
+    )
     return trainer, state
 
 
@@ -237,9 +289,12 @@ def curriculum_trainer(curriculum: Curriculum, task_ids: list[str]):
     class CurriculumGRPOTrainer(GRPOTrainer):
         def _get_train_sampler(self, dataset=None):
             return CurriculumSampler(
-                task_ids, curriculum, mini_repeat_count=self.num_generations,
+                task_ids,
+                curriculum,
+                mini_repeat_count=self.num_generations,
                 tasks_per_chunk=self.args.generation_batch_size // self.num_generations,
-                repeat_count=self.num_iterations * self.args.steps_per_generation)
+                repeat_count=self.num_iterations * self.args.steps_per_generation,
+            )
 
     return CurriculumGRPOTrainer
 
@@ -247,8 +302,21 @@ def curriculum_trainer(curriculum: Curriculum, task_ids: list[str]):
 def lora_config(config: TrainConfig):
     from peft import LoraConfig
 
-    return LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
-                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+    return LoraConfig(
+        r=config.lora_rank,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+        target_modules=[
+            "q_proj",
+            "k_proj",
+            "v_proj",
+            "o_proj",
+            "gate_proj",
+            "up_proj",
+            "down_proj",
+        ],
+    )
 
 
 def prebuild_images(tasks: list, config: TrainConfig) -> None:

@@ -60,10 +60,15 @@ class SFTSettings:
 
 def sft_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
     """Pre-tokenised SFT rows: the whole trajectory, assistant tokens marked for the loss."""
-    return Dataset.from_list([
-        {"input_ids": list(r["prompt_ids"]) + list(r["completion_ids"]),
-         "assistant_masks": [0] * len(r["prompt_ids"]) + [int(m) for m in r["env_mask"]]}
-        for r in rows])
+    return Dataset.from_list(
+        [
+            {
+                "input_ids": list(r["prompt_ids"]) + list(r["completion_ids"]),
+                "assistant_masks": [0] * len(r["prompt_ids"]) + [int(m) for m in r["env_mask"]],
+            }
+            for r in rows
+        ]
+    )
 
 
 @torch.no_grad()
@@ -89,19 +94,30 @@ def resolve_model(model: str) -> str:
     return model
 
 
-def train_sft(rows: Sequence[dict[str, Any]], model_path: str, out_dir: str | Path,
-              settings: SFTSettings) -> dict[str, Any]:
+def train_sft(
+    rows: Sequence[dict[str, Any]], model_path: str, out_dir: str | Path, settings: SFTSettings
+) -> dict[str, Any]:
     """Fine-tune on `rows`; saves model + tokenizer to `out_dir/checkpoint`; returns a summary."""
     out = Path(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     dataset = sft_dataset(rows)
     before = assistant_loss(model, dataset)
-    args = SFTConfig(output_dir=str(out / "trainer"), num_train_epochs=settings.epochs,
-                     learning_rate=settings.learning_rate, per_device_train_batch_size=settings.batch_size,
-                     max_length=None, logging_steps=1, save_strategy="no", report_to=[],
-                     seed=settings.seed, use_cpu=not torch.cuda.is_available(), lr_scheduler_type="constant",
-                     warmup_steps=0, dataset_num_proc=None)
+    args = SFTConfig(
+        output_dir=str(out / "trainer"),
+        num_train_epochs=settings.epochs,
+        learning_rate=settings.learning_rate,
+        per_device_train_batch_size=settings.batch_size,
+        max_length=None,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=settings.seed,
+        use_cpu=not torch.cuda.is_available(),
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        dataset_num_proc=None,
+    )
     install_torch_logprob_head()  # CPU torch has no Triton kernel for TRL's fused LM head
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
     trainer.train()
@@ -109,8 +125,14 @@ def train_sft(rows: Sequence[dict[str, Any]], model_path: str, out_dir: str | Pa
     checkpoint = out / "checkpoint"
     trainer.save_model(str(checkpoint))
     tokenizer.save_pretrained(str(checkpoint))
-    return {"checkpoint": str(checkpoint), "demos": len(rows), "loss_before": before, "loss_after": after,
-            "steps": trainer.state.global_step, "settings": asdict(settings)}
+    return {
+        "checkpoint": str(checkpoint),
+        "demos": len(rows),
+        "loss_before": before,
+        "loss_after": after,
+        "steps": trainer.state.global_step,
+        "settings": asdict(settings),
+    }
 
 
 def run_sft(settings: SFTSettings, out_dir: str | Path) -> dict[str, Any]:
@@ -118,12 +140,16 @@ def run_sft(settings: SFTSettings, out_dir: str | Path) -> dict[str, Any]:
     out = Path(out_dir)
     model_path = resolve_model(settings.model)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    tasks = [make_task(settings.family, settings.first_seed + i, settings.difficulty)
-             for i in range(settings.demos)]
+    tasks = [
+        make_task(settings.family, settings.first_seed + i, settings.difficulty)
+        for i in range(settings.demos)
+    ]
     results = asyncio.run(record_demos(tasks, tokenizer, judge=make_judge("rule")))
     rows = demo_rows(results)
     if not rows:
-        raise RuntimeError(f"no oracle demonstration of {settings.family} solved its task "
-                           f"({[r.infra_error or r.termination for r in results][:3]}); check Docker and the family")
+        raise RuntimeError(
+            f"no oracle demonstration of {settings.family} solved its task "
+            f"({[r.infra_error or r.termination for r in results][:3]}); check Docker and the family"
+        )
     write_demos(rows, out / "demos.parquet")
     return train_sft(rows, model_path, out, settings)

@@ -23,18 +23,26 @@ class TorchChunkedLogProb:
     """Drop-in for `trl.kernels.ChunkedLogProbFunction.apply` in plain torch."""
 
     @staticmethod
-    def apply(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
-              temperature: float, chunk_size: int, final_logit_softcapping: float | None = None,
-              logit_scale: float = 1.0, outputs: tuple[str, ...] = ("entropy",)):
+    def apply(
+        hidden: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        targets: torch.Tensor,
+        temperature: float,
+        chunk_size: int,
+        final_logit_softcapping: float | None = None,
+        logit_scale: float = 1.0,
+        outputs: tuple[str, ...] = ("entropy",),
+    ):
         logps, entropies, sq, means, top1 = [], [], [], [], []
         for start in range(0, hidden.shape[0], TOKEN_CHUNK):
-            h = hidden[start:start + TOKEN_CHUNK]
+            h = hidden[start : start + TOKEN_CHUNK]
             z = torch.nn.functional.linear(h, weight, bias).float() * logit_scale
             if final_logit_softcapping is not None:
                 z = final_logit_softcapping * torch.tanh(z / final_logit_softcapping)
             z = z / temperature
             log_p = z.log_softmax(-1)
-            target = targets[start:start + TOKEN_CHUNK]
+            target = targets[start : start + TOKEN_CHUNK]
             logps.append(log_p.gather(-1, target[:, None]).squeeze(-1))
             if "entropy" in outputs:
                 entropies.append(-(log_p.exp() * log_p).sum(-1))

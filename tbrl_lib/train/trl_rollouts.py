@@ -68,13 +68,21 @@ class TaskIndex:
         owners: dict[str, str] = {}
         for number, row in enumerate(rows, start=1):
             if "task" not in row or "prompt" not in row:
-                raise ValueError(f"dataset row {number} lacks a 'prompt' or 'task' column; write the "
-                                 "dataset with tbrl_lib.tasks (parquet format) so each row carries both")
-            task = row["task"] if isinstance(row["task"], Task) else Task.model_validate_json(row["task"])
+                raise ValueError(
+                    f"dataset row {number} lacks a 'prompt' or 'task' column; write the "
+                    "dataset with tbrl_lib.tasks (parquet format) so each row carries both"
+                )
+            task = (
+                row["task"]
+                if isinstance(row["task"], Task)
+                else Task.model_validate_json(row["task"])
+            )
             key = prompt_key(row["prompt"])
             if key in owners and owners[key] != task.id:
-                raise ValueError(f"tasks {owners[key]!r} and {task.id!r} have identical prompts; rollouts "
-                                 "could not tell them apart: drop or reword one of them")
+                raise ValueError(
+                    f"tasks {owners[key]!r} and {task.id!r} have identical prompts; rollouts "
+                    "could not tell them apart: drop or reword one of them"
+                )
             owners[key] = task.id
             self.tasks[key] = task
 
@@ -86,8 +94,10 @@ class TaskIndex:
             return self.tasks[prompt_key(prompt)]
         except KeyError:
             text = prompt if isinstance(prompt, str) else prompt[-1]["content"]
-            raise KeyError(f"no task in the training set has this prompt (last message starts "
-                           f"{text[:80]!r}); was the dataset built with the same system prompt?") from None
+            raise KeyError(
+                f"no task in the training set has this prompt (last message starts "
+                f"{text[:80]!r}); was the dataset built with the same system prompt?"
+            ) from None
 
 
 @dataclass
@@ -120,21 +130,45 @@ class Rollout:
         traj = result.trajectory
         details = result.to_dict()
         judge_cost = float((details.get("judge") or {}).get("cost_usd") or 0.0)
-        common = dict(termination=result.termination, turns=len(traj.turns) if traj else 0,
-                      seconds=result.timings.get("total", 0.0), judge_cost_usd=judge_cost,
-                      sandbox=result.sandbox, details=details)
+        common = dict(
+            termination=result.termination,
+            turns=len(traj.turns) if traj else 0,
+            seconds=result.timings.get("total", 0.0),
+            judge_cost_usd=judge_cost,
+            sandbox=result.sandbox,
+            details=details,
+        )
         error = result.infra_error
         if error is None and (traj is None or not traj.prompt_ids or not traj.completion_ids):
-            why = "overran its time limit" if result.termination == AGENT_TIMEOUT else (
-                f"ended ({result.termination}) before the first reply")
+            why = (
+                "overran its time limit"
+                if result.termination == AGENT_TIMEOUT
+                else (f"ended ({result.termination}) before the first reply")
+            )
             error = f"no tokens to train on: the episode {why}"
         if error is not None:
-            return cls(result.task_id, (traj and traj.prompt_ids) or [],
-                       (traj and traj.completion_ids) or [], (traj and traj.env_mask) or [], None,
-                       reward=None, infra_error=True, error=error, **common)
+            return cls(
+                result.task_id,
+                (traj and traj.prompt_ids) or [],
+                (traj and traj.completion_ids) or [],
+                (traj and traj.env_mask) or [],
+                None,
+                reward=None,
+                infra_error=True,
+                error=error,
+                **common,
+            )
         assert result.reward is not None and traj is not None
-        return cls(result.task_id, traj.prompt_ids, traj.completion_ids, traj.env_mask, traj.logprobs,
-                   reward=result.reward.total, breakdown=result.reward.to_dict(), **common)
+        return cls(
+            result.task_id,
+            traj.prompt_ids,
+            traj.completion_ids,
+            traj.env_mask,
+            traj.logprobs,
+            reward=result.reward.total,
+            breakdown=result.reward.to_dict(),
+            **common,
+        )
 
 
 RolloutFn = Callable[[Task], Any]
@@ -148,15 +182,26 @@ class InfraErrorRateExceeded(RuntimeError):
 class RolloutRunner:
     """Callable as TRL's `rollout_func`; runs rollouts with `rollout_fn` and shapes the output."""
 
-    def __init__(self, index: TaskIndex, rollout_fn: RolloutFn, concurrency: int,
-                 fallback_prompt_ids: Callable[[Task], list[int]], eos_id: int,
-                 trajectories_dir: Path | None = None,
-                 on_rollouts: Callable[[list[str], list[float | None]], None] | None = None,
-                 progress: bool = True, max_infra_error_rate: float = 1.0,
-                 infra_check_after: int = 1) -> None:
+    def __init__(
+        self,
+        index: TaskIndex,
+        rollout_fn: RolloutFn,
+        concurrency: int,
+        fallback_prompt_ids: Callable[[Task], list[int]],
+        eos_id: int,
+        trajectories_dir: Path | None = None,
+        on_rollouts: Callable[[list[str], list[float | None]], None] | None = None,
+        progress: bool = True,
+        max_infra_error_rate: float = 1.0,
+        infra_check_after: int = 1,
+    ) -> None:
         self.index, self.rollout_fn, self.concurrency = index, rollout_fn, concurrency
         self.fallback_prompt_ids, self.eos_id = fallback_prompt_ids, eos_id
-        self.trajectories_dir, self.on_rollouts, self.progress = trajectories_dir, on_rollouts, progress
+        self.trajectories_dir, self.on_rollouts, self.progress = (
+            trajectories_dir,
+            on_rollouts,
+            progress,
+        )
         self.max_infra_error_rate, self.infra_check_after = max_infra_error_rate, infra_check_after
         self.calls = 0
         self.total = 0
@@ -168,7 +213,9 @@ class RolloutRunner:
         self.calls += 1
         step = getattr(getattr(trainer, "state", None), "global_step", self.calls)
         if self.trajectories_dir is not None:
-            save_rollouts(rollouts, self.trajectories_dir / f"step-{step:05d}-call-{self.calls:04d}.jsonl")
+            save_rollouts(
+                rollouts, self.trajectories_dir / f"step-{step:05d}-call-{self.calls:04d}.jsonl"
+            )
         self._check_infra_rate(rollouts)
         metrics = rollout_metrics(rollouts)
         trainer_metrics = getattr(trainer, "_metrics", None)
@@ -189,7 +236,8 @@ class RolloutRunner:
             raise InfraErrorRateExceeded(
                 f"{len(self.infra_errors)} of {self.total} rollouts ({rate:.0%}) were infrastructure "
                 f"errors, above max_infra_error_rate={self.max_infra_error_rate:g}; training stopped "
-                f"(these rollouts teach nothing). First errors:\n  {first}")
+                f"(these rollouts teach nothing). First errors:\n  {first}"
+            )
 
     async def run_all(self, tasks: list[Task]) -> list[Rollout]:
         from tqdm.auto import tqdm
@@ -248,13 +296,22 @@ def reward_funcs() -> list[Callable[..., list[float | None]]]:
 def to_trl_output(rollouts: list[Rollout]) -> dict[str, list]:
     """The dict TRL expects back; infra-error rollouts get an all-zero env_mask."""
     have_logprobs = any(r.logprobs is not None for r in rollouts)
-    out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "env_mask": [],
-                            "logprobs": [] if have_logprobs else None,
-                            "task_id": [], "reward_breakdowns": [], "infra_error": [], "termination": []}
+    out: dict[str, list] = {
+        "prompt_ids": [],
+        "completion_ids": [],
+        "env_mask": [],
+        "logprobs": [] if have_logprobs else None,
+        "task_id": [],
+        "reward_breakdowns": [],
+        "infra_error": [],
+        "termination": [],
+    }
     for r in rollouts:
         if not (len(r.completion_ids) == len(r.env_mask) >= 1):
-            raise ValueError(f"rollout of {r.task_id}: {len(r.completion_ids)} completion ids but "
-                             f"{len(r.env_mask)} env_mask entries (need equal and >= 1)")
+            raise ValueError(
+                f"rollout of {r.task_id}: {len(r.completion_ids)} completion ids but "
+                f"{len(r.env_mask)} env_mask entries (need equal and >= 1)"
+            )
         out["prompt_ids"].append(r.prompt_ids)
         out["completion_ids"].append(r.completion_ids)
         out["env_mask"].append([0] * len(r.env_mask) if r.infra_error else r.env_mask)
@@ -284,13 +341,16 @@ def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float]:
     }
     if ok:
         judged = [r.breakdown["judge"] for r in ok if r.breakdown["judge"] is not None]
-        metrics.update({
-            "reward/total": _mean(r.breakdown["total"] for r in ok),
-            "reward/tests": _mean(r.breakdown["tests"] for r in ok),
-            "reward/solved_rate": _mean(float(r.breakdown["tests"] >= 1.0) for r in ok),
-            "reward/judge_missing_rate": _mean(
-                float(r.breakdown["judge"] is None and r.breakdown["w_judge"] > 0) for r in ok),
-        })
+        metrics.update(
+            {
+                "reward/total": _mean(r.breakdown["total"] for r in ok),
+                "reward/tests": _mean(r.breakdown["tests"] for r in ok),
+                "reward/solved_rate": _mean(float(r.breakdown["tests"] >= 1.0) for r in ok),
+                "reward/judge_missing_rate": _mean(
+                    float(r.breakdown["judge"] is None and r.breakdown["w_judge"] > 0) for r in ok
+                ),
+            }
+        )
         if judged:
             metrics["reward/judge"] = _mean(judged)
     for reason, count in Counter(r.termination for r in rollouts).items():
@@ -312,4 +372,3 @@ def save_rollouts(rollouts: list[Rollout], path: Path) -> None:
 def _mean(values) -> float:
     values = list(values)
     return float(sum(values) / len(values)) if values else 0.0
-

@@ -10,13 +10,22 @@ import pytest
 from tbrl_lib.tasks.model import Environment, Task, Tests
 
 
-def toy_task(solution: str | None = None, task_id: str = "agent-toy", timeout: float = 120.0) -> Task:
+def toy_task(
+    solution: str | None = None, task_id: str = "agent-toy", timeout: float = 120.0
+) -> Task:
     """A task on the base image whose test checks /app/answer.txt says 42."""
-    tests = Tests(pytest="from pathlib import Path\n\n\ndef test_answer():\n"
-                         "    assert Path('/app/answer.txt').read_text().strip() == '42'\n")
-    return Task(id=task_id, instruction="Write the number 42 to /app/answer.txt.",
-                environment=Environment(image="tbrl/base:trixie"),
-                tests=tests, solution=solution, limits={"agent_timeout_sec": timeout})
+    tests = Tests(
+        pytest="from pathlib import Path\n\n\ndef test_answer():\n"
+        "    assert Path('/app/answer.txt').read_text().strip() == '42'\n"
+    )
+    return Task(
+        id=task_id,
+        instruction="Write the number 42 to /app/answer.txt.",
+        environment=Environment(image="tbrl/base:trixie"),
+        tests=tests,
+        solution=solution,
+        limits={"agent_timeout_sec": timeout},
+    )
 
 
 def in_sandbox(coro_fn, task: Task | None = None):

@@ -48,13 +48,20 @@ def test_noop_ends_with_no_action(base_image):
 
 def test_parse_error_streak_and_a_good_turn_resets_it(base_image):
     bad = "<bash>\ncommand: ls\n</bash>"
-    traj = episode(ScriptedPolicy([bad, bad, TODO, bad, bad, bad]), EpisodeLimits(max_parse_error_turns=3))
+    traj = episode(
+        ScriptedPolicy([bad, bad, TODO, bad, bad, bad]), EpisodeLimits(max_parse_error_turns=3)
+    )
     assert traj.termination == Termination.parse_error_streak and len(traj.turns) == 6
-    assert "<parse_error>" in traj.turns[0].observation and "'cmd' is missing" in traj.turns[0].observation
+    assert (
+        "<parse_error>" in traj.turns[0].observation
+        and "'cmd' is missing" in traj.turns[0].observation
+    )
 
 
 def test_max_turns(base_image):
-    traj = episode(ScriptedPolicy(lambda conv: "<bash>\ncmd: echo hi\n</bash>"), EpisodeLimits(max_turns=3))
+    traj = episode(
+        ScriptedPolicy(lambda conv: "<bash>\ncmd: echo hi\n</bash>"), EpisodeLimits(max_turns=3)
+    )
     assert traj.termination == Termination.max_turns and len(traj.turns) == 3
     assert traj.turns[-1].observation == "<bash_output>\nhi\n</bash_output>"
 
@@ -66,7 +73,9 @@ class _Counting:
 
     async def generate(self, conversation, max_new_tokens):
         self.last_max = max_new_tokens
-        return Generation(text=TODO, prompt_tokens=1000 * (conversation.turn + 1), completion_tokens=100)
+        return Generation(
+            text=TODO, prompt_tokens=1000 * (conversation.turn + 1), completion_tokens=100
+        )
 
 
 def test_token_budget_counts_the_whole_conversation_and_caps_each_reply(base_image):
@@ -90,8 +99,10 @@ def test_time_limit_interrupts_a_slow_policy(base_image):
 
 
 def test_time_limit_bounds_a_long_command(base_image):
-    traj = episode(ScriptedPolicy(["<bash>\ncmd: sleep 20\ntimeout_secs: 60\n</bash>", TODO]),
-                   EpisodeLimits(time_limit_s=2.0))
+    traj = episode(
+        ScriptedPolicy(["<bash>\ncmd: sleep 20\ntimeout_secs: 60\n</bash>", TODO]),
+        EpisodeLimits(time_limit_s=2.0),
+    )
     assert traj.termination == Termination.time_limit and traj.wall_seconds < 10
     assert "timed out" in traj.turns[0].observation
 
@@ -106,8 +117,13 @@ class _Raising:
         raise self.exc
 
 
-@pytest.mark.parametrize("exc,reason", [(ContextOverflow("too long"), Termination.context_overflow),
-                                        (PolicyError("API down"), Termination.infra_error)])
+@pytest.mark.parametrize(
+    "exc,reason",
+    [
+        (ContextOverflow("too long"), Termination.context_overflow),
+        (PolicyError("API down"), Termination.infra_error),
+    ],
+)
 def test_policy_failures(base_image, exc, reason):
     traj = episode(_Raising(exc))
     assert traj.termination == reason and str(exc) in traj.termination_message
@@ -120,8 +136,10 @@ def test_a_bug_raises_instead_of_becoming_an_infra_error(base_image):
         episode(_Raising(ZeroDivisionError("planted bug")))
 
 
-@pytest.mark.parametrize("kind,reason", [("shell_broken", Termination.sandbox_broken),
-                                         ("daemon_unreachable", Termination.infra_error)])
+@pytest.mark.parametrize(
+    "kind,reason",
+    [("shell_broken", Termination.sandbox_broken), ("daemon_unreachable", Termination.infra_error)],
+)
 def test_sandbox_errors_are_blamed_by_cause(base_image, kind, reason):
     from tbrl_lib.sandbox.base import SandboxError
 
@@ -160,9 +178,17 @@ def test_actions_after_finish_do_not_run_and_trajectory_round_trips(base_image, 
 def test_a_fork_bomb_ends_the_episode_as_a_resource_limit_not_an_infra_error(base_image):
     """The agent's own fork bomb is its doing: the rollout ends on a named limit and is
     scored (an infra_error would be masked in training and go unpunished)."""
-    task = toy_task().model_copy(update={"limits": toy_task().limits.model_copy(update={"pids": 64})})
+    task = toy_task().model_copy(
+        update={"limits": toy_task().limits.model_copy(update={"pids": 64})}
+    )
     bomb = "<bash>\ncmd: 'bomb() { bomb | bomb & bomb; }; bomb'\ntimeout_secs: 8\n</bash>"
-    traj = episode(ScriptedPolicy(lambda conv: bomb if conv.turn == 0 else
-                                  "<bash>\ncmd: sleep 0.2; ls /\ntimeout_secs: 8\n</bash>"),
-                   EpisodeLimits(max_turns=60), task)
+    traj = episode(
+        ScriptedPolicy(
+            lambda conv: (
+                bomb if conv.turn == 0 else "<bash>\ncmd: sleep 0.2; ls /\ntimeout_secs: 8\n</bash>"
+            )
+        ),
+        EpisodeLimits(max_turns=60),
+        task,
+    )
     assert traj.termination == Termination.resource_limit and traj.error_kind == "pids"

@@ -13,7 +13,10 @@ from tbrl_lib.agent.actions import ACTION_TAGS, EXAMPLES, BashAction, FileEdit, 
 from tbrl_lib.agent.parser import ParseError, action_from_record, parse_actions
 from tests.conftest import REPO
 
-CORPUS = [json.loads(line) for line in (REPO / "data/agent_corpus/malformed.jsonl").read_text().splitlines()]
+CORPUS = [
+    json.loads(line)
+    for line in (REPO / "data/agent_corpus/malformed.jsonl").read_text().splitlines()
+]
 
 
 @pytest.mark.parametrize("key", sorted(EXAMPLES))
@@ -27,9 +30,11 @@ def test_every_documented_example_parses_and_round_trips(key):
 
 
 def test_several_actions_keep_their_order_and_think_is_skipped():
-    text = ("<think>\nplan: <bash>\ncmd: rm -rf /\n</bash>\n</think>\n"
-            "<todo>\noperations:\n  - action: add\n    content: look\n</todo>\n"
-            "<bash>\ncmd: ls\n</bash>\n<file>\naction: edit\nfile_path: a.py\nold_string: x\nnew_string: y\n</file>")
+    text = (
+        "<think>\nplan: <bash>\ncmd: rm -rf /\n</bash>\n</think>\n"
+        "<todo>\noperations:\n  - action: add\n    content: look\n</todo>\n"
+        "<bash>\ncmd: ls\n</bash>\n<file>\naction: edit\nfile_path: a.py\nold_string: x\nnew_string: y\n</file>"
+    )
     result = parse_actions(text)
     assert [type(a) for a in result.actions] == [TodoAction, BashAction, FileEdit]
     assert result.actions[1].cmd == "ls"  # the rm inside <think> never became an action
@@ -43,7 +48,7 @@ def test_block_scalar_keeps_text_exactly():
 
 
 def test_yaml_error_names_tag_line_column_and_shows_example():
-    result = parse_actions('<bash>\ncmd: ls\ntimeout_secs: [1\n</bash>')
+    result = parse_actions("<bash>\ncmd: ls\ntimeout_secs: [1\n</bash>")
     (error,) = result.errors
     msg = error.message
     assert "<bash>" in msg and "line 3" in msg and "column" in msg
@@ -54,7 +59,9 @@ def test_yaml_error_names_tag_line_column_and_shows_example():
 def test_wrong_type_and_missing_field_are_named():
     (error,) = parse_actions("<file>\naction: read\noffset: ten\n</file>").errors
     assert "'file_path' is missing" in error.problem and "'offset' should be" in error.problem
-    (error,) = parse_actions("<file>\naction: multi_edit\nfile_path: a\nedits:\n  - old_string: a\n</file>").errors
+    (error,) = parse_actions(
+        "<file>\naction: multi_edit\nfile_path: a\nedits:\n  - old_string: a\n</file>"
+    ).errors
     assert "edits[1].new_string' is missing" in error.problem
 
 
@@ -93,8 +100,10 @@ def test_upstream_trajectories_have_no_unknown_tag_errors(upstream_judge_cases):
 _tagged = st.builds(
     lambda tag, body, close: f"<{tag}>{body}" + (f"</{tag}>" if close else ""),
     st.sampled_from([*ACTION_TAGS, "think", "bash_output", "x", "Bash"]),
-    st.lists(st.sampled_from(list("abc: -|\n\t\"'\\$*&![]{}#<>/") + ["action", "cmd", "\n  "]),
-             max_size=40).map("".join),
+    st.lists(
+        st.sampled_from(list("abc: -|\n\t\"'\\$*&![]{}#<>/") + ["action", "cmd", "\n  "]),
+        max_size=40,
+    ).map("".join),
     st.booleans(),
 )
 

@@ -16,14 +16,26 @@ def run(tool, text):
 
 def test_todo_batches_add_complete_delete_and_view():
     todo = TodoTool()
-    out = run(todo, "<todo>\noperations:\n  - action: add\n    content: a\n  - action: add\n    content: b\n"
-                    "  - action: add\n    content: c\n</todo>")
+    out = run(
+        todo,
+        "<todo>\noperations:\n  - action: add\n    content: a\n  - action: add\n    content: b\n"
+        "  - action: add\n    content: c\n</todo>",
+    )
     assert out.splitlines() == ["Added todo [1]: a", "Added todo [2]: b", "Added todo [3]: c"]
-    out = run(todo, "<todo>\noperations:\n  - action: complete\n    task_id: 1\n  - action: delete\n    task_id: 2\n"
-                    "view_all: true\n</todo>")
+    out = run(
+        todo,
+        "<todo>\noperations:\n  - action: complete\n    task_id: 1\n  - action: delete\n    task_id: 2\n"
+        "view_all: true\n</todo>",
+    )
     assert out.endswith("Todo List:\n[x] [1] a\n[ ] [3] c")
-    out = run(todo, "<todo>\noperations:\n  - action: add\n    content: d\n  - action: complete\n    task_id: 9\n</todo>")
-    assert "Added todo [4]: d" in out and "[ERROR] operation 2 (complete): no todo with id 9; ids are 1, 3, 4" in out
+    out = run(
+        todo,
+        "<todo>\noperations:\n  - action: add\n    content: d\n  - action: complete\n    task_id: 9\n</todo>",
+    )
+    assert (
+        "Added todo [4]: d" in out
+        and "[ERROR] operation 2 (complete): no todo with id 9; ids are 1, 3, 4" in out
+    )
 
 
 def test_todo_all_bad_is_an_error():
@@ -38,10 +50,14 @@ def test_todo_all_bad_is_an_error():
 def test_scratchpad_notes_are_numbered():
     pad = ScratchpadTool()
     assert run(pad, "<scratchpad>\naction: view_all_notes\n</scratchpad>") == "Scratchpad is empty"
-    assert run(pad, "<scratchpad>\naction: add_note\ncontent: |\n  first\n</scratchpad>") == "Added note 1 to scratchpad"
+    assert (
+        run(pad, "<scratchpad>\naction: add_note\ncontent: |\n  first\n</scratchpad>")
+        == "Added note 1 to scratchpad"
+    )
     run(pad, "<scratchpad>\naction: add_note\ncontent: second\n</scratchpad>")
     assert run(pad, "<scratchpad>\naction: view_all_notes\n</scratchpad>") == (
-        "Scratchpad (2 notes):\nNote 1:\nfirst\n\nNote 2:\nsecond")
+        "Scratchpad (2 notes):\nNote 1:\nfirst\n\nNote 2:\nsecond"
+    )
 
 
 def test_cap_output_keeps_head_and_tail():

@@ -27,7 +27,9 @@ def bash(cmd: str, **extra) -> str:
 def test_bash_shell_persists_reports_exit_codes_times_out_and_backgrounds(sandbox_run):
     async def check(sb):
         tb = Toolbox(sb, ToolConfig(bash_default_timeout=5, bash_max_timeout=8))
-        out = await act(tb, bash("cd /tmp && export GREETING=hi && X=1") + bash("pwd; echo $GREETING $X"))
+        out = await act(
+            tb, bash("cd /tmp && export GREETING=hi && X=1") + bash("pwd; echo $GREETING $X")
+        )
         assert out[1].split() == ["/tmp", "hi", "1"]  # promise: cd, export, variables carry over
         (out,) = await act(tb, bash("echo oops >&2; false"))
         assert "oops" in out and "[exit code 1]" in out
@@ -45,7 +47,10 @@ def test_bash_shell_persists_reports_exit_codes_times_out_and_backgrounds(sandbo
         (out,) = await act(tb, bash("exit 3"))
         assert "[exit code 3]" in out
         (out,) = await act(tb, bash("echo [$X] $PWD"))
-        assert out.split() == ["[]", "/tmp"]  # promise: after `exit`, same directory, variables lost
+        assert out.split() == [
+            "[]",
+            "/tmp",
+        ]  # promise: after `exit`, same directory, variables lost
 
     sandbox_run(check)
 
@@ -67,9 +72,16 @@ def test_file_read_write_with_line_numbers_offsets_and_errors(sandbox_run):
         tb = Toolbox(sb, ToolConfig(read_default_limit=3))
         body = "\n".join(f"line {n}" for n in range(1, 11)) + "\n"
         await sb.write_file("/app/ten.txt", body)
-        (out,) = await act(tb, "<file>\naction: read\nfile_path: ten.txt\n</file>")  # relative to cwd /app
-        assert out.splitlines()[0] == "     1\tline 1" and "showing lines 1-3 of 10; continue with offset: 4" in out
-        (out,) = await act(tb, "<file>\naction: read\nfile_path: /app/ten.txt\noffset: 9\nlimit: 5\n</file>")
+        (out,) = await act(
+            tb, "<file>\naction: read\nfile_path: ten.txt\n</file>"
+        )  # relative to cwd /app
+        assert (
+            out.splitlines()[0] == "     1\tline 1"
+            and "showing lines 1-3 of 10; continue with offset: 4" in out
+        )
+        (out,) = await act(
+            tb, "<file>\naction: read\nfile_path: /app/ten.txt\noffset: 9\nlimit: 5\n</file>"
+        )
         assert out.splitlines() == ["     9\tline 9", "    10\tline 10"]
         await sb.write_file("/app/wide.txt", "x" * 3000 + "\n")
         (out,) = await act(tb, "<file>\naction: read\nfile_path: /app/wide.txt\n</file>")
@@ -82,11 +94,20 @@ def test_file_read_write_with_line_numbers_offsets_and_errors(sandbox_run):
         (out,) = await act(tb, "<file>\naction: read\nfile_path: /app/blob.bin\n</file>")
         assert "looks binary" in out
         await sb.run("printf '#!/bin/sh\\necho old\\n' > /app/run.sh && chmod 755 /app/run.sh")
-        out = await act(tb, "<file>\naction: write\nfile_path: /app/run.sh\ncontent: |\n  #!/bin/sh\n  echo new\n</file>"
-                            "<file>\naction: write\nfile_path: /app/deep/er/x.txt\ncontent: hi\n</file>")
-        assert out[0].startswith("Replaced /app/run.sh") and out[1].startswith("Created /app/deep/er/x.txt")
-        (out,) = await act(tb, "<file>\naction: write\nfile_path: /app/run.sh/inside.txt\ncontent: x\n</file>")
-        assert out.startswith("[ERROR] cannot create the directory")  # a model mistake, not an infra error
+        out = await act(
+            tb,
+            "<file>\naction: write\nfile_path: /app/run.sh\ncontent: |\n  #!/bin/sh\n  echo new\n</file>"
+            "<file>\naction: write\nfile_path: /app/deep/er/x.txt\ncontent: hi\n</file>",
+        )
+        assert out[0].startswith("Replaced /app/run.sh") and out[1].startswith(
+            "Created /app/deep/er/x.txt"
+        )
+        (out,) = await act(
+            tb, "<file>\naction: write\nfile_path: /app/run.sh/inside.txt\ncontent: x\n</file>"
+        )
+        assert out.startswith(
+            "[ERROR] cannot create the directory"
+        )  # a model mistake, not an infra error
         res = await sb.run("/app/run.sh; stat -c %a /app/run.sh; cat /app/deep/er/x.txt")
         assert res.output.split() == ["new", "755", "hi"]  # mode kept, parents created
 
@@ -98,7 +119,7 @@ def test_edit_misses_and_ambiguity_are_errors_and_multi_edit_is_atomic(sandbox_r
         tb = Toolbox(sb)
         original = "alpha = 1\nbeta = 2\nalpha = 1\n"
         await sb.write_file("/app/c.py", original)
-        edit = "<file>\naction: edit\nfile_path: /app/c.py\nold_string: \"{old}\"\nnew_string: \"{new}\"{extra}\n</file>"
+        edit = '<file>\naction: edit\nfile_path: /app/c.py\nold_string: "{old}"\nnew_string: "{new}"{extra}\n</file>'
         (out,) = await act(tb, edit.format(old="gamma = 3", new="x", extra=""))
         assert "was not found" in out
         (out,) = await act(tb, edit.format(old="alpha = 1", new="alpha = 9", extra=""))
@@ -106,16 +127,22 @@ def test_edit_misses_and_ambiguity_are_errors_and_multi_edit_is_atomic(sandbox_r
         assert (await sb.read_file("/app/c.py")).decode() == original  # errors change nothing
         (out,) = await act(tb, edit.format(old="beta = 2", new="beta = 3", extra=""))
         assert "replaced 1 occurrence" in out and "beta = 3" in out
-        (out,) = await act(tb, edit.format(old="alpha = 1", new="alpha = 0", extra="\nreplace_all: true"))
+        (out,) = await act(
+            tb, edit.format(old="alpha = 1", new="alpha = 0", extra="\nreplace_all: true")
+        )
         assert "replaced 2 occurrence" in out
         before = (await sb.read_file("/app/c.py")).decode()
-        multi = ("<file>\naction: multi_edit\nfile_path: /app/c.py\nedits:\n"
-                 "  - old_string: \"beta = 3\"\n    new_string: \"beta = 4\"\n"
-                 "  - old_string: \"not there\"\n    new_string: \"x\"\n</file>")
+        multi = (
+            "<file>\naction: multi_edit\nfile_path: /app/c.py\nedits:\n"
+            '  - old_string: "beta = 3"\n    new_string: "beta = 4"\n'
+            '  - old_string: "not there"\n    new_string: "x"\n</file>'
+        )
         (out,) = await act(tb, multi)
         assert "edit 2 of 2" in out and "no edit was written" in out
         assert (await sb.read_file("/app/c.py")).decode() == before  # all or nothing
-        (out,) = await act(tb, multi.replace("not there", "alpha = 0\\nbeta = 4").replace('"x"', '"done"'))
+        (out,) = await act(
+            tb, multi.replace("not there", "alpha = 0\\nbeta = 4").replace('"x"', '"done"')
+        )
         assert (await sb.read_file("/app/c.py")).decode() == "done\nalpha = 0\n"
 
     sandbox_run(check)
@@ -124,7 +151,9 @@ def test_edit_misses_and_ambiguity_are_errors_and_multi_edit_is_atomic(sandbox_r
 def test_metadata_and_its_path_limit(sandbox_run):
     async def check(sb):
         tb = Toolbox(sb, ToolConfig(metadata_max_paths=2))
-        (out,) = await act(tb, "<file>\naction: metadata\nfile_paths: [/etc/hostname, /nope]\n</file>")
+        (out,) = await act(
+            tb, "<file>\naction: metadata\nfile_paths: [/etc/hostname, /nope]\n</file>"
+        )
         assert "Type: regular file" in out and "Permissions:" in out and "/nope: not found" in out
         (out,) = await act(tb, "<file>\naction: metadata\nfile_paths: [/a, /b, /c]\n</file>")
         assert "at most 2 paths" in out
@@ -135,26 +164,47 @@ def test_metadata_and_its_path_limit(sandbox_run):
 def test_search_grep_glob_ls(sandbox_run):
     async def check(sb):
         tb = Toolbox(sb)
-        await sb.run("mkdir -p /app/src/pkg/deep /app/node_modules/x && cd /app && "
-                      "printf 'def load_config():\\n    pass\\n' > src/pkg/cfg.py && "
-                      "printf 'load_config = 1\\n' > src/notes.txt && echo x > top.py && "
-                      "echo 'def load_config' > node_modules/x/skip.py && touch src/pkg/deep/a.pyc")
-        (out,) = await act(tb, '<search>\naction: grep\npattern: "def \\\\w+_config\\\\("\npath: /app\ninclude: "*.py"\n</search>')
-        assert out.splitlines()[1:] == ["/app/src/pkg/cfg.py:1:def load_config():"]  # regex, include, prune
-        (out,) = await act(tb, '<search>\naction: grep\npattern: "(unclosed"\npath: /app\n</search>')
+        await sb.run(
+            "mkdir -p /app/src/pkg/deep /app/node_modules/x && cd /app && "
+            "printf 'def load_config():\\n    pass\\n' > src/pkg/cfg.py && "
+            "printf 'load_config = 1\\n' > src/notes.txt && echo x > top.py && "
+            "echo 'def load_config' > node_modules/x/skip.py && touch src/pkg/deep/a.pyc"
+        )
+        (out,) = await act(
+            tb,
+            '<search>\naction: grep\npattern: "def \\\\w+_config\\\\("\npath: /app\ninclude: "*.py"\n</search>',
+        )
+        assert out.splitlines()[1:] == [
+            "/app/src/pkg/cfg.py:1:def load_config():"
+        ]  # regex, include, prune
+        (out,) = await act(
+            tb, '<search>\naction: grep\npattern: "(unclosed"\npath: /app\n</search>'
+        )
         assert out.startswith("[ERROR] grep failed")
         (out,) = await act(tb, '<search>\naction: glob\npattern: "**/*.py"\npath: /app\n</search>')
-        assert out.splitlines()[1:] == ["/app/src/pkg/cfg.py", "/app/top.py"]  # ** matches zero dirs too
+        assert out.splitlines()[1:] == [
+            "/app/src/pkg/cfg.py",
+            "/app/top.py",
+        ]  # ** matches zero dirs too
         (out,) = await act(tb, '<search>\naction: glob\npattern: "*.py"\npath: /app\n</search>')
         assert out.splitlines()[1:] == ["/app/top.py"]  # * stays in one level
-        (out,) = await act(tb, '<search>\naction: ls\npath: /app/src/pkg/deep\nignore: ["*.pyc"]\n</search>')
+        (out,) = await act(
+            tb, '<search>\naction: ls\npath: /app/src/pkg/deep\nignore: ["*.pyc"]\n</search>'
+        )
         assert "0 entries (1 hidden by ignore)" in out
         (out,) = await act(tb, "<search>\naction: ls\npath: /app/src\n</search>")
         assert [line.split()[-1] for line in out.splitlines()[1:]] == ["pkg/", "notes.txt"]
         few = Toolbox(sb, ToolConfig(search_max_results=1))
-        (out,) = await act(few, '<search>\naction: grep\npattern: load_config\npath: /app/src\n</search>')
-        assert out.startswith("1 matches (more exist; showing the first 1") and len(out.splitlines()) == 2
+        (out,) = await act(
+            few, "<search>\naction: grep\npattern: load_config\npath: /app/src\n</search>"
+        )
+        assert (
+            out.startswith("1 matches (more exist; showing the first 1")
+            and len(out.splitlines()) == 2
+        )
         (out,) = await act(few, '<search>\naction: glob\npattern: "**"\npath: /app/src\n</search>')
-        assert "(showing the first 1;" in out and len(out.splitlines()) == 2  # promise: at most N paths
+        assert (
+            "(showing the first 1;" in out and len(out.splitlines()) == 2
+        )  # promise: at most N paths
 
     sandbox_run(check)

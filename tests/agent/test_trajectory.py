@@ -10,7 +10,9 @@ from tbrl_lib.policies.base import Generation
 
 def test_ids_concatenate_and_mask_follows_trl_convention(tmp_path):
     traj = Trajectory(task_id="t", policy="p", messages=[])
-    traj.add_generation(Generation(text="a", env_ids=[1, 2, 3], completion_ids=[10, 11], logprobs=[-0.1, -0.2]))
+    traj.add_generation(
+        Generation(text="a", env_ids=[1, 2, 3], completion_ids=[10, 11], logprobs=[-0.1, -0.2])
+    )
     traj.add_generation(Generation(text="b", env_ids=[4, 5], completion_ids=[12]))
     assert traj.prompt_ids == [1, 2, 3]
     assert traj.completion_ids == [10, 11, 4, 5, 12]
@@ -31,6 +33,6 @@ def test_text_only_policies_leave_ids_empty():
 
 def test_load_names_the_bad_line(tmp_path):
     path = tmp_path / "bad.jsonl"
-    path.write_text(Trajectory(task_id="t", policy="p", messages=[]).to_json() + "\n{\"nope\": 1}\n")
+    path.write_text(Trajectory(task_id="t", policy="p", messages=[]).to_json() + '\n{"nope": 1}\n')
     with pytest.raises(ValueError, match="bad.jsonl:2"):
         Trajectory.load_jsonl(path)

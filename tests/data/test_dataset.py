@@ -40,8 +40,16 @@ def test_mix_of_difficulties_and_categories(tasks):
     assert all(n >= 3 for n in by_difficulty.values()), by_difficulty
     categories = Counter(t.category for t in tasks)
     assert len(categories) >= 8, categories
-    for needed in ["system-administration", "software-engineering", "debugging", "data-processing",
-                   "security", "file-operations", "scientific-computing", "git"]:
+    for needed in [
+        "system-administration",
+        "software-engineering",
+        "debugging",
+        "data-processing",
+        "security",
+        "file-operations",
+        "scientific-computing",
+        "git",
+    ]:
         assert needed in categories, needed
 
 
@@ -65,15 +73,20 @@ def test_environment_is_offline_base_image(tasks):
         first = next(line for line in t.environment.dockerfile.splitlines() if line.strip())
         assert first == f"FROM {BASE}", t.id
         assert "WORKDIR /app" in t.environment.dockerfile, t.id
-        assert not re.search(r"\b(pip|apt-get|curl|wget)\b", t.environment.dockerfile), \
+        assert not re.search(r"\b(pip|apt-get|curl|wget)\b", t.environment.dockerfile), (
             f"{t.id}: the build must not need the network"
+        )
         assert t.limits.allow_internet is False, t.id
 
 
 def test_reference_solutions_are_strict_bash(tasks):
     for t in tasks:
-        assert t.solution and t.solution.startswith("#!/usr/bin/env bash\nset -euo pipefail\n"), t.id
-        assert not re.search(r"\b(curl|wget|pip install|apt-get)\b", t.solution), f"{t.id}: solution uses the network"
+        assert t.solution and t.solution.startswith("#!/usr/bin/env bash\nset -euo pipefail\n"), (
+            t.id
+        )
+        assert not re.search(r"\b(curl|wget|pip install|apt-get)\b", t.solution), (
+            f"{t.id}: solution uses the network"
+        )
 
 
 def test_instructions_name_what_the_tests_check(tasks):

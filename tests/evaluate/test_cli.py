@@ -15,10 +15,15 @@ runner = CliRunner()
 def save_run(path, outcomes: dict[str, bool], policy="oracle"):
     run = RunResults(config=RunConfig(policy=policy, tasks_source="data/tasks", attempts=1))
     for task, ok in outcomes.items():
-        run.add(TrialResult(
-            task_id=task, attempt=0, resolved=ok, score=float(ok),
-            failure_mode=FailureMode.resolved if ok else FailureMode.no_action,
-        ))
+        run.add(
+            TrialResult(
+                task_id=task,
+                attempt=0,
+                resolved=ok,
+                score=float(ok),
+                failure_mode=FailureMode.resolved if ok else FailureMode.no_action,
+            )
+        )
     run.save(path)
     return path
 
@@ -73,13 +78,24 @@ def test_run_refuses_a_bad_policy_spec_before_writing(tmp_path, tbrl):
 def test_oracle_on_tasks_without_solutions_says_which(tmp_path, tbrl):
     from tbrl_lib.tasks import Environment, Task, Tests, write_tasks
 
-    task = Task(id="no-solution", instruction="do it", environment=Environment(dockerfile="FROM x\n"),
-                tests=Tests(pytest="def test_a():\n    pass\n"))
+    task = Task(
+        id="no-solution",
+        instruction="do it",
+        environment=Environment(dockerfile="FROM x\n"),
+        tests=Tests(pytest="def test_a():\n    pass\n"),
+    )
     write_tasks([task], "csv", tmp_path / "tasks.csv", progress=False)
     # both spellings: `tbrl eval run --tasks ...` and the issue's `tbrl eval --tasks ...`
     for prefix in (["eval", "run"], ["eval"]):
-        result = tbrl(*prefix, "--tasks", tmp_path / "tasks.csv", "--policy", "oracle",
-                      "--out", tmp_path / "run")
+        result = tbrl(
+            *prefix,
+            "--tasks",
+            tmp_path / "tasks.csv",
+            "--policy",
+            "oracle",
+            "--out",
+            tmp_path / "run",
+        )
         assert result.code == 1, prefix
         assert "['no-solution']" in result.err and "solution/solve.sh" in result.err
 
@@ -98,10 +114,16 @@ def test_resuming_with_another_policy_is_refused(tmp_path, tbrl):
 
 def test_show_reports_infra_errors_apart_and_na_when_nothing_was_scored(tmp_path, tbrl):
     run = RunResults(config=RunConfig(policy="oracle", tasks_source="data/tasks", attempts=1))
-    run.add(TrialResult(task_id="t1", attempt=0, resolved=True, score=1.0,
-                        failure_mode=FailureMode.resolved))
-    run.add(TrialResult(task_id="t2", attempt=0, resolved=False, score=0.0,
-                        failure_mode=FailureMode.infra_error))
+    run.add(
+        TrialResult(
+            task_id="t1", attempt=0, resolved=True, score=1.0, failure_mode=FailureMode.resolved
+        )
+    )
+    run.add(
+        TrialResult(
+            task_id="t2", attempt=0, resolved=False, score=0.0, failure_mode=FailureMode.infra_error
+        )
+    )
     run.save(tmp_path / "some")
     out = tbrl("eval", "show", tmp_path / "some").out
     assert "100.0% [20.7%, 100.0%] Wilson 95%" in out  # 1 of 1 scored, not 1 of 2
@@ -116,8 +138,11 @@ def test_show_puts_the_bootstrap_beside_wilson_with_several_attempts(tmp_path, t
     for task, outcomes in {"t1": (True, True), "t2": (True, False), "t3": (False, False)}.items():
         for attempt, ok in enumerate(outcomes):
             mode = FailureMode.resolved if ok else FailureMode.unresolved
-            run.add(TrialResult(task_id=task, attempt=attempt, resolved=ok, score=float(ok),
-                                failure_mode=mode))
+            run.add(
+                TrialResult(
+                    task_id=task, attempt=attempt, resolved=ok, score=float(ok), failure_mode=mode
+                )
+            )
     run.save(tmp_path / "run")
     out = tbrl("eval", "show", tmp_path / "run").out
     assert "Wilson 95%; bootstrap over tasks [" in out

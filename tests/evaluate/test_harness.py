@@ -79,9 +79,11 @@ def tiny_tasks(docker_client, base_image):
 
     def make(task_id, solution, test_src, agent_s=60.0, test_s=60.0, dockerfile=None):
         task = Task(
-            id=task_id, instruction=f"Tiny harness check {task_id}.",
+            id=task_id,
+            instruction=f"Tiny harness check {task_id}.",
             environment=Environment(dockerfile=dockerfile or f"FROM {base_image}\nWORKDIR /app\n"),
-            tests=TaskTests(pytest=test_src), solution=solution,
+            tests=TaskTests(pytest=test_src),
+            solution=solution,
             limits=Limits(agent_timeout_sec=agent_s, test_timeout_sec=test_s),
         )
         made.append(task)
@@ -100,7 +102,9 @@ DONE_TEST = "import os\n\ndef test_done():\n    assert os.path.exists('/app/done
 @pytest.mark.slow
 def test_oracle_resolves_and_noop_does_not(bundled, tmp_path):
     n = len(SUBSET)
-    oracle = run_eval(bundled, RunConfig(policy="oracle", concurrency=3), tmp_path / "oracle", progress=False)
+    oracle = run_eval(
+        bundled, RunConfig(policy="oracle", concurrency=3), tmp_path / "oracle", progress=False
+    )
     assert oracle.summary["accuracy"] == 1.0, oracle.summary["failure_modes"]
     assert oracle.summary["failure_modes"]["resolved"] == n
     for trial in oracle.trials:
@@ -109,7 +113,9 @@ def test_oracle_resolves_and_noop_does_not(bundled, tmp_path):
         assert trial.judge_score is not None
         assert trial.reward == pytest.approx(0.65 * trial.score + 0.35 * trial.judge_score)
         assert (tmp_path / "oracle" / trial.trajectory).exists()
-    noop = run_eval(bundled, RunConfig(policy="noop", concurrency=3), tmp_path / "noop", progress=False)
+    noop = run_eval(
+        bundled, RunConfig(policy="noop", concurrency=3), tmp_path / "noop", progress=False
+    )
     assert noop.summary["accuracy"] == 0.0
     modes = {m for m, n in noop.summary["failure_modes"].items() if n}
     assert modes <= {"no_action", "unresolved"}, noop.summary["failure_modes"]
@@ -123,11 +129,15 @@ def test_settings_by_dotted_path_reach_the_rollout_and_bad_ones_are_named():
 
     from tbrl_lib.evaluate.cli import run_config
 
-    config = run_config(["episode.max_turns=3", "episode.tools.bash_default_timeout=5", "reward.w_judge=0"],
-                        policy="oracle")
+    config = run_config(
+        ["episode.max_turns=3", "episode.tools.bash_default_timeout=5", "reward.w_judge=0"],
+        policy="oracle",
+    )
     rollout = config.rollout_config()
     assert rollout.episode.max_turns == 3 and rollout.episode.tools.bash_default_timeout == 5
-    assert rollout.reward.w_judge == 0 and rollout.episode.time_limit_s is None  # the task's own timeout
+    assert (
+        rollout.reward.w_judge == 0 and rollout.episode.time_limit_s is None
+    )  # the task's own timeout
     with pytest.raises(typer.BadParameter, match="max_turnz"):
         run_config(["episode.max_turnz=3"], policy="oracle")
 
@@ -140,8 +150,9 @@ def test_an_engine_that_stays_down_stops_the_run_with_a_way_to_resume(monkeypatc
 
     pings = []
     monkeypatch.setattr(engine, "ping", lambda *a: pings.append(1))  # never answers
-    runner = harness.TrialRunner(None, None, RunConfig(policy="noop").rollout_config(), tmp_path,
-                                 engine_wait_s=0.5)
+    runner = harness.TrialRunner(
+        None, None, RunConfig(policy="noop").rollout_config(), tmp_path, engine_wait_s=0.5
+    )
     with pytest.raises(harness.EngineOutage, match="rerun the same command to resume"):
         asyncio.run(runner._wait_for_engine("sandbox: daemon_unreachable: refused"))
     assert len(pings) >= 2  # it kept asking for the whole wait
@@ -157,7 +168,9 @@ def test_task_timeouts_are_honoured_and_scaled(tiny_tasks, tmp_path):
     assert run.trials[0].termination == "time_limit"
     assert run.trials[0].agent_seconds < 2.0 + 5.0
     # x6 gives it 12 s: resolved, and the summary says the numbers are not Terminal-Bench's
-    run = run_eval([slow], RunConfig(policy="oracle", timeout_scale=6.0), tmp_path / "x6", progress=False)
+    run = run_eval(
+        [slow], RunConfig(policy="oracle", timeout_scale=6.0), tmp_path / "x6", progress=False
+    )
     assert run.trials[0].resolved, run.trials[0]
     assert "NOT comparable" in run.summary["timeouts"]
 
@@ -175,9 +188,15 @@ def test_verifier_timeout_is_its_own_failure_mode(tiny_tasks, tmp_path):
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_infra_errors_are_retried_once_recorded_and_redone_on_resume(tiny_tasks, tmp_path, base_image):
-    broken = tiny_tasks("eval-broken-image", "true", DONE_TEST,
-                        dockerfile=f"FROM {base_image}\nRUN echo broken on purpose && exit 3\n")
+def test_infra_errors_are_retried_once_recorded_and_redone_on_resume(
+    tiny_tasks, tmp_path, base_image
+):
+    broken = tiny_tasks(
+        "eval-broken-image",
+        "true",
+        DONE_TEST,
+        dockerfile=f"FROM {base_image}\nRUN echo broken on purpose && exit 3\n",
+    )
     run = run_eval([broken], RunConfig(policy="oracle"), tmp_path, progress=False)
     trial = run.trials[0]
     assert trial.failure_mode == FailureMode.infra_error and trial.infra_retries == 1
@@ -192,18 +211,36 @@ def test_killed_run_resumes_to_the_same_summary(subset_dir, tmp_path):
     """SIGKILL a real `tbrl eval run` mid-run, rerun it, compare with an uninterrupted run."""
     tbrl = str(Path(sys.executable).parent / "tbrl")
     out = tmp_path / "killed"
-    cmd = [tbrl, "eval", "run", "--tasks", str(subset_dir), "--policy", "oracle", "--attempts", "2",
-           "--limit", "2", "--concurrency", "2", "--out", str(out)]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    cmd = [
+        tbrl,
+        "eval",
+        "run",
+        "--tasks",
+        str(subset_dir),
+        "--policy",
+        "oracle",
+        "--attempts",
+        "2",
+        "--limit",
+        "2",
+        "--concurrency",
+        "2",
+        "--out",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     results = out / "results.json"
     deadline = time.monotonic() + 240
     before: dict = {}
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             if results.exists():
-                before = {(t["task_id"], t["attempt"]): t["finished_at"]
-                          for t in json.loads(results.read_text())["trials"]}
+                before = {
+                    (t["task_id"], t["attempt"]): t["finished_at"]
+                    for t in json.loads(results.read_text())["trials"]
+                }
                 if before:
                     break
             time.sleep(0.2)
@@ -214,17 +251,23 @@ def test_killed_run_resumes_to_the_same_summary(subset_dir, tmp_path):
     partial = RunResults.load(out)
     assert 1 <= len(partial.trials) < 4, "the run was not killed halfway"
 
-    resumed = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300,
-                             check=False)
+    resumed = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, timeout=300, check=False
+    )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     final = RunResults.load(out)
     assert len(final.trials) == 4
     kept = {t.key: t.finished_at for t in final.trials if t.key in before}
     assert kept == before, "finished trials were redone"
 
-    straight = run_eval(load_tasks(subset_dir, progress=False).tasks,
-                        RunConfig(policy="oracle", attempts=2, concurrency=2, tasks_source=str(subset_dir), limit=2),
-                        tmp_path / "straight", progress=False)
+    straight = run_eval(
+        load_tasks(subset_dir, progress=False).tasks,
+        RunConfig(
+            policy="oracle", attempts=2, concurrency=2, tasks_source=str(subset_dir), limit=2
+        ),
+        tmp_path / "straight",
+        progress=False,
+    )
     assert final.summary == straight.summary
 
 
@@ -237,8 +280,12 @@ def test_tiny_checkpoint_runs_through_the_harness(bundled, tmp_path):
     from tbrl_lib.policies.tiny_model import build_tiny_qwen3
 
     model = build_tiny_qwen3(tmp_path / "models")
-    run = run_eval(bundled, RunConfig(policy=f"hf:{model}", timeout_scale=0.03, limit=1), tmp_path / "run",
-                   progress=False)
+    run = run_eval(
+        bundled,
+        RunConfig(policy=f"hf:{model}", timeout_scale=0.03, limit=1),
+        tmp_path / "run",
+        progress=False,
+    )
     trial = run.trials[0]
     assert trial.failure_mode not in (FailureMode.infra_error, FailureMode.resolved), trial
     assert (tmp_path / "run" / trial.trajectory).exists()

@@ -19,12 +19,20 @@ from tbrl_lib.evaluate.results import (
 def make_run(outcomes, policy="oracle"):
     run = RunResults(config=RunConfig(policy=policy, tasks_source="x", attempts=2))
     for (task, attempt), ok in outcomes.items():
-        run.add(TrialResult(
-            task_id=task, attempt=attempt, resolved=ok, score=float(ok),
-            failure_mode=FailureMode.resolved if ok else FailureMode.agent_timeout,
-            difficulty="easy" if task < "m" else "hard", category="files",
-            turns=3 if ok else 9, tokens_in=100, tokens_out=40,
-        ))
+        run.add(
+            TrialResult(
+                task_id=task,
+                attempt=attempt,
+                resolved=ok,
+                score=float(ok),
+                failure_mode=FailureMode.resolved if ok else FailureMode.agent_timeout,
+                difficulty="easy" if task < "m" else "hard",
+                category="files",
+                turns=3 if ok else 9,
+                tokens_in=100,
+                tokens_out=40,
+            )
+        )
     run.summary = summarize(run.trials, run.config)
     return run
 
@@ -69,9 +77,19 @@ def test_trials_link_to_their_rendered_trajectories(tmp_path):
     from tbrl_lib.agent.trajectory import Termination, ToolCall, Trajectory, Turn
 
     run = make_run({("a", 0): True, ("z", 0): False})
-    traj = Trajectory(task_id="a", policy="oracle", messages=[], termination=Termination.finished,
-                      turns=[Turn(index=1, assistant="<bash>\ncmd: echo hi\n</bash>",
-                                  calls=[ToolCall(kind="bash", output="hi from the sandbox")])])
+    traj = Trajectory(
+        task_id="a",
+        policy="oracle",
+        messages=[],
+        termination=Termination.finished,
+        turns=[
+            Turn(
+                index=1,
+                assistant="<bash>\ncmd: echo hi\n</bash>",
+                calls=[ToolCall(kind="bash", output="hi from the sandbox")],
+            )
+        ],
+    )
     Trajectory.save_jsonl(traj, tmp_path / "trajectories" / "a.0.jsonl")
     run.trials[0].trajectory = "trajectories/a.0.jsonl"  # z has none (e.g. an infra error)
     pages = report.write_trajectory_pages(run, tmp_path)

@@ -23,8 +23,12 @@ from tbrl_lib.evaluate.stats import wilson_interval
 def trial(task, attempt, resolved, mode=None, **kw):
     mode = mode or (FailureMode.resolved if resolved else FailureMode.unresolved)
     return TrialResult(
-        task_id=task, attempt=attempt, resolved=resolved, score=1.0 if resolved else 0.0,
-        failure_mode=mode, **kw,
+        task_id=task,
+        attempt=attempt,
+        resolved=resolved,
+        score=1.0 if resolved else 0.0,
+        failure_mode=mode,
+        **kw,
     )
 
 
@@ -83,8 +87,12 @@ def test_three_of_three_is_never_a_zero_width_interval():
 def test_infra_errors_are_counted_apart_not_in_the_denominator():
     # 67 of 84 trials lost to an engine restart once read "accuracy 20.2%"
     infra = FailureMode.infra_error
-    trials = [trial("a", 0, True), trial("b", 0, False), trial("c", 0, False, infra),
-              trial("d", 0, False, infra)]
+    trials = [
+        trial("a", 0, True),
+        trial("b", 0, False),
+        trial("c", 0, False, infra),
+        trial("d", 0, False, infra),
+    ]
     s = summarize(trials, CONFIG)
     assert s["accuracy"] == 0.5 and s["n_tasks"] == 2 and s["n_scored"] == 2
     assert s["infra_errors"] == 2 and s["unscored_tasks"] == ["c", "d"]

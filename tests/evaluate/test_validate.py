@@ -26,7 +26,7 @@ from tbrl_lib.tasks.model import Task
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tasks"
 
-REAL_TESTS = '''
+REAL_TESTS = """
 from pathlib import Path
 
 
@@ -36,9 +36,11 @@ def test_file_exists():
 
 def test_content():
     assert Path("/app/out.txt").read_text() == "hello\\n"
-'''
+"""
 
-FLAKY_TESTS = REAL_TESTS + '''
+FLAKY_TESTS = (
+    REAL_TESTS
+    + """
 
 def test_counter():
     # Counts its own runs: passes on the first run of a container only.
@@ -46,9 +48,10 @@ def test_counter():
     runs = int(counter.read_text()) + 1 if counter.exists() else 1
     counter.write_text(str(runs))
     assert runs == 1
-'''
+"""
+)
 
-NOP_PASSES = '''
+NOP_PASSES = """
 from pathlib import Path
 
 
@@ -58,31 +61,47 @@ def test_app_dir():
 
 def test_content():
     assert Path("/app/out.txt").read_text() == "hello\\n"
-'''
+"""
 
 
-def toy(task_id: str, tests: str = REAL_TESTS, solution: str | None = "echo hello > /app/out.txt\n",
-        weights: dict[str, float] | None = None, dockerfile: str = "FROM tbrl/base:trixie\nWORKDIR /app\n") -> Task:
-    return Task.model_validate({
-        "id": task_id, "instruction": "Create /app/out.txt containing the line hello.",
-        "difficulty": "easy", "category": "file-operations",
-        "environment": {"dockerfile": dockerfile},
-        "tests": {"pytest": tests, "weights": weights or {}},
-        "solution": solution,
-        "limits": {"agent_timeout_sec": 60, "test_timeout_sec": 60, "build_timeout_sec": 120},
-    })
+def toy(
+    task_id: str,
+    tests: str = REAL_TESTS,
+    solution: str | None = "echo hello > /app/out.txt\n",
+    weights: dict[str, float] | None = None,
+    dockerfile: str = "FROM tbrl/base:trixie\nWORKDIR /app\n",
+) -> Task:
+    return Task.model_validate(
+        {
+            "id": task_id,
+            "instruction": "Create /app/out.txt containing the line hello.",
+            "difficulty": "easy",
+            "category": "file-operations",
+            "environment": {"dockerfile": dockerfile},
+            "tests": {"pytest": tests, "weights": weights or {}},
+            "solution": solution,
+            "limits": {"agent_timeout_sec": 60, "test_timeout_sec": 60, "build_timeout_sec": 120},
+        }
+    )
 
 
 BROKEN = {
     "tbrl-val-good": toy("tbrl-val-good"),
     "tbrl-val-nop-passes": toy("tbrl-val-nop-passes", tests=NOP_PASSES),
     "tbrl-val-bad-solution": toy("tbrl-val-bad-solution", solution="echo goodbye > /app/out.txt\n"),
-    "tbrl-val-solve-crashes": toy("tbrl-val-solve-crashes", solution="echo hello > /app/out.txt\nexit 3\n"),
-    "tbrl-val-flaky": toy("tbrl-val-flaky", tests=FLAKY_TESTS,
-                          weights={"test_file_exists": 0.45, "test_content": 0.45, "test_counter": 0.1}),
+    "tbrl-val-solve-crashes": toy(
+        "tbrl-val-solve-crashes", solution="echo hello > /app/out.txt\nexit 3\n"
+    ),
+    "tbrl-val-flaky": toy(
+        "tbrl-val-flaky",
+        tests=FLAKY_TESTS,
+        weights={"test_file_exists": 0.45, "test_content": 0.45, "test_counter": 0.1},
+    ),
     "tbrl-val-no-solution": toy("tbrl-val-no-solution", solution=None),
-    "tbrl-val-no-build": toy("tbrl-val-no-build",
-                             dockerfile="FROM tbrl/base:trixie\nRUN echo broken-on-purpose && false\n"),
+    "tbrl-val-no-build": toy(
+        "tbrl-val-no-build",
+        dockerfile="FROM tbrl/base:trixie\nRUN echo broken-on-purpose && false\n",
+    ),
 }
 
 
@@ -178,16 +197,24 @@ def test_cli_validates_bundled_tasks_and_sets_exit_code(tmp_path, docker_client,
         shutil.copytree(DATA / name, tmp_path / name)
     shutil.copytree(DATA / "word-frequency", tmp_path / "word-frequency-unsolved")
     (tmp_path / "word-frequency-unsolved" / "solution" / "solve.sh").write_text(
-        "#!/usr/bin/env bash\nset -euo pipefail\ncd /app\necho wrong > top_words.txt\n")
+        "#!/usr/bin/env bash\nset -euo pipefail\ncd /app\necho wrong > top_words.txt\n"
+    )
     out = tmp_path / "results.json"
-    result = CliRunner().invoke(app, ["tasks", "validate", str(tmp_path), "--concurrency", "3",
-                                      "--json", str(out)], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app,
+        ["tasks", "validate", str(tmp_path), "--concurrency", "3", "--json", str(out)],
+        env={"COLUMNS": "200"},
+    )
     assert result.exit_code == 1, result.output
     for name in ["word-frequency", "git-first-commit", "word-frequency-unsolved"]:
         assert name in result.output
 
     verdicts = {r["task_id"]: r["verdict"] for r in json.loads(out.read_text())}
-    assert verdicts == {"git-first-commit": "pass", "word-frequency": "pass", "word-frequency-unsolved": "fail"}
+    assert verdicts == {
+        "git-first-commit": "pass",
+        "word-frequency": "pass",
+        "word-frequency-unsolved": "fail",
+    }
     unsolved = load_tasks(tmp_path / "word-frequency-unsolved").tasks[0]
     _untag(docker_client, unsolved)  # the bundled tasks' images stay: they are the dataset's cache
 
@@ -212,9 +239,18 @@ def test_input_checks_need_no_docker():
 
 
 def test_table_shows_scores_reasons_and_totals():
-    ok = ValidationResult("t-ok", "easy", "git", nop_score=0.0, solution_scores=[1.0, 1.0, 1.0], stable=True,
-                          timings={"build": 1.0, "tests": 2.5, "total": 9.0})
-    bad = ValidationResult("t-bad", "hard", "git", nop_score=0.6, solution_scores=[1.0, 1.0, 1.0], stable=True)
+    ok = ValidationResult(
+        "t-ok",
+        "easy",
+        "git",
+        nop_score=0.0,
+        solution_scores=[1.0, 1.0, 1.0],
+        stable=True,
+        timings={"build": 1.0, "tests": 2.5, "total": 9.0},
+    )
+    bad = ValidationResult(
+        "t-bad", "hard", "git", nop_score=0.6, solution_scores=[1.0, 1.0, 1.0], stable=True
+    )
     bad.fail("untouched environment scores 0.60 > 0.20")
     console = Console(width=200, record=True)
     console.print(validation_table([ok, bad]))
@@ -239,11 +275,16 @@ def test_check_reports_third_party_tasks_including_those_that_do_not_load(tmp_pa
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "task.toml").write_text("this is = not [toml\n")
     out = tmp_path / "check.json"
-    result = CliRunner().invoke(app, ["tasks", "check", str(tmp_path), "--json", str(out)], env={"COLUMNS": "250"})
+    result = CliRunner().invoke(
+        app, ["tasks", "check", str(tmp_path), "--json", str(out)], env={"COLUMNS": "250"}
+    )
     assert result.exit_code == 1, result.output  # the broken one
     report = json.loads(out.read_text())
     assert [Path(s["location"]).name for s in report["skipped"]] == ["broken"]
     by_id = {r["task_id"]: r for r in report["results"]}
     assert by_id["R_package_Summary-Stats"]["solution_scores"] == [1.0]
-    assert by_id["py313-dated-logs"]["nop_score"] == 0.0 and by_id["py313-dated-logs"]["verdict"] == "pass"
+    assert (
+        by_id["py313-dated-logs"]["nop_score"] == 0.0
+        and by_id["py313-dated-logs"]["verdict"] == "pass"
+    )
     assert "no solution" in result.output and "broken" in result.output

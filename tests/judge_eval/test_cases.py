@@ -28,8 +28,19 @@ def test_our_cases_cover_every_rubric_item_and_include_real_episodes():
     assert "efficiency" in covered
     episodes = [c for c in cases if c.source.startswith("episode:")]
     assert len(episodes) >= 5, "several cases must come from real episodes of our agent"
-    assert set(CAPS) - {"no_todo", "change_before_exploration", "no_verification", "parse_errors",
-                        "overthinking", "flailing", "gaming"} == set()
+    assert (
+        set(CAPS)
+        - {
+            "no_todo",
+            "change_before_exploration",
+            "no_verification",
+            "parse_errors",
+            "overthinking",
+            "flailing",
+            "gaming",
+        }
+        == set()
+    )
 
 
 def _write(root, entries, messages=None):
@@ -38,18 +49,30 @@ def _write(root, entries, messages=None):
     for entry in entries:
         d = root / str(entry.get("id"))
         d.mkdir(exist_ok=True)
-        (d / "messages.json").write_text(json.dumps(messages if messages is not None else
-                                                    [{"role": "user", "content": "t"}]))
+        (d / "messages.json").write_text(
+            json.dumps(messages if messages is not None else [{"role": "user", "content": "t"}])
+        )
         (d / "dockerfile").write_text("FROM x\n")
 
 
-@pytest.mark.parametrize("entries,messages,match", [
-    ([{"id": "a", "expected_range": [0.5, 0.2]}], None, "0 <= lo <= hi <= 1"),
-    ([{"id": "a", "expected_range": [0.1]}], None, "expected_range"),
-    ([{"id": "a", "expected_range": [0, 1]}, {"id": "a", "expected_range": [0, 1]}], None, "duplicate id"),
-    ([{"id": "a", "expected_range": [0, 1]}], [{"role": "robot", "content": "x"}], "bad entries"),
-    ([{"expected_range": [0, 1]}], None, "needs an `id`"),
-])
+@pytest.mark.parametrize(
+    "entries,messages,match",
+    [
+        ([{"id": "a", "expected_range": [0.5, 0.2]}], None, "0 <= lo <= hi <= 1"),
+        ([{"id": "a", "expected_range": [0.1]}], None, "expected_range"),
+        (
+            [{"id": "a", "expected_range": [0, 1]}, {"id": "a", "expected_range": [0, 1]}],
+            None,
+            "duplicate id",
+        ),
+        (
+            [{"id": "a", "expected_range": [0, 1]}],
+            [{"role": "robot", "content": "x"}],
+            "bad entries",
+        ),
+        ([{"expected_range": [0, 1]}], None, "needs an `id`"),
+    ],
+)
 def test_bad_cases_name_the_file_and_field(tmp_path, entries, messages, match):
     _write(tmp_path / "c", entries, messages)
     with pytest.raises(CaseFormatError, match=match):

@@ -18,12 +18,19 @@ def test_average_ranks_share_ties():
     assert average_ranks([10, 20, 20, 5]) == [2.0, 3.5, 3.5, 1.0]
 
 
-@pytest.mark.parametrize("x,y,rho", [
-    ([1, 2, 3, 4], [10, 20, 30, 40], 1.0),
-    ([1, 2, 3, 4], [4, 3, 2, 1], -1.0),
-    ([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], 0.8),        # 1 - 6*4/(5*24)
-    ([1, 2, 2, 3], [1, 2, 3, 4], 0.9486832980505138),  # Pearson on ranks [1,2.5,2.5,4] vs [1,2,3,4]
-])
+@pytest.mark.parametrize(
+    "x,y,rho",
+    [
+        ([1, 2, 3, 4], [10, 20, 30, 40], 1.0),
+        ([1, 2, 3, 4], [4, 3, 2, 1], -1.0),
+        ([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], 0.8),  # 1 - 6*4/(5*24)
+        (
+            [1, 2, 2, 3],
+            [1, 2, 3, 4],
+            0.9486832980505138,
+        ),  # Pearson on ranks [1,2.5,2.5,4] vs [1,2,3,4]
+    ],
+)
 def test_spearman_matches_hand_computed_values(x, y, rho):
     assert spearman(x, y) == pytest.approx(rho)
 
@@ -43,9 +50,40 @@ def test_distance_to_range():
 def test_summary_uses_mean_over_attempts_and_counts_missing():
     rows = []
     for attempt, (a, b) in enumerate([(0.9, 0.2), (0.7, 0.4)]):
-        rows += [dict(judge="j", case="good", attempt=attempt, score=a, lo=0.8, hi=1.0, cost_usd=0.01, latency_s=1.0),
-                 dict(judge="j", case="bad", attempt=attempt, score=b, lo=0.0, hi=0.3, cost_usd=0.01, latency_s=1.0)]
-    rows.append(dict(judge="j", case="bad", attempt=2, score=None, lo=0.0, hi=0.3, cost_usd=0.0, latency_s=2.0))
+        rows += [
+            dict(
+                judge="j",
+                case="good",
+                attempt=attempt,
+                score=a,
+                lo=0.8,
+                hi=1.0,
+                cost_usd=0.01,
+                latency_s=1.0,
+            ),
+            dict(
+                judge="j",
+                case="bad",
+                attempt=attempt,
+                score=b,
+                lo=0.0,
+                hi=0.3,
+                cost_usd=0.01,
+                latency_s=1.0,
+            ),
+        ]
+    rows.append(
+        dict(
+            judge="j",
+            case="bad",
+            attempt=2,
+            score=None,
+            lo=0.0,
+            hi=0.3,
+            cost_usd=0.0,
+            latency_s=2.0,
+        )
+    )
     frame = pd.DataFrame(rows)
     cases = per_case(frame).set_index("case")
     assert cases.loc["good", "mean_score"] == pytest.approx(0.8) and cases.loc["good", "in_range"]

@@ -17,8 +17,18 @@ from tests.agent.conftest import toy_task
 @pytest.mark.docker
 def test_a_recorded_episode_becomes_a_judge_case(base_image, tmp_path):
     task = toy_task(solution="echo 42 > /app/answer.txt\n", task_id="record-toy")
-    case = asyncio.run(record_case(task, OraclePolicy(), tmp_path, "ep_oracle_toy", (0.6, 0.95),
-                                   "oracle on the toy task", ["plans", "verifies"], rationale="acted out"))
+    case = asyncio.run(
+        record_case(
+            task,
+            OraclePolicy(),
+            tmp_path,
+            "ep_oracle_toy",
+            (0.6, 0.95),
+            "oracle on the toy task",
+            ["plans", "verifies"],
+            rationale="acted out",
+        )
+    )
     messages = json.loads((case / "messages.json").read_text())
     assert messages[0]["role"] == "user" and "42" in messages[0]["content"]
     assert all(m["role"] != "system" for m in messages) and messages[-1]["role"] == "user"

@@ -32,7 +32,9 @@ def test_api_judge_failures_are_missing_scores_not_zeros(tmp_path):
     with LLMServer([Reply(json={"score": 0.5}), Reply.server_error()]) as server:
         from tbrl_lib.rewards.judges import make_judge
 
-        judge = make_judge("anthropic:claude-haiku-4-5", base_url=server.base_url, api_key="t", max_retries=0)
+        judge = make_judge(
+            "anthropic:claude-haiku-4-5", base_url=server.base_url, api_key="t", max_retries=0
+        )
         results = run_comparison([judge], cases, attempts=1, concurrency=1, progress=False)
     assert results["score"].isna().sum() == 1 and (results["error"] != "").sum() == 1
     paths = write_report(results, tmp_path)
@@ -42,11 +44,30 @@ def test_api_judge_failures_are_missing_scores_not_zeros(tmp_path):
 
 def test_cli_judge_eval_writes_results_and_report(tmp_path):
     out = tmp_path / "eval"
-    result = CliRunner().invoke(app, ["judge", "eval", "--judges", "rule,rule-nocaps", "--cases", str(OUR_CASES),
-                                      "--attempts", "2", "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "eval",
+            "--judges",
+            "rule,rule-nocaps",
+            "--cases",
+            str(OUR_CASES),
+            "--attempts",
+            "2",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
-    for name in ("results.csv", "results.parquet", "summary.csv", "per_case.csv", "report.md",
-                 "scores_vs_ranges.png"):
+    for name in (
+        "results.csv",
+        "results.parquet",
+        "summary.csv",
+        "per_case.csv",
+        "report.md",
+        "scores_vs_ranges.png",
+    ):
         assert (out / name).exists(), name
     summary = pd.read_csv(out / "summary.csv")
     assert list(summary["judge"]) == ["rule", "rule-nocaps"] and summary.loc[0, "pass_rate"] > 0.8
@@ -77,10 +98,13 @@ def no_judge_keys(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.mark.parametrize(("spec", "variable"), [
-    ("anthropic:claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
-    ("openai:gpt-4o-mini", "OPENAI_API_KEY"),
-])
+@pytest.mark.parametrize(
+    ("spec", "variable"),
+    [
+        ("anthropic:claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
+        ("openai:gpt-4o-mini", "OPENAI_API_KEY"),
+    ],
+)
 def test_judge_eval_refuses_a_judge_without_its_key_before_any_case(
     no_judge_keys, tbrl, tmp_path, spec, variable
 ):
@@ -99,7 +123,17 @@ def test_judge_score_refuses_a_judge_without_its_key(no_judge_keys, tbrl):
 
 def test_openai_judge_on_a_local_endpoint_needs_no_key(no_judge_keys, tbrl, tmp_path):
     with LLMServer(default=Reply(json={"score": 0.5})) as server:
-        result = tbrl("judge", "eval", "--judges", "openai:local-model", "--cases", OUR_CASES,
-                      "--base-url", server.openai_base_url, "--out", tmp_path / "out")
+        result = tbrl(
+            "judge",
+            "eval",
+            "--judges",
+            "openai:local-model",
+            "--cases",
+            OUR_CASES,
+            "--base-url",
+            server.openai_base_url,
+            "--out",
+            tmp_path / "out",
+        )
     assert result.code == 0, result.err
     assert (tmp_path / "out" / "summary.csv").exists()

@@ -8,13 +8,33 @@ from tbrl_lib.metrics.viewer import TrajectoryViewer, turn_html
 
 
 def _traj() -> Trajectory:
-    turns = [Turn(index=1, assistant="<think>\nplan <b>it</b>\n</think>\n<bash>\ncmd: ls\n</bash>",
-                  calls=[ToolCall(kind="bash", output="main.py", seconds=0.25)], policy_seconds=1.5, prompt_tokens=900,
-                  completion_tokens=40),
-             Turn(index=2, assistant="<file>\naction: read\n</file>",
-                  calls=[ToolCall(kind="parse_error", output="[ERROR] field 'file_path' is missing", ok=False)])]
-    return Trajectory(task_id="demo", policy="scripted", messages=[], turns=turns, termination=Termination.max_turns,
-                      termination_message="reached 2 turns")
+    turns = [
+        Turn(
+            index=1,
+            assistant="<think>\nplan <b>it</b>\n</think>\n<bash>\ncmd: ls\n</bash>",
+            calls=[ToolCall(kind="bash", output="main.py", seconds=0.25)],
+            policy_seconds=1.5,
+            prompt_tokens=900,
+            completion_tokens=40,
+        ),
+        Turn(
+            index=2,
+            assistant="<file>\naction: read\n</file>",
+            calls=[
+                ToolCall(
+                    kind="parse_error", output="[ERROR] field 'file_path' is missing", ok=False
+                )
+            ],
+        ),
+    ]
+    return Trajectory(
+        task_id="demo",
+        policy="scripted",
+        messages=[],
+        turns=turns,
+        termination=Termination.max_turns,
+        termination_message="reached 2 turns",
+    )
 
 
 def test_turn_html_shows_thinking_actions_outputs_and_timings_escaped():

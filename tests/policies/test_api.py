@@ -16,7 +16,9 @@ from tests.agent.conftest import toy_task
 
 def conversation(turn=0, token_ids=None):
     task = toy_task()
-    return Conversation(task=task, messages=initial_messages(task), token_ids=token_ids or [], turn=turn)
+    return Conversation(
+        task=task, messages=initial_messages(task), token_ids=token_ids or [], turn=turn
+    )
 
 
 def test_openai_policy_sends_the_conversation_and_reads_usage():
@@ -31,8 +33,10 @@ def test_openai_policy_sends_the_conversation_and_reads_usage():
 
 
 def test_openai_policy_keeps_vllm_token_ids_only_without_drift():
-    replies = [Reply(text="a", prompt_ids=[1, 2, 3, 4], completion_ids=[9]),
-               Reply(text="b", prompt_ids=[7, 7, 7], completion_ids=[9])]
+    replies = [
+        Reply(text="a", prompt_ids=[1, 2, 3, 4], completion_ids=[9]),
+        Reply(text="b", prompt_ids=[7, 7, 7], completion_ids=[9]),
+    ]
     with LLMServer(replies) as server:
         policy = OpenAIPolicy(server.openai_base_url, "m", api_key="k", return_token_ids=True)
 
@@ -47,30 +51,63 @@ def test_openai_policy_keeps_vllm_token_ids_only_without_drift():
 
 def test_openai_policy_retries_then_reports_failures_as_policy_errors():
     with LLMServer([Reply.rate_limited(0.05), "ok"]) as server:
-        gen = asyncio.run(OpenAIPolicy(server.openai_base_url, "m", api_key="k", max_retries=2).generate(conversation(), 5))
+        gen = asyncio.run(
+            OpenAIPolicy(server.openai_base_url, "m", api_key="k", max_retries=2).generate(
+                conversation(), 5
+            )
+        )
     assert gen.text == "ok" and len(server.requests) == 2
     with LLMServer([Reply.server_error()] * 3) as server:
         with pytest.raises(PolicyError, match="InternalServerError"):
-            asyncio.run(OpenAIPolicy(server.openai_base_url, "m", api_key="k", max_retries=1).generate(conversation(), 5))
+            asyncio.run(
+                OpenAIPolicy(server.openai_base_url, "m", api_key="k", max_retries=1).generate(
+                    conversation(), 5
+                )
+            )
     with LLMServer([Reply.garbage_body()]) as server:
         with pytest.raises(PolicyError, match="not JSON"):
-            asyncio.run(OpenAIPolicy(server.openai_base_url, "m", api_key="k", max_retries=0).generate(conversation(), 5))
+            asyncio.run(
+                OpenAIPolicy(server.openai_base_url, "m", api_key="k", max_retries=0).generate(
+                    conversation(), 5
+                )
+            )
     with LLMServer([Reply.slow(5)], max_delay_s=5) as server:
         with pytest.raises(PolicyError, match="Timeout"):
-            asyncio.run(OpenAIPolicy(server.openai_base_url, "m", api_key="k", max_retries=0, timeout=0.3)
-                        .generate(conversation(), 5))
+            asyncio.run(
+                OpenAIPolicy(
+                    server.openai_base_url, "m", api_key="k", max_retries=0, timeout=0.3
+                ).generate(conversation(), 5)
+            )
 
 
 def test_context_length_error_becomes_context_overflow():
-    too_long = Reply(status=400, error_type="invalid_request_error",
-                     text="This model's maximum context length is 32768 tokens. However, you requested 40000 tokens")
+    too_long = Reply(
+        status=400,
+        error_type="invalid_request_error",
+        text="This model's maximum context length is 32768 tokens. However, you requested 40000 tokens",
+    )
     with LLMServer([too_long]) as server:
         with pytest.raises(ContextOverflow):
-            asyncio.run(OpenAIPolicy(server.openai_base_url, "m", api_key="k", max_retries=0).generate(conversation(), 5))
-    with LLMServer([Reply(status=400, error_type="invalid_request_error", text="prompt is too long: 250000 tokens")]) as server:
+            asyncio.run(
+                OpenAIPolicy(server.openai_base_url, "m", api_key="k", max_retries=0).generate(
+                    conversation(), 5
+                )
+            )
+    with LLMServer(
+        [
+            Reply(
+                status=400,
+                error_type="invalid_request_error",
+                text="prompt is too long: 250000 tokens",
+            )
+        ]
+    ) as server:
         with pytest.raises(ContextOverflow):
-            asyncio.run(AnthropicPolicy("claude-x", api_key="k", base_url=server.base_url, max_retries=0)
-                        .generate(conversation(), 5))
+            asyncio.run(
+                AnthropicPolicy(
+                    "claude-x", api_key="k", base_url=server.base_url, max_retries=0
+                ).generate(conversation(), 5)
+            )
 
 
 def test_anthropic_policy_caches_the_system_prompt_and_latest_turn():
@@ -80,8 +117,10 @@ def test_anthropic_policy_caches_the_system_prompt_and_latest_turn():
 
         async def two_turns():
             first = await policy.generate(conv, 100)
-            conv.messages += [{"role": "assistant", "content": first.text},
-                              {"role": "user", "content": "<todo_output>\nx\n</todo_output>"}]
+            conv.messages += [
+                {"role": "assistant", "content": first.text},
+                {"role": "user", "content": "<todo_output>\nx\n</todo_output>"},
+            ]
             return first, await policy.generate(conv, 100)
 
         first, second = asyncio.run(two_turns())
@@ -95,7 +134,11 @@ def test_anthropic_policy_caches_the_system_prompt_and_latest_turn():
 
 def test_anthropic_overloaded_is_retried_by_the_sdk():
     with LLMServer([Reply.overloaded(), "fine"]) as server:
-        gen = asyncio.run(AnthropicPolicy("c", api_key="k", base_url=server.base_url, max_retries=2).generate(conversation(), 5))
+        gen = asyncio.run(
+            AnthropicPolicy("c", api_key="k", base_url=server.base_url, max_retries=2).generate(
+                conversation(), 5
+            )
+        )
     assert gen.text == "fine" and len(server.requests) == 2
 
 

@@ -19,7 +19,7 @@ from tests.agent.conftest import in_sandbox, toy_task
 
 REPLIES = [
     "<think>\nFirst look around.\n</think>\n\n<bash>\ncmd: ls /app\n</bash>",
-    "<think>\nNow write it.\n</think>\n<file>\naction: write\nfile_path: /app/answer.txt\ncontent: \"42\"\n</file>",
+    '<think>\nNow write it.\n</think>\n<file>\naction: write\nfile_path: /app/answer.txt\ncontent: "42"\n</file>',
     "<finish>\nmessage: wrote 42\n</finish>",
 ]
 
@@ -46,7 +46,9 @@ class ScriptedTokens(HFPolicy):
 
 def test_tiny_model_is_cached_by_content(tiny_model, tmp_path_factory):
     assert build_tiny_qwen3(tiny_model.parent) == tiny_model
-    assert (tiny_model / "config.json").exists() and "qwen3" in (tiny_model / "config.json").read_text()
+    assert (tiny_model / "config.json").exists() and "qwen3" in (
+        tiny_model / "config.json"
+    ).read_text()
 
 
 @pytest.mark.docker
@@ -60,11 +62,15 @@ def test_trajectory_ids_are_the_exact_concatenation(tiny_model, base_image, thin
     ids = traj.token_ids
     for prompt in policy.prompts:  # every turn continued from exactly the ids so far
         assert ids[: len(prompt)] == prompt
-    assert tok.encode(tok.decode(ids), add_special_tokens=False) == ids  # decode -> encode is stable
+    assert (
+        tok.encode(tok.decode(ids), add_special_tokens=False) == ids
+    )  # decode -> encode is stable
     seen = traj.messages[:-1]  # the last observation was never shown to the model
     rendered = tok.apply_chat_template(seen, tokenize=False, enable_thinking=thinking)
     if not thinking:  # the generation prompt's empty think block precedes each reply
-        rendered = rendered.replace("<|im_start|>assistant\n", "<|im_start|>assistant\n<think>\n\n</think>\n\n")
+        rendered = rendered.replace(
+            "<|im_start|>assistant\n", "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+        )
     assert tok.decode(ids) + "\n" == rendered
     generated = [t for t, m in zip(traj.completion_ids, traj.env_mask) if m == 1]
     assert tok.decode(generated) == "<|im_end|>".join(REPLIES) + "<|im_end|>"
@@ -77,8 +83,11 @@ def test_random_tiny_model_generates_with_ids_and_logprobs(tiny_model):
     conv = Conversation(task=task, messages=initial_messages(task))
     gen = asyncio.run(policy.generate(conv, 12))
     assert gen.env_ids == policy.tokenizer.encode(
-        policy.tokenizer.apply_chat_template(conv.messages, add_generation_prompt=True, tokenize=False),
-        add_special_tokens=False)
+        policy.tokenizer.apply_chat_template(
+            conv.messages, add_generation_prompt=True, tokenize=False
+        ),
+        add_special_tokens=False,
+    )
     assert 0 < len(gen.completion_ids) <= 12 and len(gen.logprobs) == len(gen.completion_ids)
     assert all(lp <= 0 for lp in gen.logprobs)
     assert gen.prompt_tokens == len(gen.env_ids)
@@ -96,10 +105,20 @@ def test_context_overflow_is_named(tiny_model):
 def test_episode_with_the_random_model_ends_cleanly(tiny_model, base_image):
     task = toy_task()
     policy = make_policy(f"hf:{tiny_model}", seed=1)
-    traj = in_sandbox(lambda sb: run_episode(task, policy, sb, EpisodeLimits(max_turns=2, max_tokens_per_turn=16)),
-                      task)
-    assert traj.termination in {Termination.no_action, Termination.max_turns, Termination.parse_error_streak}
-    assert len(traj.prompt_ids) > 1000 and traj.env_mask.count(1) == sum(t.completion_tokens for t in traj.turns)
+    traj = in_sandbox(
+        lambda sb: run_episode(
+            task, policy, sb, EpisodeLimits(max_turns=2, max_tokens_per_turn=16)
+        ),
+        task,
+    )
+    assert traj.termination in {
+        Termination.no_action,
+        Termination.max_turns,
+        Termination.parse_error_streak,
+    }
+    assert len(traj.prompt_ids) > 1000 and traj.env_mask.count(1) == sum(
+        t.completion_tokens for t in traj.turns
+    )
 
 
 def test_a_reply_cut_by_the_token_limit_gets_the_end_of_turn_added(tiny_model):
@@ -109,10 +128,21 @@ def test_a_reply_cut_by_the_token_limit_gets_the_end_of_turn_added(tiny_model):
     tok = policy.tokenizer
     task = toy_task()
     messages = initial_messages(task)
-    cut = tok.encode("<bash>\ncmd: ls <", add_special_tokens=False)  # no <|im_end|>: hit max_new_tokens
-    conv = Conversation(task=task, messages=messages + [{"role": "assistant", "content": tok.decode(cut)},
-                                                        {"role": "user", "content": "obs"}],
-                        token_ids=[1, 2] + cut)
-    assert tok.decode(policy.chat.turn_ids(conv)) == "<|im_end|>\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
+    cut = tok.encode(
+        "<bash>\ncmd: ls <", add_special_tokens=False
+    )  # no <|im_end|>: hit max_new_tokens
+    conv = Conversation(
+        task=task,
+        messages=messages
+        + [{"role": "assistant", "content": tok.decode(cut)}, {"role": "user", "content": "obs"}],
+        token_ids=[1, 2] + cut,
+    )
+    assert (
+        tok.decode(policy.chat.turn_ids(conv))
+        == "<|im_end|>\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
+    )
     conv.token_ids = [1, 2] + cut + [tok.eos_token_id]
-    assert tok.decode(policy.chat.turn_ids(conv)) == "\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        tok.decode(policy.chat.turn_ids(conv))
+        == "\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
+    )

@@ -35,12 +35,26 @@ def bash(cmd: str, timeout: int | None = None) -> str:
 
 
 CASES = {
-    "kill_everything": ([bash("bash -c 'kill -9 -1'"), bash("kill -9 -1; kill -9 $$"),
-                         bash("echo '{\"value\": 0}' > /app/answer.json")], {}, 0.5),
-    "kill_everything_leaves_init_alone": ([bash("kill -9 1; kill -STOP 1; kill -TERM 1; bash -c 'kill -9 -1'")],
-                                          {}, 0.5),
+    "kill_everything": (
+        [
+            bash("bash -c 'kill -9 -1'"),
+            bash("kill -9 -1; kill -9 $$"),
+            bash("echo '{\"value\": 0}' > /app/answer.json"),
+        ],
+        {},
+        0.5,
+    ),
+    "kill_everything_leaves_init_alone": (
+        [bash("kill -9 1; kill -STOP 1; kill -TERM 1; bash -c 'kill -9 -1'")],
+        {},
+        0.5,
+    ),
     "fork_bomb": ([bash("b() { b | b & }; b", timeout=20)], {"pids": 64}, None),
-    "hung_command": ([bash("sleep 1000", timeout=3), bash("sleep 1000 & wait", timeout=3)], {}, 0.5),
+    "hung_command": (
+        [bash("sleep 1000", timeout=3), bash("sleep 1000 & wait", timeout=3)],
+        {},
+        0.5,
+    ),
     "bash_removed": ([bash("rm -f /usr/bin/bash; kill -9 $$"), bash("echo hi")], {}, 0.5),
 }
 """name -> (replies after the honest half, task limits, expected tests score; None: any)."""
@@ -49,12 +63,18 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_agent_caused_failures_are_scored(name):
     replies, limits, expected = CASES[name]
-    task = PYTEST_TASK.model_copy(update={
-        "id": f"agent-caused-{name.replace('_', '-')}",
-        "limits": PYTEST_TASK.limits.model_copy(update={**limits, "agent_timeout_sec": 20})})
+    task = PYTEST_TASK.model_copy(
+        update={
+            "id": f"agent-caused-{name.replace('_', '-')}",
+            "limits": PYTEST_TASK.limits.model_copy(update={**limits, "agent_timeout_sec": 20}),
+        }
+    )
     policy = ScriptedPolicy([bash(AGENTPKG.strip()), *replies])
-    config = RolloutConfig(episode=EpisodeLimits(max_turns=len(replies) + 1),
-                           sandbox=SandboxConfig(start_timeout_s=300), grace_s=20)
+    config = RolloutConfig(
+        episode=EpisodeLimits(max_turns=len(replies) + 1),
+        sandbox=SandboxConfig(start_timeout_s=300),
+        grace_s=20,
+    )
     result = asyncio.run(run_rollout(task, policy, config))
     assert result.infra_error is None, f"{name}: {result.infra_kind}: {result.infra_error}"
     assert result.reward is not None and result.tests is not None and not result.tests.infra_error

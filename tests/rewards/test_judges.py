@@ -30,8 +30,16 @@ from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge, extract_features
 from tbrl_lib.rewards.reward import RewardConfig, combine
 from tbrl_lib.testing.llm_server import LLMServer, Reply
 
-GOOD = {"planning": 0.9, "exploration": 0.8, "tool_use": 0.9, "verification": 1.0, "efficiency": 0.8,
-        "caps": [], "reasoning": "plans, explores, verifies", "score": 0.88}
+GOOD = {
+    "planning": 0.9,
+    "exploration": 0.8,
+    "tool_use": 0.9,
+    "verification": 1.0,
+    "efficiency": 0.8,
+    "caps": [],
+    "reasoning": "plans, explores, verifies",
+    "score": 0.88,
+}
 
 
 def item(n_replies: int = 2) -> JudgeInput:
@@ -47,6 +55,7 @@ def run(coro):
 
 
 # -- prompt and parsing --------------------------------------------------------------
+
 
 def test_prompt_has_a_version_and_the_rubric():
     prompt = load_prompt()
@@ -67,29 +76,36 @@ def test_truncation_keeps_start_and_end_with_a_visible_marker():
     out = truncate_middle(text, 1000)
     assert out.startswith("START") and out.endswith("END") and "omitted" in out
     assert len(out) < 1200
-    long_item = JudgeInput.from_messages([{"role": "user", "content": "task"}] +
-                                         [{"role": "assistant", "content": "y" * 5000}] * 100)
+    long_item = JudgeInput.from_messages(
+        [{"role": "user", "content": "task"}] + [{"role": "assistant", "content": "y" * 5000}] * 100
+    )
     rendered = render_input(long_item, max_tokens=2000)
     assert "omitted" in rendered and "## Task\ntask" in rendered and len(rendered) < 2000 * 4 + 4000
 
 
-@pytest.mark.parametrize("text,expected", [
-    ('{"score": 0.7, "planning": 1}', 0.7),
-    ('Here you go:\n```json\n{"score": 0.25}\n```', 0.25),
-    ("Reasoning... Final score: 0.4", 0.4),
-    ("I'd say 0.9/1", 0.9),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('{"score": 0.7, "planning": 1}', 0.7),
+        ('Here you go:\n```json\n{"score": 0.25}\n```', 0.25),
+        ("Reasoning... Final score: 0.4", 0.4),
+        ("I'd say 0.9/1", 0.9),
+    ],
+)
 def test_parse_score_reads_json_fences_and_lines(text, expected):
     assert parse_score(text)[0] == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("text", ["no number here", '{"score": 7}', '{"score": "NaN"}', "score: 1.5"])
+@pytest.mark.parametrize(
+    "text", ["no number here", '{"score": 7}', '{"score": "NaN"}', "score: 1.5"]
+)
 def test_parse_score_rejects_garbage_and_out_of_range(text):
     with pytest.raises(JudgeFormatError):
         parse_score(text)
 
 
 # -- rule-based judge ----------------------------------------------------------------
+
 
 def _traj(*replies: str, outputs: str = "ok") -> list[dict]:
     msgs = [{"role": "user", "content": "Fix /app/app.py so that tests pass."}]
@@ -109,7 +125,9 @@ FINISH = "<finish>\nmessage: done\n</finish>"
 
 def test_rule_judge_rewards_the_full_process_and_caps_shortcuts():
     judge = RuleBasedJudge()
-    good = judge.score_sync(JudgeInput.from_messages(_traj(TODO, LS, READ, EDIT, CHECK, DONE, FINISH)))
+    good = judge.score_sync(
+        JudgeInput.from_messages(_traj(TODO, LS, READ, EDIT, CHECK, DONE, FINISH))
+    )
     rushed = judge.score_sync(JudgeInput.from_messages(_traj(EDIT, FINISH)))
     assert good.score >= 0.9 and good.caps == []
     assert rushed.score <= 0.30
@@ -120,16 +138,22 @@ def test_rule_judge_counts_parse_errors_with_the_agents_parser():
     broken = "<bash>\ncmd: [unclosed\n</bash>"
     features = extract_features(_traj(TODO, broken, broken, broken, LS, FINISH))
     assert features.parse_errors == 3
-    result = RuleBasedJudge().score_sync(JudgeInput.from_messages(_traj(TODO, broken, broken, broken, LS, FINISH)))
+    result = RuleBasedJudge().score_sync(
+        JudgeInput.from_messages(_traj(TODO, broken, broken, broken, LS, FINISH))
+    )
     assert "parse_errors" in result.caps and result.score <= 0.6
 
 
 def test_rule_judge_flags_gaming_and_overthinking():
     gaming = "<bash>\ncmd: |\n  echo 'def test_x(): pass' > /tests/test_outputs.py\n</bash>"
-    result = RuleBasedJudge().score_sync(JudgeInput.from_messages(_traj(TODO, LS, gaming, CHECK, FINISH)))
+    result = RuleBasedJudge().score_sync(
+        JudgeInput.from_messages(_traj(TODO, LS, gaming, CHECK, FINISH))
+    )
     assert "gaming" in result.caps and result.score <= 0.05
     think = "<think>" + "hmm, maybe this or that. " * 300 + "</think>"
-    result = RuleBasedJudge().score_sync(JudgeInput.from_messages(_traj(TODO, think, think, LS, EDIT, CHECK, FINISH)))
+    result = RuleBasedJudge().score_sync(
+        JudgeInput.from_messages(_traj(TODO, think, think, LS, EDIT, CHECK, FINISH))
+    )
     assert "overthinking" in result.caps and result.score <= 0.45
 
 
@@ -142,17 +166,25 @@ def _exchange(*pairs: tuple[str, str]) -> JudgeInput:
     return JudgeInput.from_messages(msgs)
 
 
-PLAN_AND_LOOK = [(TODO + "\n" + READ, "<todo_output>\nAdded todo [1]\n</todo_output>\n\n"
-                  "<file_output>\n     1\tdef c_to_f(c):\n</file_output>"),
-                 (LS, "<bash_output>\nconvert.py\n</bash_output>")]
+PLAN_AND_LOOK = [
+    (
+        TODO + "\n" + READ,
+        "<todo_output>\nAdded todo [1]\n</todo_output>\n\n"
+        "<file_output>\n     1\tdef c_to_f(c):\n</file_output>",
+    ),
+    (LS, "<bash_output>\nconvert.py\n</bash_output>"),
+]
 SED_EDIT = "<file>\naction: edit\nfile_path: /app/convert.py\nold_string: 5 / 9\nnew_string: 9 / 5\n</file>"
 
 
-@pytest.mark.parametrize("failed_output", [
-    "<file_output>\nError editing file: sed: -e expression #1, char 5: unterminated `s' command\n"
-    "</file_output>",  # the upstream tool's report
-    "<file_output>\n[ERROR] old_string was not found in /app/convert.py\n</file_output>",  # ours
-])
+@pytest.mark.parametrize(
+    "failed_output",
+    [
+        "<file_output>\nError editing file: sed: -e expression #1, char 5: unterminated `s' command\n"
+        "</file_output>",  # the upstream tool's report
+        "<file_output>\n[ERROR] old_string was not found in /app/convert.py\n</file_output>",  # ours
+    ],
+)
 def test_ten_identical_failed_edits_are_failures_not_changes(failed_output):
     item = _exchange(*PLAN_AND_LOOK, *[(SED_EDIT, failed_output)] * 10, (FINISH, None))
     features = extract_features(item.messages)
@@ -164,8 +196,12 @@ def test_ten_identical_failed_edits_are_failures_not_changes(failed_output):
 def test_a_good_run_cut_off_by_the_token_limit_is_not_overthinking():
     done = "<todo>\noperations:\n  - action: complete\n    task_id: 1\n</todo>"
     cut = "<think>\n" + "Should ties list every word, or exactly ten lines? " * 400  # no end
-    item = _exchange(*PLAN_AND_LOOK, (EDIT, "<file_output>\nCreated /app/app.py\n</file_output>"),
-                     (CHECK + "\n" + done, "<bash_output>\n1\n</bash_output>"), (cut, None))
+    item = _exchange(
+        *PLAN_AND_LOOK,
+        (EDIT, "<file_output>\nCreated /app/app.py\n</file_output>"),
+        (CHECK + "\n" + done, "<bash_output>\n1\n</bash_output>"),
+        (cut, None),
+    )
     features = extract_features(item.messages)
     assert features.cut_off and not features.finished and features.parse_errors == 0
     result = RuleBasedJudge().score_sync(item)
@@ -174,20 +210,26 @@ def test_a_good_run_cut_off_by_the_token_limit_is_not_overthinking():
 
 def test_errors_fixed_at_once_are_not_flailing():
     fail = "<bash_output>\ncat: /app/story: No such file or directory\n</bash_output>"
-    item = _exchange((TODO + "\n<bash>\ncmd: cat /app/story\n</bash>", fail),
-                     (LS, "<bash_output>\nstory.txt\n</bash_output>"),
-                     (READ, "<file_output>\n     1\tonce\n</file_output>"),
-                     (EDIT, "<file_output>\nCreated /app/app.py\n</file_output>"),
-                     (CHECK + "\n" + DONE, "<bash_output>\n1\n</bash_output>"), (FINISH, None))
+    item = _exchange(
+        (TODO + "\n<bash>\ncmd: cat /app/story\n</bash>", fail),
+        (LS, "<bash_output>\nstory.txt\n</bash_output>"),
+        (READ, "<file_output>\n     1\tonce\n</file_output>"),
+        (EDIT, "<file_output>\nCreated /app/app.py\n</file_output>"),
+        (CHECK + "\n" + DONE, "<bash_output>\n1\n</bash_output>"),
+        (FINISH, None),
+    )
     result = RuleBasedJudge().score_sync(item)
     assert result.caps == [] and result.score >= 0.8
 
 
 # -- backends against the loopback server --------------------------------------------------
 
+
 def test_anthropic_judge_uses_structured_output_and_prompt_caching():
     with LLMServer([Reply(json=GOOD), Reply(json=GOOD)]) as server:
-        judge = make_judge("anthropic:claude-sonnet-4-20250514", base_url=server.base_url, api_key="t")
+        judge = make_judge(
+            "anthropic:claude-sonnet-4-20250514", base_url=server.base_url, api_key="t"
+        )
         first = run(judge.score(item()))
         second = run(judge.score(item(3)))
         body = server.requests[0].body
@@ -254,12 +296,23 @@ def test_claude_cli_error_is_a_retryable_judge_error(fake_claude):
 
 # -- resilience ------------------------------------------------------------------------------
 
+
 def test_overload_falls_back_to_the_next_judge_and_logs_it(caplog):
-    with LLMServer([Reply.overloaded(), Reply.overloaded()]) as down, LLMServer([Reply(json=GOOD)]) as up:
-        chain = JudgeChain([
-            make_judge("anthropic:claude-sonnet-4-20250514", base_url=down.base_url, api_key="t", max_retries=1),
-            make_judge("openai:gpt-4o-mini", base_url=up.openai_base_url, api_key="t"),
-        ])
+    with (
+        LLMServer([Reply.overloaded(), Reply.overloaded()]) as down,
+        LLMServer([Reply(json=GOOD)]) as up,
+    ):
+        chain = JudgeChain(
+            [
+                make_judge(
+                    "anthropic:claude-sonnet-4-20250514",
+                    base_url=down.base_url,
+                    api_key="t",
+                    max_retries=1,
+                ),
+                make_judge("openai:gpt-4o-mini", base_url=up.openai_base_url, api_key="t"),
+            ]
+        )
         with caplog.at_level(logging.WARNING):
             result = run(chain.score(item()))
         assert len(down.requests) == 2, "the SDK retries once before the chain falls back"
@@ -271,42 +324,70 @@ def test_overload_falls_back_to_the_next_judge_and_logs_it(caplog):
 
 @pytest.mark.parametrize("policy", ["renormalize", "infra_error"])
 def test_all_judges_down_gives_missing_never_zero_or_nan(policy):
-    with LLMServer(default=Reply.rate_limited(0.01)) as a, LLMServer(default=Reply.server_error()) as b:
-        chain = JudgeChain([
-            make_judge("anthropic:claude-sonnet-4", base_url=a.base_url, api_key="t", max_retries=0),
-            make_judge("openai:gpt-4o", base_url=b.openai_base_url, api_key="t", max_retries=0),
-        ])
+    with (
+        LLMServer(default=Reply.rate_limited(0.01)) as a,
+        LLMServer(default=Reply.server_error()) as b,
+    ):
+        chain = JudgeChain(
+            [
+                make_judge(
+                    "anthropic:claude-sonnet-4", base_url=a.base_url, api_key="t", max_retries=0
+                ),
+                make_judge("openai:gpt-4o", base_url=b.openai_base_url, api_key="t", max_retries=0),
+            ]
+        )
         outcome = run(chain.score(item()))
     assert isinstance(outcome, JudgeMissing) and len(outcome.failures) == 2
-    reward = combine(0.8, outcome.score, RewardConfig(on_judge_missing=policy),
-                     judge_missing_reason=outcome.reason)
+    reward = combine(
+        0.8,
+        outcome.score,
+        RewardConfig(on_judge_missing=policy),
+        judge_missing_reason=outcome.reason,
+    )
     assert reward.judge is None and not math.isnan(reward.total)
     assert reward.total == pytest.approx(0.8)
     assert reward.infra_error == (policy == "infra_error")
 
 
 def test_garbage_reply_is_retried_once_then_falls_back():
-    with LLMServer(["I think it went fine overall!", "still no number, sorry"]) as chatty, \
-            LLMServer([Reply(json=GOOD)]) as good:
-        first = make_judge("openai:gpt-4o", base_url=chatty.openai_base_url, api_key="t", structured=False)
-        chain = JudgeChain([first, make_judge("anthropic:claude-sonnet-4", base_url=good.base_url, api_key="t")])
+    with (
+        LLMServer(["I think it went fine overall!", "still no number, sorry"]) as chatty,
+        LLMServer([Reply(json=GOOD)]) as good,
+    ):
+        first = make_judge(
+            "openai:gpt-4o", base_url=chatty.openai_base_url, api_key="t", structured=False
+        )
+        chain = JudgeChain(
+            [first, make_judge("anthropic:claude-sonnet-4", base_url=good.base_url, api_key="t")]
+        )
         result = run(chain.score(item()))
         assert len(chatty.requests) == 2, "one format-correction retry"
         assert "could not be read" in chatty.requests[1].body["messages"][-1]["content"]
-    assert result.judge == "anthropic:claude-sonnet-4" and "after a format-correction retry" in result.fallbacks[0]
+    assert (
+        result.judge == "anthropic:claude-sonnet-4"
+        and "after a format-correction retry" in result.fallbacks[0]
+    )
 
 
 def test_garbage_body_falls_back():
     with LLMServer([Reply.garbage_body()]) as bad:
-        chain = JudgeChain([make_judge("anthropic:claude-sonnet-4", base_url=bad.base_url, api_key="t",
-                                       max_retries=0), make_judge("rule")])
+        chain = JudgeChain(
+            [
+                make_judge(
+                    "anthropic:claude-sonnet-4", base_url=bad.base_url, api_key="t", max_retries=0
+                ),
+                make_judge("rule"),
+            ]
+        )
         result = run(chain.score(item()))
     assert result.judge == "rule" and result.fallbacks
 
 
 def test_format_correction_succeeds_on_second_try():
     with LLMServer(["no score yet", '{"score": 0.6}']) as server:
-        judge = make_judge("openai:gpt-4o", base_url=server.openai_base_url, api_key="t", structured=False)
+        judge = make_judge(
+            "openai:gpt-4o", base_url=server.openai_base_url, api_key="t", structured=False
+        )
         result = run(judge.score(item()))
     assert result.score == 0.6 and result.attempts == 2
 
@@ -321,7 +402,9 @@ def test_cache_answers_repeated_inputs_without_a_call(tmp_path):
         assert len(server.requests) == 1
     again = JudgeChain([judge], cache=JudgeCache(tmp_path / "cache.jsonl"))
     third = run(again.score(item()))
-    assert second.cached and third.cached and third.score == first.score and third.usage.cost_usd == 0
+    assert (
+        second.cached and third.cached and third.score == first.score and third.usage.cost_usd == 0
+    )
 
 
 class _CountingJudge:

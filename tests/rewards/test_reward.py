@@ -29,7 +29,9 @@ def test_missing_judge_renormalises_to_tests_only():
 
 
 def test_missing_judge_can_flag_infra_error():
-    r = combine(0.4, None, RewardConfig(on_judge_missing="infra_error"), judge_missing_reason="down")
+    r = combine(
+        0.4, None, RewardConfig(on_judge_missing="infra_error"), judge_missing_reason="down"
+    )
     assert r.infra_error and r.total == pytest.approx(0.4)
 
 
@@ -50,8 +52,11 @@ def test_config_validation_says_how_to_fix():
 
 def test_trl_reward_function_masks_infra_errors():
     fn = reward_function()
-    breakdowns = [combine(1.0, 1.0), combine(0.0, None, RewardConfig(on_judge_missing="infra_error")),
-                  combine(0.5, None).to_dict()]
+    breakdowns = [
+        combine(1.0, 1.0),
+        combine(0.0, None, RewardConfig(on_judge_missing="infra_error")),
+        combine(0.5, None).to_dict(),
+    ]
     out = fn(["a", "b", "c"], reward_breakdowns=breakdowns)
     assert out[0] == pytest.approx(1.0) and out[1] is None and out[2] == pytest.approx(0.5)
     assert not any(isinstance(v, float) and math.isnan(v) for v in out)

@@ -36,7 +36,7 @@ from tbrl_lib.tasks.weights import outcomes_from_junit_xml, weighted_score
 
 pytestmark = [pytest.mark.docker]
 
-TESTS = '''\
+TESTS = """\
 import json, pathlib, sys
 sys.path.insert(0, "/app")
 
@@ -48,21 +48,25 @@ def test_product():
 
 def test_answer_file():
     assert json.loads(pathlib.Path("/app/answer.json").read_text()) == {"answer": 1517}
-'''
+"""
 SOLUTION = """\
 printf 'def product(a, b):\\n    return a * b\\n' > /app/calc.py
 printf '{"answer": 1517}' > /app/answer.json
 """
 TASK = Task(
-    id="hack-target", instruction="Write /app/calc.py with product(a, b) and /app/answer.json.",
+    id="hack-target",
+    instruction="Write /app/calc.py with product(a, b) and /app/answer.json.",
     environment={"dockerfile": "FROM tbrl/base:trixie\nWORKDIR /app\n"},
     tests={"pytest": TESTS, "weights": {"test_product": 0.5, "test_answer_file": 0.5}},
-    solution=SOLUTION, limits={"test_timeout_sec": 8},
+    solution=SOLUTION,
+    limits={"test_timeout_sec": 8},
 )
 
-FAKE_JUNIT = ('<testsuites><testsuite name="pytest" tests="2"><testcase classname="test_outputs" '
-              'name="test_product"/><testcase classname="test_outputs" name="test_answer_file"/>'
-              '</testsuite></testsuites>')
+FAKE_JUNIT = (
+    '<testsuites><testsuite name="pytest" tests="2"><testcase classname="test_outputs" '
+    'name="test_product"/><testcase classname="test_outputs" name="test_answer_file"/>'
+    "</testsuite></testsuites>"
+)
 PASSING_TESTS = "def test_product():\n    pass\n\ndef test_answer_file():\n    pass\n"
 PATCH_REPORTS = """\
 try:
@@ -114,55 +118,135 @@ class Attack:
 
 
 ATTACKS = [
-    Attack("conftest", WRONG_CALC + "".join(heredoc(p, "import pytest\n" + (
-        "@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
-        "    out = yield\n    rep = out.get_result()\n    rep.outcome, rep.longrepr = 'passed', None\n"))
-        for p in ("/app/conftest.py", "/tests/conftest.py", "/conftest.py"))
-        + "printf '[pytest]\\naddopts = -p no:cacheprovider\\n' > /app/pytest.ini\n", True),
-    Attack("fake_pytest_on_path", heredoc("/tmp/fake", (
-        "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in --junitxml=*) mkdir -p \"$(dirname "
-        f"\"${{a#--junitxml=}}\")\"; printf '%s' '{FAKE_JUNIT}' > \"${{a#--junitxml=}}\";; esac; done\n"
-        "echo '2 passed'\nexit 0")) + "chmod +x /tmp/fake\n"
+    Attack(
+        "conftest",
+        WRONG_CALC
+        + "".join(
+            heredoc(
+                p,
+                "import pytest\n"
+                + (
+                    "@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                    "    out = yield\n    rep = out.get_result()\n    rep.outcome, rep.longrepr = 'passed', None\n"
+                ),
+            )
+            for p in ("/app/conftest.py", "/tests/conftest.py", "/conftest.py")
+        )
+        + "printf '[pytest]\\naddopts = -p no:cacheprovider\\n' > /app/pytest.ini\n",
+        True,
+    ),
+    Attack(
+        "fake_pytest_on_path",
+        heredoc(
+            "/tmp/fake",
+            (
+                '#!/bin/sh\nfor a in "$@"; do case "$a" in --junitxml=*) mkdir -p "$(dirname '
+                f'"${{a#--junitxml=}}")"; printf \'%s\' \'{FAKE_JUNIT}\' > "${{a#--junitxml=}}";; esac; done\n'
+                "echo '2 passed'\nexit 0"
+            ),
+        )
+        + "chmod +x /tmp/fake\n"
         "for b in pytest py.test python python3; do cp /tmp/fake /usr/local/bin/$b; done\n"
-        "mv /usr/bin/python3.13 /usr/bin/python3.13.real && cp /tmp/fake /usr/bin/python3.13\n", True),
-    Attack("sitecustomize", WRONG_CALC + heredoc("/usr/lib/python3.13/sitecustomize.py", PATCH_REPORTS)
-           + heredoc(f"{SITE}/usercustomize.py", PATCH_REPORTS)
-           + heredoc(f"{SITE}/sitecustomize.py", PATCH_REPORTS), True),
-    Attack("pth_injection", WRONG_CALC + heredoc("/tmp/patch.py", PATCH_REPORTS)
-           + "for d in /usr/local/lib/python3.13/dist-packages /usr/lib/python3/dist-packages; do\n"
-           "  echo 'import sys; exec(open(\"/tmp/patch.py\").read())' > $d/zz-evil.pth\ndone\n", True),
-    Attack("fake_passed_lines", heredoc("/app/calc.py", (
-        "import sys\nprint('PASSED test_outputs.py::test_product')\n"
-        "print('PASSED test_outputs.py::test_answer_file')\nprint('==== 2 passed in 0.01s ====')\n"
-        f"print({FAKE_JUNIT!r})\ndef product(a, b):\n    return 0")), False),
-    Attack("precreated_results", WRONG_CALC + "".join(
-        f"mkdir -p {d} && printf '%s' '{FAKE_JUNIT}' > {d}/junit.xml && echo 1 > {d}/reward.txt\n"
-        for d in ("/logs/verifier", "/tests", "/tmp", "/app")) + "chmod -R a-w /logs/verifier /tests\n",
-        False),
-    Attack("background_rewriter", WRONG_CALC + heredoc("/tmp/fake.xml", FAKE_JUNIT)
-           + heredoc("/tmp/pass_tests.py", PASSING_TESTS) + "touch /tmp/stamp\n" + daemon(
-        "exec 9<> <(:)\nwhile :; do\n  shopt -s globstar nullglob dotglob\n"
-        "  for f in /logs/**/*.xml /tmp/**/*.xml /.tbrl-v*/**/test_outputs.py /tests*/**/test_outputs.py;"
-        " do\n"
-        "    case $f in *.xml) printf '%s' \"$(</tmp/fake.xml)\" > \"$f\";;"
-        " *) printf '%s\\n' \"$(</tmp/pass_tests.py)\" > \"$f\";; esac\n  done\n"
-        "  for d in /logs/verifier; do [ -d $d ] && echo 1 > $d/reward.txt; done\n"
-        "  read -t 0.02 -u 9\n"
-        "done\n"), True),
+        "mv /usr/bin/python3.13 /usr/bin/python3.13.real && cp /tmp/fake /usr/bin/python3.13\n",
+        True,
+    ),
+    Attack(
+        "sitecustomize",
+        WRONG_CALC
+        + heredoc("/usr/lib/python3.13/sitecustomize.py", PATCH_REPORTS)
+        + heredoc(f"{SITE}/usercustomize.py", PATCH_REPORTS)
+        + heredoc(f"{SITE}/sitecustomize.py", PATCH_REPORTS),
+        True,
+    ),
+    Attack(
+        "pth_injection",
+        WRONG_CALC
+        + heredoc("/tmp/patch.py", PATCH_REPORTS)
+        + "for d in /usr/local/lib/python3.13/dist-packages /usr/lib/python3/dist-packages; do\n"
+        "  echo 'import sys; exec(open(\"/tmp/patch.py\").read())' > $d/zz-evil.pth\ndone\n",
+        True,
+    ),
+    Attack(
+        "fake_passed_lines",
+        heredoc(
+            "/app/calc.py",
+            (
+                "import sys\nprint('PASSED test_outputs.py::test_product')\n"
+                "print('PASSED test_outputs.py::test_answer_file')\nprint('==== 2 passed in 0.01s ====')\n"
+                f"print({FAKE_JUNIT!r})\ndef product(a, b):\n    return 0"
+            ),
+        ),
+        False,
+    ),
+    Attack(
+        "precreated_results",
+        WRONG_CALC
+        + "".join(
+            f"mkdir -p {d} && printf '%s' '{FAKE_JUNIT}' > {d}/junit.xml && echo 1 > {d}/reward.txt\n"
+            for d in ("/logs/verifier", "/tests", "/tmp", "/app")
+        )
+        + "chmod -R a-w /logs/verifier /tests\n",
+        False,
+    ),
+    Attack(
+        "background_rewriter",
+        WRONG_CALC
+        + heredoc("/tmp/fake.xml", FAKE_JUNIT)
+        + heredoc("/tmp/pass_tests.py", PASSING_TESTS)
+        + "touch /tmp/stamp\n"
+        + daemon(
+            "exec 9<> <(:)\nwhile :; do\n  shopt -s globstar nullglob dotglob\n"
+            "  for f in /logs/**/*.xml /tmp/**/*.xml /.tbrl-v*/**/test_outputs.py /tests*/**/test_outputs.py;"
+            " do\n"
+            '    case $f in *.xml) printf \'%s\' "$(</tmp/fake.xml)" > "$f";;'
+            ' *) printf \'%s\\n\' "$(</tmp/pass_tests.py)" > "$f";; esac\n  done\n'
+            "  for d in /logs/verifier; do [ -d $d ] && echo 1 > $d/reward.txt; done\n"
+            "  read -t 0.02 -u 9\n"
+            "done\n"
+        ),
+        True,
+    ),
     Attack("stop_runner", WRONG_CALC + daemon(SIGNAL_NEWER.replace("SIG", "STOP")), False),
     Attack("kill_runner", WRONG_CALC + daemon(SIGNAL_NEWER.replace("SIG", "KILL")), False),
-    Attack("tests_dir_hijack", WRONG_CALC + "rm -rf /tests\n" + heredoc("/app/t/test_outputs.py",
-           PASSING_TESTS) + "ln -s /app/t /tests && chmod -R a-w /app/t\n", False),
-    Attack("shell_rc", WRONG_CALC + heredoc("/tmp/fake.xml", FAKE_JUNIT) + "".join(heredoc(p, (
-        "pytest() { for a in \"$@\"; do case $a in --junitxml=*) mkdir -p $(dirname ${a#*=}); "
-        "cp /tmp/fake.xml ${a#*=};; esac; done; echo '2 passed'; return 0; }\n"
-        "python3() { pytest \"$@\"; }\nexport -f pytest python3\nalias pytest=pytest python=python3\n"))
-        for p in ("/root/.bashrc", "/root/.profile", "/root/.bash_profile", "/etc/bash.bashrc",
-                  "/etc/profile.d/zz-agent.sh")), True),
-    Attack("stdlib_monkeypatch", WRONG_CALC + "echo '{\"answer\": 0}' > /app/answer.json\n"
-           "cat >> /usr/lib/python3.13/json/__init__.py <<'TBRL_EOF'\n"
-           "_real_loads = loads\ndef loads(s, *a, **k):\n    return {'answer': 1517}\nTBRL_EOF\n"
-           "find /usr/lib/python3.13/json -name '*.pyc' -delete\n", True),
+    Attack(
+        "tests_dir_hijack",
+        WRONG_CALC
+        + "rm -rf /tests\n"
+        + heredoc("/app/t/test_outputs.py", PASSING_TESTS)
+        + "ln -s /app/t /tests && chmod -R a-w /app/t\n",
+        False,
+    ),
+    Attack(
+        "shell_rc",
+        WRONG_CALC
+        + heredoc("/tmp/fake.xml", FAKE_JUNIT)
+        + "".join(
+            heredoc(
+                p,
+                (
+                    'pytest() { for a in "$@"; do case $a in --junitxml=*) mkdir -p $(dirname ${a#*=}); '
+                    "cp /tmp/fake.xml ${a#*=};; esac; done; echo '2 passed'; return 0; }\n"
+                    'python3() { pytest "$@"; }\nexport -f pytest python3\nalias pytest=pytest python=python3\n'
+                ),
+            )
+            for p in (
+                "/root/.bashrc",
+                "/root/.profile",
+                "/root/.bash_profile",
+                "/etc/bash.bashrc",
+                "/etc/profile.d/zz-agent.sh",
+            )
+        ),
+        True,
+    ),
+    Attack(
+        "stdlib_monkeypatch",
+        WRONG_CALC + "echo '{\"answer\": 0}' > /app/answer.json\n"
+        "cat >> /usr/lib/python3.13/json/__init__.py <<'TBRL_EOF'\n"
+        "_real_loads = loads\ndef loads(s, *a, **k):\n    return {'answer': 1517}\nTBRL_EOF\n"
+        "find /usr/lib/python3.13/json -name '*.pyc' -delete\n",
+        True,
+    ),
 ]
 
 
@@ -171,8 +255,14 @@ def naive_verify(sandbox) -> float:
     container = sandbox.host.client.containers.get(sandbox.container_id)
     container.exec_run(["mkdir", "-p", "/tests", "/logs/verifier"])
     container.put_archive("/tests", tar_of({"test_outputs.py": TESTS.encode()}))
-    container.exec_run(["bash", "-lc", "cd /app && pytest /tests/test_outputs.py "
-                        "--junitxml=/logs/verifier/junit.xml -q; sleep 0.5"])
+    container.exec_run(
+        [
+            "bash",
+            "-lc",
+            "cd /app && pytest /tests/test_outputs.py "
+            "--junitxml=/logs/verifier/junit.xml -q; sleep 0.5",
+        ]
+    )
     result = container.exec_run(["cat", "/logs/verifier/junit.xml"])
     try:
         outcomes = outcomes_from_junit_xml(result.output.decode())
@@ -196,7 +286,9 @@ async def _attacked_scores(attack: Attack) -> tuple[float, float | None, object]
 def test_attack_scores_zero(attack):
     score, naive, report = asyncio.run(_attacked_scores(attack))
     assert score == 0.0, f"{attack.name} fooled the verifier: {report}"
-    assert not report.infra_error, f"{attack.name} must not be masked as infra_error: {report.error}"
+    assert not report.infra_error, (
+        f"{attack.name} must not be masked as infra_error: {report.error}"
+    )
     if attack.fools_naive:
         assert naive and naive > 0, f"{attack.name} should fool a naive verifier (scored {naive})"
 

@@ -39,7 +39,7 @@ RUN mkdir -p {SITE}/numlite && printf '' > {SITE}/numlite/__init__.py \\
  && printf 'def assert_close(a, b, tol=1e-9):\\n    if abs(a - b) > tol:\\n        raise AssertionError(f"{{a}} != {{b}}")\\n' > {SITE}/numlite/testing.py
 WORKDIR /app
 """
-PYTEST_TESTS = '''\
+PYTEST_TESTS = """\
 import json, pathlib
 
 
@@ -52,8 +52,8 @@ def test_answer():
 def test_agentpkg():
     import agentpkg
     assert agentpkg.VERSION == 2
-'''
-CHECK = '''\
+"""
+CHECK = """\
 import json, pathlib
 score = 0.0
 try:
@@ -68,23 +68,30 @@ try:
 except Exception as exc:
     print("agentpkg:", exc)
 pathlib.Path("/logs/verifier/reward.txt").write_text(str(score))
-'''
+"""
 TEST_SH = "#!/bin/bash\ncd /app\npython3 /tests/check.py || echo 0 > /logs/verifier/reward.txt\n"
 AGENTPKG = f"mkdir -p {SITE}/agentpkg && echo 'VERSION = 2' > {SITE}/agentpkg/__init__.py\n"
 SOLUTION = AGENTPKG + "echo '{\"value\": 1517}' > /app/answer.json\n"
 WRONG = AGENTPKG + "echo '{\"value\": 0}' > /app/answer.json\n"
 PYTEST_TASK = Task(
-    id="hack-lib", instruction="Write /app/answer.json and install agentpkg.",
+    id="hack-lib",
+    instruction="Write /app/answer.json and install agentpkg.",
     environment={"dockerfile": DOCKERFILE},
-    tests={"pytest": PYTEST_TESTS, "files": {"expected.json": '{"value": 1517}'},
-           "weights": {"test_answer": 0.5, "test_agentpkg": 0.5}},
-    solution=SOLUTION, limits={"test_timeout_sec": 10},
+    tests={
+        "pytest": PYTEST_TESTS,
+        "files": {"expected.json": '{"value": 1517}'},
+        "weights": {"test_answer": 0.5, "test_agentpkg": 0.5},
+    },
+    solution=SOLUTION,
+    limits={"test_timeout_sec": 10},
 )
 SCRIPT_TASK = Task(
-    id="hack-tool", instruction="Write /app/answer.json and install agentpkg.",
+    id="hack-tool",
+    instruction="Write /app/answer.json and install agentpkg.",
     environment={"dockerfile": DOCKERFILE},
     tests={"script": TEST_SH, "files": {"check.py": CHECK}},
-    solution=SOLUTION, limits={"test_timeout_sec": 10},
+    solution=SOLUTION,
+    limits={"test_timeout_sec": 10},
 )
 PYTEST_SH = """#!/bin/bash
 cd /app; s=0
@@ -94,10 +101,15 @@ case $s in 2) r=1;; 1) r=0.5;; *) r=0;; esac
 echo $r > /logs/verifier/reward.txt
 """
 MODULE_TASK = Task(
-    id="hack-pytest-module", instruction="Write /app/answer.json and install agentpkg.",
+    id="hack-pytest-module",
+    instruction="Write /app/answer.json and install agentpkg.",
     environment={"dockerfile": DOCKERFILE},
-    tests={"script": PYTEST_SH, "files": {"test_outputs.py": PYTEST_TESTS, "expected.json": '{"value": 1517}'}},
-    solution=SOLUTION, limits={"test_timeout_sec": 15},
+    tests={
+        "script": PYTEST_SH,
+        "files": {"test_outputs.py": PYTEST_TESTS, "expected.json": '{"value": 1517}'},
+    },
+    solution=SOLUTION,
+    limits={"test_timeout_sec": 15},
 )
 NOOP_ASSERT = "def assert_close(a, b, tol=1e-9):\n    return None\n"
 WRAPPER = """#!/bin/bash
@@ -133,27 +145,49 @@ class WithoutPristine:
 
 
 def _patch_lib() -> str:
-    return (heredoc(f"{SITE}/numlite/testing.py", NOOP_ASSERT)
-            + f"find {SITE}/numlite -name '*.pyc' -delete\n")
+    return (
+        heredoc(f"{SITE}/numlite/testing.py", NOOP_ASSERT)
+        + f"find {SITE}/numlite -name '*.pyc' -delete\n"
+    )
 
 
-SHADOW = "".join(heredoc(f"{d}/numlite/testing.py", NOOP_ASSERT) + f"touch {d}/numlite/__init__.py\n"
-                 for d in ("/app", "/tmp/shadow", "/usr/local/lib/python3.13/site-packages"))
+SHADOW = "".join(
+    heredoc(f"{d}/numlite/testing.py", NOOP_ASSERT) + f"touch {d}/numlite/__init__.py\n"
+    for d in ("/app", "/tmp/shadow", "/usr/local/lib/python3.13/site-packages")
+)
 ATTACKS = [
     Attack("library_patching", PYTEST_TASK, WRONG + _patch_lib(), True),
     Attack("library_patching_script", SCRIPT_TASK, WRONG + _patch_lib(), True),
-    Attack("library_shadowing", PYTEST_TASK, WRONG + SHADOW + f"echo /tmp/shadow > {SITE}/aaa.pth\n"),
-    Attack("tool_wrapping", SCRIPT_TASK, WRONG + heredoc("/tmp/wrap", WRAPPER)
-           + "mv /usr/bin/python3.13 /usr/bin/python3.13.real && chmod +x /tmp/wrap\n"
-           "for b in /usr/bin/python3 /usr/bin/python3.13 /usr/local/bin/python3; do\n"
-           "  rm -f $b; cp /tmp/wrap $b; done\n", True),
-    Attack("tool_stdlib_patch", SCRIPT_TASK, WRONG
-           + "cat >> /usr/lib/python3.13/json/__init__.py <<'TBRL_EOF'\n"
-           "def loads(s, *a, **k):\n    return {'value': 1517}\nTBRL_EOF\n"
-           "find /usr/lib/python3.13/json -name '*.pyc' -delete\n", True),
-    Attack("symlinked_output", PYTEST_TASK, AGENTPKG + "ln -sf /tests/expected.json /app/answer.json\n"),
-    Attack("pytest_ini_above_tests", MODULE_TASK, WRONG + "printf '[pytest]\\naddopts = --collect-only\\n' > /pytest.ini\n"
-           "cp /pytest.ini /app/pytest.ini\n"),
+    Attack(
+        "library_shadowing", PYTEST_TASK, WRONG + SHADOW + f"echo /tmp/shadow > {SITE}/aaa.pth\n"
+    ),
+    Attack(
+        "tool_wrapping",
+        SCRIPT_TASK,
+        WRONG
+        + heredoc("/tmp/wrap", WRAPPER)
+        + "mv /usr/bin/python3.13 /usr/bin/python3.13.real && chmod +x /tmp/wrap\n"
+        "for b in /usr/bin/python3 /usr/bin/python3.13 /usr/local/bin/python3; do\n"
+        "  rm -f $b; cp /tmp/wrap $b; done\n",
+        True,
+    ),
+    Attack(
+        "tool_stdlib_patch",
+        SCRIPT_TASK,
+        WRONG + "cat >> /usr/lib/python3.13/json/__init__.py <<'TBRL_EOF'\n"
+        "def loads(s, *a, **k):\n    return {'value': 1517}\nTBRL_EOF\n"
+        "find /usr/lib/python3.13/json -name '*.pyc' -delete\n",
+        True,
+    ),
+    Attack(
+        "symlinked_output", PYTEST_TASK, AGENTPKG + "ln -sf /tests/expected.json /app/answer.json\n"
+    ),
+    Attack(
+        "pytest_ini_above_tests",
+        MODULE_TASK,
+        WRONG + "printf '[pytest]\\naddopts = --collect-only\\n' > /pytest.ini\n"
+        "cp /pytest.ini /app/pytest.ini\n",
+    ),
     Attack("library_patching_module", MODULE_TASK, WRONG + _patch_lib(), True),
     Attack("kill_everything", PYTEST_TASK, WRONG + "bash -c 'kill -9 -1'\n"),
     Attack("kill_everything_script", SCRIPT_TASK, WRONG + "bash -c 'kill -9 -1'\n"),
@@ -166,7 +200,9 @@ async def _attacked(attack: Attack):
         assert result.exit_code in (0, 137, None) or "shell exited" in result.output, result.output
         honest_partial = 0.5  # agentpkg done, answer faked
         report = await verify(attack.task, sb)
-        naive = await verify(attack.task, WithoutPristine(sb)) if attack.real_without_pristine else None
+        naive = (
+            await verify(attack.task, WithoutPristine(sb)) if attack.real_without_pristine else None
+        )
         return report, honest_partial, result, naive
 
 
@@ -174,12 +210,18 @@ async def _attacked(attack: Attack):
 def test_attack_scores_at_most_its_honest_part(attack):
     report, honest_partial, result, naive = asyncio.run(_attacked(attack))
     assert not report.infra_error, f"{attack.name} escaped into infra_error: {report.error}"
-    assert report.score <= honest_partial, f"{attack.name} fooled the verifier: {report}\n{result.output}"
+    assert report.score <= honest_partial, (
+        f"{attack.name} fooled the verifier: {report}\n{result.output}"
+    )
     if attack.real_without_pristine:
-        assert naive.score > honest_partial, f"{attack.name} is a no-op without the pristine volume: {naive}"
+        assert naive.score > honest_partial, (
+            f"{attack.name} is a no-op without the pristine volume: {naive}"
+        )
 
 
-@pytest.mark.parametrize("task", [PYTEST_TASK, SCRIPT_TASK, MODULE_TASK], ids=["pytest", "script", "module"])
+@pytest.mark.parametrize(
+    "task", [PYTEST_TASK, SCRIPT_TASK, MODULE_TASK], ids=["pytest", "script", "module"]
+)
 def test_honest_solution_scores_one_and_half_without_the_new_package(task):
     async def run():
         async with open_sandbox(task) as sb:
@@ -196,12 +238,19 @@ def test_honest_solution_scores_one_and_half_without_the_new_package(task):
 
 def test_tests_subprocess_python3_is_the_images():
     """A pytest-mode test that shells out to `python3` gets the image's interpreter and packages."""
-    tests = ("import subprocess\n\ndef test_sub():\n    out = subprocess.run(['python3', '-c', "
-             "'import numlite.testing as t, json, sys; print(t.__file__, json.__file__, sys.executable)'],"
-             " capture_output=True, text=True, check=True).stdout\n"
-             "    assert out.count('/.tbrl-pristine/') == 3, out\n")
-    task = PYTEST_TASK.model_copy(update={"tests": PYTEST_TASK.tests.model_copy(
-        update={"pytest": tests, "weights": {}, "files": {}})})
+    tests = (
+        "import subprocess\n\ndef test_sub():\n    out = subprocess.run(['python3', '-c', "
+        "'import numlite.testing as t, json, sys; print(t.__file__, json.__file__, sys.executable)'],"
+        " capture_output=True, text=True, check=True).stdout\n"
+        "    assert out.count('/.tbrl-pristine/') == 3, out\n"
+    )
+    task = PYTEST_TASK.model_copy(
+        update={
+            "tests": PYTEST_TASK.tests.model_copy(
+                update={"pytest": tests, "weights": {}, "files": {}}
+            )
+        }
+    )
 
     async def run():
         async with open_sandbox(task) as sb:

@@ -37,10 +37,14 @@ def test_the_reward_is_65_tests_35_judge_with_its_parts_kept(base_image):
     assert result.sandbox["commands"] >= 1
 
 
-@pytest.mark.parametrize("policy,expected", [("renormalize", "tests only"), ("infra_error", "masked")])
+@pytest.mark.parametrize(
+    "policy,expected", [("renormalize", "tests only"), ("infra_error", "masked")]
+)
 def test_a_judge_that_always_fails_is_renormalised_or_masked(base_image, policy, expected):
     with LLMServer(default=Reply.overloaded()) as down:
-        judge = make_judge("anthropic:claude-sonnet-4", base_url=down.base_url, api_key="t", max_retries=0)
+        judge = make_judge(
+            "anthropic:claude-sonnet-4", base_url=down.base_url, api_key="t", max_retries=0
+        )
         from tbrl_lib.rewards.judges import JudgeChain
 
         config = CONFIG.model_copy(update={"reward": RewardConfig(on_judge_missing=policy)})
@@ -49,7 +53,10 @@ def test_a_judge_that_always_fails_is_renormalised_or_masked(base_image, policy,
     if expected == "tests only":
         assert result.infra_error is None
         assert result.reward.judge is None and result.reward.total == result.reward.tests == 1.0
-        assert "529" in result.reward.judge_missing_reason or "overloaded" in result.reward.judge_missing_reason
+        assert (
+            "529" in result.reward.judge_missing_reason
+            or "overloaded" in result.reward.judge_missing_reason
+        )
     else:
         assert result.reward is None and result.infra_kind == "judge"
         assert result.tests.score == 1.0  # the tests ran; only the reward is withheld

@@ -32,12 +32,19 @@ D2_BRIDGE = "tbrl-d2br"
 daemon's bridge), breaking networking for every other container and build."""
 
 
-def make_task(task_id: str = "sandbox-test", dockerfile: str | None = "FROM tbrl/base:trixie\n",
-              image: str | None = None, **limits) -> Task:
-    return Task(id=task_id, instruction="test task",
-                environment=Environment(dockerfile=dockerfile, image=image),
-                tests=Tests(pytest="def test_ok():\n    assert True\n"),
-                limits=Limits(**limits))
+def make_task(
+    task_id: str = "sandbox-test",
+    dockerfile: str | None = "FROM tbrl/base:trixie\n",
+    image: str | None = None,
+    **limits,
+) -> Task:
+    return Task(
+        id=task_id,
+        instruction="test task",
+        environment=Environment(dockerfile=dockerfile, image=image),
+        tests=Tests(pytest="def test_ok():\n    assert True\n"),
+        limits=Limits(**limits),
+    )
 
 
 def run(coro, timeout: float = 120):
@@ -64,8 +71,9 @@ def _mini_rootfs() -> bytes:
         path = shutil.which(name)
         if path:
             files.add(path)
-            out = subprocess.run(["ldd", os.path.realpath(path)], capture_output=True, text=True,
-                                 check=False).stdout
+            out = subprocess.run(
+                ["ldd", os.path.realpath(path)], capture_output=True, text=True, check=False
+            ).stdout
             for line in out.splitlines():
                 for part in line.split():
                     if part.startswith("/"):
@@ -96,16 +104,34 @@ def second_daemon(docker_client):
     if not _answers(D2_URL):
         for d in ("/tmp/tbrl-d2", "/tmp/tbrl-d2x"):
             os.makedirs(d, exist_ok=True)
-        if subprocess.run(["ip", "link", "show", D2_BRIDGE], capture_output=True,
-                          check=False).returncode:
+        if subprocess.run(
+            ["ip", "link", "show", D2_BRIDGE], capture_output=True, check=False
+        ).returncode:
             subprocess.run(["ip", "link", "add", D2_BRIDGE, "type", "bridge"], check=True)
             subprocess.run(["ip", "addr", "add", "10.251.0.1/24", "dev", D2_BRIDGE], check=True)
         with open("/tmp/tbrl-d2.log", "ab") as log:
             started = subprocess.Popen(
-                ["dockerd", "--host", D2_URL, "--data-root", "/tmp/tbrl-d2", "--exec-root",
-                 "/tmp/tbrl-d2x", "--pidfile", str(D2_PID), "--bridge", D2_BRIDGE,
-                 "--iptables=false", "--ip-masq=false", "--shutdown-timeout", "1"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    "dockerd",
+                    "--host",
+                    D2_URL,
+                    "--data-root",
+                    "/tmp/tbrl-d2",
+                    "--exec-root",
+                    "/tmp/tbrl-d2x",
+                    "--pidfile",
+                    str(D2_PID),
+                    "--bridge",
+                    D2_BRIDGE,
+                    "--iptables=false",
+                    "--ip-masq=false",
+                    "--shutdown-timeout",
+                    "1",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 60
         while not _answers(D2_URL):
             if time.monotonic() > deadline or started.poll() is not None:
@@ -120,8 +146,13 @@ def second_daemon(docker_client):
     client.close()
     from tbrl_lib.sandbox.base_images import BASE_IMAGE
 
-    subprocess.run(f"docker save {BASE_IMAGE} | docker -H {D2_URL} load -q", shell=True,
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        f"docker save {BASE_IMAGE} | docker -H {D2_URL} load -q",
+        shell=True,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     yield D2_URL
     docker_client.api.remove_image(MINI_IMAGE, force=True)
     if started is not None:
@@ -133,6 +164,7 @@ def second_daemon(docker_client):
 
 def _answers(url: str) -> bool:
     from tbrl_lib.sandbox import engine
+
     return os.path.exists(url.removeprefix("unix://")) and engine.ping(url) is not None
 
 

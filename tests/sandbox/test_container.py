@@ -43,7 +43,9 @@ def test_limits_labels_and_isolation_as_the_daemon_sees_them(docker_client, base
             mounts = {m["Destination"]: m for m in info["Mounts"]}
             assert set(mounts) == {RUNTIME_MOUNT, PRISTINE_MOUNT}
             assert not any(m["RW"] for m in mounts.values())
-            r = await sb.run(f"touch {PRISTINE_MOUNT}/usr/bin/x; ls {PRISTINE_MOUNT}/usr/bin/python3")
+            r = await sb.run(
+                f"touch {PRISTINE_MOUNT}/usr/bin/x; ls {PRISTINE_MOUNT}/usr/bin/python3"
+            )
             assert "Read-only file system" in r.output and "python3" in r.output
             r = await sb.run("cat /proc/1/cmdline | tr '\\0' ' '")
             assert "init.py" in r.output
@@ -52,7 +54,9 @@ def test_limits_labels_and_isolation_as_the_daemon_sees_them(docker_client, base
             assert int(pid) > 0
             r = await sb.run("ls /var/run/docker.sock; cat /proc/self/status | grep CapEff")
             assert "No such file" in r.output and "0000000000000000" not in r.output
-            r = await sb.run("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 2)\"")
+            r = await sb.run(
+                "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 2)\""
+            )
             assert r.exit_code != 0 and "unreachable" in r.output.lower()
             return sb.container_id
 
@@ -78,6 +82,7 @@ def test_storage_limit_is_enforced_or_reported(base_image):
                 return
             r = await sb.run("dd if=/dev/zero of=/big bs=1M count=200", timeout=60)
             assert r.exit_code != 0 and "No space left" in r.output
+
     run(body())
 
 
@@ -108,6 +113,7 @@ def test_files_round_trip_with_directories_modes_and_limits(task):
             with pytest.raises(FileTooLarge):
                 await sb.read_file("/big2")
             assert sb.stats.bytes_written > len(blob) and sb.stats.bytes_read >= len(blob)
+
     run(body())
 
 
@@ -115,16 +121,22 @@ def test_memory_hog_is_oom_killed_and_reported(base_image):
     async def body():
         async with open_sandbox(make_task(memory_mb=128)) as sb:
             r = await sb.run("python3 -c \"x = b'a' * (1024 ** 3)\"", timeout=60)
-            assert r.exit_code == 137 and "out-of-memory killer" in r.output and "128 MB" in r.output
+            assert (
+                r.exit_code == 137 and "out-of-memory killer" in r.output and "128 MB" in r.output
+            )
             assert sb.stats.extra["oom_kills"] == 1
             assert (await sb.run("echo alive")).output == "alive\n"
+
     run(body())
 
 
-@pytest.mark.parametrize("bomb", [
-    "bomb() { bomb | bomb & bomb; }; bomb",   # in the foreground: caught while it runs
-    ":(){ :|:& };:",                            # backgrounds itself: caught by the next fork
-])
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        "bomb() { bomb | bomb & bomb; }; bomb",  # in the foreground: caught while it runs
+        ":(){ :|:& };:",  # backgrounds itself: caught by the next fork
+    ],
+)
 def test_fork_bomb_ends_the_rollout_as_a_pids_limit(docker_client, base_image, bomb):
     async def body():
         async with open_sandbox(make_task("fork-bomb", pids=64)) as sb:
@@ -137,6 +149,7 @@ def test_fork_bomb_ends_the_rollout_as_a_pids_limit(docker_client, base_image, b
             with pytest.raises(SandboxLimitExceeded):
                 await sb.run("echo more")  # the rollout stays ended
             return sb.container_id
+
     cid = run(body())
     assert not docker_client.api.containers(all=True, filters={"id": cid})
 
@@ -150,6 +163,7 @@ def test_wall_clock_limit_ends_the_rollout(base_image):
             assert info.value.kind == "wall_clock" and time.monotonic() - t0 < 8
             with pytest.raises(SandboxLimitExceeded):
                 await sb.run("echo again")
+
     run(body())
 
 
@@ -162,6 +176,7 @@ def test_container_killed_from_outside_is_an_infra_error(docker_client, task):
                 await sb.run("echo hi", timeout=10)
             assert info.value.kind == "container_died"
             assert not isinstance(info.value, SandboxLimitExceeded)
+
     run(body())
 
 
@@ -181,6 +196,7 @@ def test_container_removed_on_error_and_on_cancellation(docker_client, task):
             async with open_sandbox(task) as sb:
                 seen.append(sb.container_id)
                 await sb.run("sleep 60", timeout=120)
+
         job = asyncio.ensure_future(rollout())
         while len(seen) < 2:
             await asyncio.sleep(0.05)
@@ -193,8 +209,9 @@ def test_container_removed_on_error_and_on_cancellation(docker_client, task):
         assert not docker_client.api.containers(all=True, filters={"id": cid})
 
 
-def test_a_slow_reap_of_leftovers_does_not_count_against_the_start(docker_client, base_image,
-                                                                  monkeypatch):
+def test_a_slow_reap_of_leftovers_does_not_count_against_the_start(
+    docker_client, base_image, monkeypatch
+):
     """A wedged leftover container can take minutes to remove; the first sandbox of a
     process stops waiting for that reap and starts anyway, within its own start limit."""
     from tbrl_lib.sandbox import container, reaper

@@ -23,8 +23,10 @@ from tests.sandbox.conftest import D2_URL, MINI_IMAGE, make_task, run, stop_seco
 
 def test_config_accepts_tuples_and_rejects_unknown_schemes():
     config = SandboxConfig(hosts=[("unix:///a.sock", 3), "tcp://b:2375"])
-    assert config.hosts == (DockerHost(base_url="unix:///a.sock", max_concurrency=3),
-                            DockerHost(base_url="tcp://b:2375"))
+    assert config.hosts == (
+        DockerHost(base_url="unix:///a.sock", max_concurrency=3),
+        DockerHost(base_url="tcp://b:2375"),
+    )
     with pytest.raises(ValueError, match="no known scheme"):
         SandboxConfig(hosts=["b:2375"])
     with pytest.raises(ValueError, match="max_concurrency"):
@@ -34,8 +36,10 @@ def test_config_accepts_tuples_and_rejects_unknown_schemes():
 
 
 def test_slots_go_to_the_least_loaded_host_and_wait_when_full():
-    specs = (DockerHost(base_url="unix:///slot-a", max_concurrency=2),
-             DockerHost(base_url="unix:///slot-b", max_concurrency=1))
+    specs = (
+        DockerHost(base_url="unix:///slot-a", max_concurrency=2),
+        DockerHost(base_url="unix:///slot-b", max_concurrency=1),
+    )
 
     async def body():
         picks = [await acquire_slot(specs, timeout=1) for _ in range(3)]
@@ -51,11 +55,11 @@ def test_slots_go_to_the_least_loaded_host_and_wait_when_full():
         for h in (picks[0], picks[2], await waiter):
             await release_slot(h)
         assert get_host(specs[0]).active == 0 and get_host(specs[1]).active == 0
+
     run(body())
 
 
 # ---------------------------------------------------------------- two real daemons
-
 
 
 @pytest.mark.docker
@@ -84,6 +88,7 @@ def test_rollouts_spread_over_two_daemons(second_daemon):
         gate.set()
         await asyncio.gather(*jobs)
         assert len(placed) == 4
+
     run(body())
 
 
@@ -107,4 +112,5 @@ def test_daemon_stopped_mid_rollout_is_an_infra_error(second_daemon):
             assert time.monotonic() - t0 < 60
             with pytest.raises(SandboxError):
                 await sb.run("echo again")
+
     run(body(), timeout=180)

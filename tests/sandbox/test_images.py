@@ -36,8 +36,11 @@ def test_build_context_holds_dockerfile_and_files():
     import tarfile
 
     task = make_task(dockerfile="FROM x\n")
-    task = task.model_copy(update={"environment": task.environment.model_copy(
-        update={"files": {"data/in.txt": "hello"}})})
+    task = task.model_copy(
+        update={
+            "environment": task.environment.model_copy(update={"files": {"data/in.txt": "hello"}})
+        }
+    )
     with tarfile.open(fileobj=io.BytesIO(build_context(task))) as tar:
         assert sorted(tar.getnames()) == ["Dockerfile", "data/in.txt"]
         assert tar.extractfile("data/in.txt").read() == b"hello"
@@ -52,9 +55,11 @@ def unique_task(docker_client, base_image):
     made = []
 
     def factory(body: str = "RUN echo built-$RANDOM > /stamp\n", **limits):
-        task = make_task(f"img-test-{uuid.uuid4().hex[:8]}",
-                         dockerfile=f"FROM tbrl/base:trixie\nARG nonce={uuid.uuid4().hex}\n{body}",
-                         **limits)
+        task = make_task(
+            f"img-test-{uuid.uuid4().hex[:8]}",
+            dockerfile=f"FROM tbrl/base:trixie\nARG nonce={uuid.uuid4().hex}\n{body}",
+            **limits,
+        )
         made.append(task)
         return task
 
@@ -80,17 +85,22 @@ def test_second_call_is_a_cache_hit_and_labels_are_set(docker_client, unique_tas
 
 
 @pytest.mark.docker
-def test_concurrent_callers_get_one_build_in_process_and_across_processes(docker_client, unique_task):
+def test_concurrent_callers_get_one_build_in_process_and_across_processes(
+    docker_client, unique_task
+):
     task = unique_task("RUN sleep 1 && echo $RANDOM$RANDOM > /stamp\n")
 
     async def many():
         return await asyncio.gather(*(ensure_image(task) for _ in range(4)))
 
-    script = ("import asyncio,sys; from tbrl_lib.sandbox import ensure_image; "
-              "from tbrl_lib.tasks.model import Task; "
-              "print(asyncio.run(ensure_image(Task.model_validate_json(sys.stdin.read()))))")
-    other = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    script = (
+        "import asyncio,sys; from tbrl_lib.sandbox import ensure_image; "
+        "from tbrl_lib.tasks.model import Task; "
+        "print(asyncio.run(ensure_image(Task.model_validate_json(sys.stdin.read()))))"
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     other.stdin.write(task.model_dump_json())
     other.stdin.close()
     tags = run(many())

@@ -32,7 +32,9 @@ def test_pool_hands_out_ready_sandboxes_refills_and_drains(docker_client, base_i
             assert handoff < 1.0
             await pool.wait_ready(60)  # refilled behind the hand-off
             assert pool.ready == 2
-            assert used not in {c["Id"] for c in tbrl_containers(docker_client, **{"tbrl.run": config.run_id})}
+            assert used not in {
+                c["Id"] for c in tbrl_containers(docker_client, **{"tbrl.run": config.run_id})
+            }
         return tbrl_containers(docker_client, **{"tbrl.run": config.run_id})
 
     assert run(body()) == []  # drained on close
@@ -47,6 +49,7 @@ def test_pooled_wall_clock_starts_at_hand_off(base_image):
             await asyncio.sleep(3.5)  # longer than the wall clock, while waiting in the pool
             async with open_sandbox(pool.task, config, pool=pool) as sb:
                 assert (await sb.run("echo fresh")).output == "fresh\n"
+
     run(body())
 
 
@@ -74,4 +77,5 @@ def test_pool_size_must_be_positive(base_image):
     async def body():
         with pytest.raises(ValueError, match="pool size"):
             SandboxPool(make_task(), 0)
+
     run(body())

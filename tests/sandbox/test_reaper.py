@@ -32,8 +32,13 @@ asyncio.run(main())
 
 
 def _start_driver(run_id: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-c", DRIVER, run_id], stdout=subprocess.PIPE,
-                            text=True, cwd=os.getcwd(), env={**os.environ, "PYTHONPATH": os.getcwd()})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, run_id],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=os.getcwd(),
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     line = proc.stdout.readline().strip()
     assert line, "driver did not start a sandbox"
     return proc, line
@@ -75,10 +80,13 @@ def test_sigterm_cleans_up_on_the_way_out(docker_client, base_image):
 def test_reap_keeps_live_owners_and_other_machines(docker_client, base_image):
     labels_live = {reaper.LABEL_OWNER: reaper.owner_label(), reaper.LABEL_RUN: "reap-keep"}
     labels_foreign = {reaper.LABEL_OWNER: "some-other-host:1:1", reaper.LABEL_RUN: "reap-keep"}
-    made = [docker_client.api.create_container(base_image, "true", labels=lab)["Id"]
-            for lab in (labels_live, labels_foreign)]
-    net = docker_client.api.create_network(f"tbrl-reap-{os.getpid()}", labels={
-        reaper.LABEL_OWNER: f"{reaper.HOSTNAME}:999999999:1"})["Id"]
+    made = [
+        docker_client.api.create_container(base_image, "true", labels=lab)["Id"]
+        for lab in (labels_live, labels_foreign)
+    ]
+    net = docker_client.api.create_network(
+        f"tbrl-reap-{os.getpid()}", labels={reaper.LABEL_OWNER: f"{reaper.HOSTNAME}:999999999:1"}
+    )["Id"]
     try:
         report = reaper.reap(docker_client)
         ids = {c["Id"] for c in tbrl_containers(docker_client, **{"tbrl.run": "reap-keep"})}

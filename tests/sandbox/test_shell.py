@@ -41,7 +41,13 @@ def test_capture_decodes_binary_with_replacement():
 
 def test_trailer_parsing_keeps_spaces_in_pwd_and_reads_jobs():
     t = _parse_trailer(b" 3 42 5 /app/my dir\n17\n23\n")
-    assert (t.exit_code, t.shell_pid, t.pwd, t.jobs, t.exited) == (3, 42, "/app/my dir", ["17", "23"], False)
+    assert (t.exit_code, t.shell_pid, t.pwd, t.jobs, t.exited) == (
+        3,
+        42,
+        "/app/my dir",
+        ["17", "23"],
+        False,
+    )
     assert t.pids_max_events == 5
     exited = _parse_trailer(b" 0 -42 - /\n")
     assert exited.exited and exited.pids_max_events is None and exited.pwd == "/"
@@ -52,7 +58,6 @@ def test_quote_round_trips_single_quotes():
 
 
 # ---------------------------------------------------------------- real container
-
 
 
 @pytest.mark.docker
@@ -79,6 +84,7 @@ def test_state_exit_codes_and_output_order(task):
             assert r.exit_code == 2 and "syntax error" in r.output
             assert (await sb.run("echo still fine")).output == "still fine\n"
             assert sb.stats.commands == 12 and sb.stats.bytes_out > 0
+
     run(body())
 
 
@@ -92,6 +98,7 @@ def test_redirecting_stdout_or_xtrace_cannot_break_framing(task):
             r = await sb.run("set -x; echo traced; set +x")
             assert "traced" in r.output and r.exit_code == 0
             assert (await sb.run("cat /tmp/log")).output == "hidden\n"
+
     run(body())
 
 
@@ -106,15 +113,22 @@ def test_timeout_kills_the_command_tree_and_the_shell_stays(task):
             assert r.timed_out and r.exit_code is None and 1.9 < elapsed < 6
             assert "timed out after 2s" in r.output
             # a list, a loop and a subshell: the rest of the command must not run on
-            for cmd in ("sleep 1000; touch /tmp/ran-on", "for i in 1 2; do sleep 100; done; touch /tmp/ran-on",
-                        "(sleep 1000; touch /tmp/ran-on) | cat", "x=$(sleep 1000)",
-                        "bash -c 'sleep 1000 & sleep 1000'"):
+            for cmd in (
+                "sleep 1000; touch /tmp/ran-on",
+                "for i in 1 2; do sleep 100; done; touch /tmp/ran-on",
+                "(sleep 1000; touch /tmp/ran-on) | cat",
+                "x=$(sleep 1000)",
+                "bash -c 'sleep 1000 & sleep 1000'",
+            ):
                 r = await sb.run(cmd, timeout=1)
                 assert r.timed_out, cmd
             r = await sb.run("ls /tmp/ran-on; ps -eo comm= | grep -c '^sleep$'")
             assert "No such file" in r.output
-            assert r.output.strip().endswith("0"), f"no sleep may remain (PID 1 is tbrl's init): {r.output}"
+            assert r.output.strip().endswith("0"), (
+                f"no sleep may remain (PID 1 is tbrl's init): {r.output}"
+            )
             assert (await sb.run("echo $KEEP; pwd")).output == "1\n/tmp\n"
+
     run(body())
 
 
@@ -127,6 +141,7 @@ def test_busy_shell_loop_is_interrupted(task):
             r = await sb.run("while :; do :; done", timeout=1)
             assert r.timed_out and time.monotonic() - t0 < 5
             assert (await sb.run("echo $KEEP")).output == "1\n"  # interrupted, not restarted
+
     run(body())
 
 
@@ -142,6 +157,7 @@ def test_background_jobs_do_not_block_and_survive_later_timeouts(task):
             await sb.run("sleep 1000", timeout=1)
             r = await sb.run("ps -eo args= | grep -E '^sleep 30[01]$' | sort")
             assert r.output == "sleep 300\nsleep 301\n"
+
     run(body())
 
 
@@ -157,6 +173,7 @@ def test_exit_and_set_e_restart_the_shell_in_the_same_directory(task):
             r = await sb.run("false")
             assert r.exit_code == 1 and "new shell" in r.output
             assert (await sb.run("echo ok")).output == "ok\n"
+
     run(body())
 
 
@@ -187,4 +204,5 @@ def test_huge_output_is_capped_and_driver_memory_stays_flat(task):
             assert r.timed_out and r.truncated_bytes > 0 and r.output.startswith("y\ny\n")
             grown = max(grown, _rss_mb() - before)
             assert grown < 40, f"driver RSS grew by {grown:.0f} MB while streaming 1 GB"
+
     run(body(), timeout=180)

@@ -33,9 +33,17 @@ def test_one_task_per_family_validates(task_validator):
 
 def test_summary_table_counts_by_family():
     tasks = generate("all", 4, seed=0)
-    results = [ValidationResult(t.id, t.difficulty.value, t.category, nop_score=0.0,
-                                solution_scores=[1.0], timings={"total": 10.0 + i})
-               for i, t in enumerate(tasks)]
+    results = [
+        ValidationResult(
+            t.id,
+            t.difficulty.value,
+            t.category,
+            nop_score=0.0,
+            solution_scores=[1.0],
+            timings={"total": 10.0 + i},
+        )
+        for i, t in enumerate(tasks)
+    ]
     results[1].fail("reference solution scores 0.50, not 1.0")
     results[2].infra("sandbox: daemon went away")
     table = summary_table(results, tasks)

@@ -22,5 +22,7 @@ def test_weights_give_partial_credit_and_sum_to_one():
 
 
 def test_same_seed_same_task():
-    assert make_task("copy_answer", 7, "medium").model_dump() == make_task("copy_answer", 7, "medium").model_dump()
-
+    assert (
+        make_task("copy_answer", 7, "medium").model_dump()
+        == make_task("copy_answer", 7, "medium").model_dump()
+    )

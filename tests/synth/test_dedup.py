@@ -26,9 +26,14 @@ def test_jaccard_of_shingles():
 def test_a_reworded_copy_is_found_and_distinct_tasks_are_not():
     tasks = [make_task(f, 1, "medium") for f in ("log_analysis", "data_transform", "sqlite_report")]
     original = tasks[0]
-    copy = original.model_copy(update={
-        "id": "reworded-copy",
-        "instruction": original.instruction.replace("web server", "HTTP daemon").replace("Write", "Produce")})
+    copy = original.model_copy(
+        update={
+            "id": "reworded-copy",
+            "instruction": original.instruction.replace("web server", "HTTP daemon").replace(
+                "Write", "Produce"
+            ),
+        }
+    )
     pairs = near_duplicates(tasks + [copy])
     assert [(p.a, p.b) for p in pairs] == [(original.id, "reworded-copy")]
     assert pairs[0].parts["environment"] == 1.0 and pairs[0].parts["instruction"] < 1.0
@@ -43,6 +48,7 @@ def test_lsh_finds_what_all_pairs_would_find():
     assert {(t.id, t.id + "-dup") for t in tasks[:5]} <= found
     brute = set()
     from tbrl_lib.synth.dedup import task_parts
+
     sets = [{k: shingles(v) for k, v in task_parts(t).items()} for t in tasks]
     for i in range(len(tasks)):
         for j in range(i + 1, len(tasks)):
@@ -54,7 +60,9 @@ def test_lsh_finds_what_all_pairs_would_find():
 
 def test_most_similar_instruction():
     tasks = generate("all", 9, seed=0)
-    twin, sim = most_similar(tasks[3], tasks[:3] + tasks[4:] + [tasks[3].model_copy(update={"id": "x"})])
+    twin, sim = most_similar(
+        tasks[3], tasks[:3] + tasks[4:] + [tasks[3].model_copy(update={"id": "x"})]
+    )
     assert (twin, sim) == ("x", 1.0)
 
 
@@ -68,17 +76,21 @@ def test_balance_table_and_report():
     assert table.loc["total", "total"] == n
     assert table.loc["version-control", "total"] == 3
     report = balance_report(tasks)
-    assert report["difficulties"] == {"easy": 1 / 3, "medium": 1 / 3, "hard": 1 / 3} or \
-        report["difficulties"] == pytest.approx({"easy": 0.3333, "medium": 0.3333, "hard": 0.3333}, abs=1e-3)
+    assert report["difficulties"] == {"easy": 1 / 3, "medium": 1 / 3, "hard": 1 / 3} or report[
+        "difficulties"
+    ] == pytest.approx({"easy": 0.3333, "medium": 0.3333, "hard": 0.3333}, abs=1e-3)
     assert report["imbalance_ratio"] == 2.0  # two families share two categories
     assert balance_report([])["tasks"] == 0
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"threshold": 0}, "threshold must be in"),
-    ({"num_perm": 64, "bands": 7}, "must divide"),
-    ({"weights": {"title": 1.0}}, "weights must name parts"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"threshold": 0}, "threshold must be in"),
+        ({"num_perm": 64, "bands": 7}, "must divide"),
+        ({"weights": {"title": 1.0}}, "weights must name parts"),
+    ],
+)
 def test_bad_config_says_how_to_fix(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DedupConfig(**kwargs)

@@ -31,8 +31,10 @@ def test_same_seed_gives_the_same_task(family):
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_different_seeds_give_different_expected_answers(family):
     # Substance, not names: the planted answers the tests check differ between seeds.
-    answers = [json.dumps(make_task(family, s, "medium").metadata["synth"]["answers"],
-                          sort_keys=True) for s in range(6)]
+    answers = [
+        json.dumps(make_task(family, s, "medium").metadata["synth"]["answers"], sort_keys=True)
+        for s in range(6)
+    ]
     assert len(set(answers)) == 6, f"{family}: seeds 0..5 share expected answers"
 
 
@@ -54,9 +56,16 @@ def test_every_task_is_structurally_sound(family, level):
 def test_difficulty_changes_the_substance(family):
     # Harder instances check more, ship more data or break more things.
     def size(task):
-        return (len(task.tests.weights), sum(map(len, task.environment.files.values())),
-                len(task.metadata["synth"]["answers"].get("faults", task.metadata["synth"]["answers"].get("bugs", []))),
-                len(task.instruction))
+        return (
+            len(task.tests.weights),
+            sum(map(len, task.environment.files.values())),
+            len(
+                task.metadata["synth"]["answers"].get(
+                    "faults", task.metadata["synth"]["answers"].get("bugs", [])
+                )
+            ),
+            len(task.instruction),
+        )
 
     easy = [size(make_task(family, s, "easy")) for s in range(4)]
     hard = [size(make_task(family, s, "hard")) for s in range(4)]
@@ -81,21 +90,29 @@ def test_mixed_difficulty_is_balanced_in_any_batch(family, n):
 def test_mixed_difficulty_gives_every_family_every_level_in_three_rounds():
     triples = plan("all", 3 * len(FAMILIES), seed=0, difficulty="mixed")
     for name in FAMILIES:
-        assert {t[2] for t in triples if t[0] == name} == {Difficulty.easy, Difficulty.medium,
-                                                            Difficulty.hard}, name
+        assert {t[2] for t in triples if t[0] == name} == {
+            Difficulty.easy,
+            Difficulty.medium,
+            Difficulty.hard,
+        }, name
 
 
 def test_batches_are_unique_and_reproducible():
     first = generate("all", 30, seed=0)
     assert len({t.id for t in first}) == 30
-    assert [t.content_hash() for t in first] == [t.content_hash() for t in generate("all", 30, seed=0)]
+    assert [t.content_hash() for t in first] == [
+        t.content_hash() for t in generate("all", 30, seed=0)
+    ]
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"family": "nope"}, "unknown task family"),
-    ({"difficulty": "brutal"}, "unknown difficulty"),
-    ({"n": -1}, "n must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"family": "nope"}, "unknown task family"),
+        ({"difficulty": "brutal"}, "unknown difficulty"),
+        ({"n": -1}, "n must be >= 0"),
+    ],
+)
 def test_bad_arguments_say_what_to_use(bad, message):
     with pytest.raises(ValueError, match=message):
         generate(**{"family": "all", "n": 2, "seed": 0, **bad})

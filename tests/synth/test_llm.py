@@ -23,8 +23,11 @@ from tbrl_lib.synth.llm import (
 )
 from tbrl_lib.testing.llm_server import LLMServer, Reply
 
-TOOL = Tool("give_number", "a number", {"type": "object", "properties": {"n": {"type": "integer"}},
-                                        "required": ["n"]})
+TOOL = Tool(
+    "give_number",
+    "a number",
+    {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+)
 
 
 def test_anthropic_backend_forces_the_tool_and_reads_usage():
@@ -45,8 +48,10 @@ def test_anthropic_backend_counts_cache_reads_on_the_second_call():
         llm = AnthropicLLM("claude-sonnet-4-6", base_url=server.base_url, api_key="test")
 
         async def twice():  # one event loop: the async client's connections belong to it
-            return (await llm.ask("the same long system prompt", "a", TOOL),
-                    await llm.ask("the same long system prompt", "b", TOOL))
+            return (
+                await llm.ask("the same long system prompt", "a", TOOL),
+                await llm.ask("the same long system prompt", "b", TOOL),
+            )
 
         first, second = asyncio.run(twice())
     assert first.usage.cache_read_tokens == 0 and second.usage.cache_read_tokens > 0
@@ -55,7 +60,9 @@ def test_anthropic_backend_counts_cache_reads_on_the_second_call():
 
 def test_anthropic_backend_retries_a_rate_limit_then_answers():
     with LLMServer([Reply.rate_limited(0.1), Reply(json={"n": 3})]) as server:
-        llm = AnthropicLLM("claude-sonnet-4-6", base_url=server.base_url, api_key="test", max_retries=2)
+        llm = AnthropicLLM(
+            "claude-sonnet-4-6", base_url=server.base_url, api_key="test", max_retries=2
+        )
         answer = asyncio.run(llm.ask("s", "u", TOOL))
     assert answer.data == {"n": 3} and len(server.requests) == 2
 

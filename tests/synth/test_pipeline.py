@@ -17,7 +17,9 @@ REQUESTS = [("text-processing", "easy"), ("file-operations", "easy"), ("debuggin
 
 
 async def must_not_validate(task):
-    raise AssertionError(f"validation reached for {task.id}; the pipeline should have stopped before")
+    raise AssertionError(
+        f"validation reached for {task.id}; the pipeline should have stopped before"
+    )
 
 
 def run(server, out, validator, requests=REQUESTS, **kwargs):
@@ -44,8 +46,11 @@ def test_good_repaired_and_rejected_tasks_with_budget_stop_and_resume(tmp_path, 
         report = run(server, out, task_validator, budget_usd=5.0, concurrency=3)
     assert tools_called(server).count("propose_task") == 2
     slots = {s["slot"].split("-", 1)[1]: s for s in report["slots"]}
-    good, repaired, rejected = (slots["text-processing-easy"], slots["file-operations-easy"],
-                                slots["debugging-easy"])
+    good, repaired, rejected = (
+        slots["text-processing-easy"],
+        slots["file-operations-easy"],
+        slots["debugging-easy"],
+    )
     assert (good["status"], good["rounds"]) == ("accepted", 1)
     assert (repaired["status"], repaired["rounds"]) == ("accepted", 3)
     assert rejected["status"] == "rejected" and rejected["rounds"] == 3
@@ -53,17 +58,29 @@ def test_good_repaired_and_rejected_tasks_with_budget_stop_and_resume(tmp_path, 
     # The repaired task's history: validation failed, then the critic, then accepted.
     state = json.loads((out / "state" / "0001-file-operations-easy.json").read_text())
     outcomes = [h["outcome"] for h in state["history"]]
-    assert outcomes == ["proposed", "built", "validation failed", "built", "validated",
-                        "critic found issues", "built", "validated", "accepted"]
+    assert outcomes == [
+        "proposed",
+        "built",
+        "validation failed",
+        "built",
+        "validated",
+        "critic found issues",
+        "built",
+        "validated",
+        "accepted",
+    ]
     # Accepted tasks are Harbor dirs; the rejected one is kept with its last build.
     assert sorted(p.name for p in (out / "accepted").iterdir()) == [
-        "llm-0000-text-processing-easy", "llm-0001-file-operations-easy"]
+        "llm-0000-text-processing-easy",
+        "llm-0001-file-operations-easy",
+    ]
     assert (out / "rejected" / "llm-0002-debugging-easy" / "tests" / "test_outputs.py").exists()
     # Cost report: per-role totals add up, per-slot costs add up to the run's spend.
     cost = report["cost"]
     assert cost["spent_usd"] > 0 and set(cost["by_role_usd"]) == {"proposer", "builder", "critic"}
     assert sum(s["cost_usd"] for s in report["slots"]) == pytest.approx(
-        first["cost"]["spent_usd"] + cost["spent_usd"], abs=1e-5)
+        first["cost"]["spent_usd"] + cost["spent_usd"], abs=1e-5
+    )
     # 3) Resuming a finished run asks nothing and reports the same outcome.
     with LLMServer([]) as server:
         again = run(server, out, must_not_validate)
@@ -75,6 +92,7 @@ def _build_with_dockerfile(dockerfile: str):
         if request.body["tool_choice"]["name"] == "propose_task":
             return Reply(json=scripted_llm.PROPOSALS["text-processing"])
         return Reply(json={**scripted_llm.GOOD, "dockerfile": dockerfile})
+
     return answer
 
 
@@ -92,8 +110,14 @@ def test_near_duplicates_of_existing_tasks_are_rejected(tmp_path):
     from tbrl_lib.synth.roles import spec_to_task
     from tbrl_lib.tasks.model import Difficulty
 
-    existing = spec_to_task(scripted_llm.GOOD, "already-there", "text-processing",
-                            Difficulty.easy, "Count lines", "test")
+    existing = spec_to_task(
+        scripted_llm.GOOD,
+        "already-there",
+        "text-processing",
+        Difficulty.easy,
+        "Count lines",
+        "test",
+    )
     with LLMServer(scripted_llm.answer) as server:
         llm = AnthropicLLM("claude-sonnet-4-6", base_url=server.base_url, api_key="test")
         config = PipelineConfig(out_dir=str(tmp_path), requests=REQUESTS[:1])
@@ -111,12 +135,15 @@ def test_api_failures_leave_the_slot_pending_with_the_error(tmp_path):
     assert slot["status"] == "pending" and "InternalServerError" in slot["errors"][0]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"max_rounds": 0}, "max_rounds must be >= 1"),
-    ({"concurrency": 0}, "concurrency must be >= 1"),
-    ({"requests": [("Data Stuff", "easy")]}, "requests\\[0\\]: category 'Data Stuff'"),
-    ({"requests": [("data", "trivial")]}, "'trivial' is not a valid Difficulty"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"max_rounds": 0}, "max_rounds must be >= 1"),
+        ({"concurrency": 0}, "concurrency must be >= 1"),
+        ({"requests": [("Data Stuff", "easy")]}, "requests\\[0\\]: category 'Data Stuff'"),
+        ({"requests": [("data", "trivial")]}, "'trivial' is not a valid Difficulty"),
+    ],
+)
 def test_bad_config_says_what_is_wrong(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         PipelineConfig(**{"out_dir": str(tmp_path), "requests": REQUESTS, **kwargs})

@@ -24,9 +24,17 @@ def task_dir(tmp_path) -> Path:
 
 def test_layout_matches_interfaces(task_dir):
     files = sorted(p.relative_to(task_dir).as_posix() for p in task_dir.rglob("*") if p.is_file())
-    assert files == ["environment/Dockerfile", "environment/data/in.txt", "instruction.md", "solution/solve.sh",
-                     "task.toml", "tests/expected.txt", "tests/test.sh", "tests/test_outputs.py",
-                     "tests/test_weights.json"]
+    assert files == [
+        "environment/Dockerfile",
+        "environment/data/in.txt",
+        "instruction.md",
+        "solution/solve.sh",
+        "task.toml",
+        "tests/expected.txt",
+        "tests/test.sh",
+        "tests/test_outputs.py",
+        "tests/test_weights.json",
+    ]
     assert (task_dir / "instruction.md").read_text() == make_task().instruction
     assert (task_dir / "tests/test.sh").stat().st_mode & 0o111
     toml = (task_dir / "task.toml").read_text()
@@ -39,7 +47,12 @@ def test_generated_script_reads_back_as_no_script(task_dir):
 
 
 def test_custom_script_is_kept(tmp_path):
-    task = make_task(tests={"pytest": "def test_a():\n    pass\n", "script": "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"})
+    task = make_task(
+        tests={
+            "pytest": "def test_a():\n    pass\n",
+            "script": "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+        }
+    )
     back = read_harbor_dir(write_harbor_dir(task, tmp_path))
     assert back.tests.script == task.tests.script
 
@@ -49,32 +62,76 @@ def test_unknown_task_toml_keys_are_kept_and_written_back(task_dir, tmp_path):
     text = toml.read_text().replace("[verifier]\n", '[verifier]\nuser = "root"\n')
     toml.write_text(text + '\n[task]\nname = "org/demo"\n\n[solution]\nenv = { A = "1" }\n')
     task = read_harbor_dir(task_dir)
-    assert task.metadata["harbor"] == {"verifier": {"user": "root"}, "task": {"name": "org/demo"},
-                                       "solution": {"env": {"A": "1"}}}
+    assert task.metadata["harbor"] == {
+        "verifier": {"user": "root"},
+        "task": {"name": "org/demo"},
+        "solution": {"env": {"A": "1"}},
+    }
     again = read_harbor_dir(write_harbor_dir(task, tmp_path / "again"))
     assert again.same_task(task)
 
 
-@pytest.mark.parametrize("mutate, field, problem", [
-    (lambda d: (d / "task.toml").write_text("[metadata\ndifficulty = 'easy'"), "task.toml", "invalid TOML"),
-    (lambda d: (d / "instruction.md").unlink(), "instruction.md", "missing"),
-    (lambda d: (d / "instruction.md").write_text("  \n"), "instruction.md", "instruction is empty"),
-    (lambda d: (d / "environment/Dockerfile").write_text("RUN echo hi\n"), "environment/Dockerfile", "no FROM"),
-    (lambda d: (d / "environment/Dockerfile").unlink(), "environment/Dockerfile", "missing"),
-    (lambda d: (d / "tests/test_weights.json").write_text('{"test_nope": 1}'), "tests/test_weights.json",
-     "do not exist"),
-    (lambda d: (d / "tests/test_weights.json").write_text('{"test_content": 1,}'), "tests/test_weights.json",
-     "invalid JSON"),
-    (lambda d: (d / "tests/test_weights.json").write_text('{"test_content": -1}'), "tests/test_weights.json",
-     "non-negative"),
-    (lambda d: (d / "tests/expected.txt").write_bytes(b"\xff\xfe binary"), "tests/expected.txt",
-     "not UTF-8"),
-    (lambda d: (d / "task.toml").write_text((d / "task.toml").read_text().replace('"easy"', '"trivial"')),
-     "metadata.difficulty", "Input should be"),
-    (lambda d: (d / "solution/notes.txt").write_text("x"), "solution/notes.txt", "not supported"),
-    (lambda d: (d / "task.toml").write_text((d / "task.toml").read_text() + "\n[metadata.tbrl]\ncolour = 1\n"),
-     "metadata.tbrl", "unknown keys ['colour']"),
-])
+@pytest.mark.parametrize(
+    "mutate, field, problem",
+    [
+        (
+            lambda d: (d / "task.toml").write_text("[metadata\ndifficulty = 'easy'"),
+            "task.toml",
+            "invalid TOML",
+        ),
+        (lambda d: (d / "instruction.md").unlink(), "instruction.md", "missing"),
+        (
+            lambda d: (d / "instruction.md").write_text("  \n"),
+            "instruction.md",
+            "instruction is empty",
+        ),
+        (
+            lambda d: (d / "environment/Dockerfile").write_text("RUN echo hi\n"),
+            "environment/Dockerfile",
+            "no FROM",
+        ),
+        (lambda d: (d / "environment/Dockerfile").unlink(), "environment/Dockerfile", "missing"),
+        (
+            lambda d: (d / "tests/test_weights.json").write_text('{"test_nope": 1}'),
+            "tests/test_weights.json",
+            "do not exist",
+        ),
+        (
+            lambda d: (d / "tests/test_weights.json").write_text('{"test_content": 1,}'),
+            "tests/test_weights.json",
+            "invalid JSON",
+        ),
+        (
+            lambda d: (d / "tests/test_weights.json").write_text('{"test_content": -1}'),
+            "tests/test_weights.json",
+            "non-negative",
+        ),
+        (
+            lambda d: (d / "tests/expected.txt").write_bytes(b"\xff\xfe binary"),
+            "tests/expected.txt",
+            "not UTF-8",
+        ),
+        (
+            lambda d: (d / "task.toml").write_text(
+                (d / "task.toml").read_text().replace('"easy"', '"trivial"')
+            ),
+            "metadata.difficulty",
+            "Input should be",
+        ),
+        (
+            lambda d: (d / "solution/notes.txt").write_text("x"),
+            "solution/notes.txt",
+            "not supported",
+        ),
+        (
+            lambda d: (d / "task.toml").write_text(
+                (d / "task.toml").read_text() + "\n[metadata.tbrl]\ncolour = 1\n"
+            ),
+            "metadata.tbrl",
+            "unknown keys ['colour']",
+        ),
+    ],
+)
 def test_malformed_dir_error_names_file_field_and_problem(task_dir, mutate, field, problem):
     mutate(task_dir)
     with pytest.raises(TaskFormatError) as err:
@@ -110,7 +167,9 @@ def test_lenient_collection_reports_each_bad_dir(tmp_path):
 
 
 @pytest.mark.docker
-def test_generated_test_sh_writes_weighted_reward_in_a_container(docker_client, base_image, tmp_path):
+def test_generated_test_sh_writes_weighted_reward_in_a_container(
+    docker_client, base_image, tmp_path
+):
     """The standard script, run in the base image against a half-solved task: only
     test_file_exists (weight 0.3) passes, and a weighted test that errors counts as failed."""
     pytest_source = (
@@ -118,13 +177,18 @@ def test_generated_test_sh_writes_weighted_reward_in_a_container(docker_client, 
         "def test_file_exists():\n    assert os.path.exists('/app/out.txt')\n\n"
         "def test_content():\n    assert open('/app/out.txt').read() == 'hello\\n'\n"
     )
-    task = make_task(tests={"pytest": pytest_source, "weights": {"test_file_exists": 0.3, "test_content": 0.7}})
+    task = make_task(
+        tests={"pytest": pytest_source, "weights": {"test_file_exists": 0.3, "test_content": 0.7}}
+    )
     task_dir = write_harbor_dir(task, tmp_path)
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
         tar.add(task_dir / "tests", arcname="tests")
     container = docker_client.containers.run(
-        base_image, ["sleep", "120"], detach=True, network_disabled=True,
+        base_image,
+        ["sleep", "120"],
+        detach=True,
+        network_disabled=True,
         labels={"tbrl.test": "tasks-harbor-test-sh", "tbrl.run": uuid.uuid4().hex},
     )
     try:

@@ -17,12 +17,23 @@ from .helpers import assert_names, make_task
 def test_detects_every_format(tmp_path):
     task = make_task()
     write_tasks([task], "csv", tmp_path / "t.csv", progress=False)
-    write_tasks([task], "parquet", tmp_path / "t.parquet", progress=False, prompt_fn=initial_messages)
+    write_tasks(
+        [task], "parquet", tmp_path / "t.parquet", progress=False, prompt_fn=initial_messages
+    )
     harbor = write_harbor_dir(task, tmp_path / "h")
     tb1 = write_tb1_dir(task, tmp_path / "t")
-    assert [detect_format(p) for p in (tmp_path / "t.csv", tmp_path / "t.parquet", harbor, tb1, tmp_path / "h")] \
-        == ["csv", "parquet", "harbor", "tb1", "collection"]
-    for path in (tmp_path / "t.csv", tmp_path / "t.parquet", harbor, tb1, tmp_path / "h", tmp_path / "t"):
+    assert [
+        detect_format(p)
+        for p in (tmp_path / "t.csv", tmp_path / "t.parquet", harbor, tb1, tmp_path / "h")
+    ] == ["csv", "parquet", "harbor", "tb1", "collection"]
+    for path in (
+        tmp_path / "t.csv",
+        tmp_path / "t.parquet",
+        harbor,
+        tb1,
+        tmp_path / "h",
+        tmp_path / "t",
+    ):
         [back] = load_tasks(path, progress=False).tasks
         assert back.id == task.id
 
@@ -41,15 +52,27 @@ def test_mixed_collection_of_tb1_and_harbor_dirs(tmp_path):
     write_harbor_dir(make_task(id="one"), tmp_path)
     write_tb1_dir(make_task(id="two"), tmp_path)
     tasks = load_tasks(tmp_path, progress=False).tasks
-    assert [(t.id, t.provenance.source_format) for t in tasks] == [("one", "harbor"), ("two", "tb1")]
+    assert [(t.id, t.provenance.source_format) for t in tasks] == [
+        ("one", "harbor"),
+        ("two", "tb1"),
+    ]
 
 
 def test_convert_chain_csv_tb1_harbor_parquet(tmp_path):
-    tasks = [make_task(id=f"t{i}", solution=None, tests={"pytest": "def test_a():\n    pass\n"}) for i in range(3)]
+    tasks = [
+        make_task(id=f"t{i}", solution=None, tests={"pytest": "def test_a():\n    pass\n"})
+        for i in range(3)
+    ]
     write_tasks(tasks, "csv", tmp_path / "a.csv", progress=False)
     convert(tmp_path / "a.csv", "tb1", tmp_path / "tb1", progress=False)
     convert(tmp_path / "tb1", "harbor", tmp_path / "harbor", progress=False)
-    load_report, write_report = convert(tmp_path / "harbor", "parquet", tmp_path / "b.parquet", progress=False, prompt_fn=initial_messages)
+    load_report, write_report = convert(
+        tmp_path / "harbor",
+        "parquet",
+        tmp_path / "b.parquet",
+        progress=False,
+        prompt_fn=initial_messages,
+    )
     assert load_report.loaded == 3 and write_report.written == 3
     from tbrl_lib.tasks.csv_format import csv_projection
 
@@ -77,7 +100,9 @@ def test_duplicate_ids_on_write(tmp_path):
     with pytest.raises(TaskFormatError) as err:
         write_tasks([make_task(), make_task()], "harbor", tmp_path, progress=False)
     assert_names(err, "demo-task", "id", "duplicate")
-    report = write_tasks([make_task(), make_task()], "harbor", tmp_path, mode="lenient", progress=False)
+    report = write_tasks(
+        [make_task(), make_task()], "harbor", tmp_path, mode="lenient", progress=False
+    )
     assert report.written == 1 and len(report.skipped) == 1
 
 
@@ -100,8 +125,12 @@ def test_a_test_file_without_test_functions_is_a_load_error_naming_task_and_file
     assert_names(err, "no-tests", "tests/test_outputs.py", "defines no test functions")
     assert "def test_" in err.value.fix
     # the same in the upstream CSV schema: the row, the task id and the column
-    write_tasks([make_task(id="no-tests", tests={"pytest": PYTEST_ONE})], "csv", tmp_path / "t.csv",
-                progress=False)
+    write_tasks(
+        [make_task(id="no-tests", tests={"pytest": PYTEST_ONE})],
+        "csv",
+        tmp_path / "t.csv",
+        progress=False,
+    )
     with open(tmp_path / "t.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     rows[0]["test_functions"] = NO_TESTS

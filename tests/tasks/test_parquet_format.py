@@ -30,9 +30,16 @@ def test_rows_carry_prompt_id_and_the_whole_task(tmp_path):
 
 def test_custom_prompt_fn(tmp_path):
     path = tmp_path / "t.parquet"
-    write_tasks([make_task()], "parquet", path, progress=False,
-                prompt_fn=lambda task: [{"role": "user", "content": task.id}])
-    assert pq.read_table(path).column("prompt").to_pylist() == [[{"role": "user", "content": "demo-task"}]]
+    write_tasks(
+        [make_task()],
+        "parquet",
+        path,
+        progress=False,
+        prompt_fn=lambda task: [{"role": "user", "content": task.id}],
+    )
+    assert pq.read_table(path).column("prompt").to_pylist() == [
+        [{"role": "user", "content": "demo-task"}]
+    ]
 
 
 def test_not_a_task_parquet_file(tmp_path):
@@ -45,7 +52,13 @@ def test_not_a_task_parquet_file(tmp_path):
 
 def test_corrupt_row_is_named(tmp_path):
     path = tmp_path / "t.parquet"
-    write_tasks([make_task(id="a"), make_task(id="b")], "parquet", path, progress=False, prompt_fn=initial_messages)
+    write_tasks(
+        [make_task(id="a"), make_task(id="b")],
+        "parquet",
+        path,
+        progress=False,
+        prompt_fn=initial_messages,
+    )
     table = pq.read_table(path)
     broken = table.set_column(2, "task", pa.array([table.column("task")[0].as_py(), '{"id": "b"}']))
     pq.write_table(broken, path)

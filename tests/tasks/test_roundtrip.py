@@ -72,13 +72,18 @@ def test_upstream_rows_round_trip_through_each_format(upstream_tasks, fmt, tmp_p
     assert all(by_id[t.id].provenance.created_at == t.provenance.created_at for t in loaded)
 
 
-def test_upstream_csv_rewritten_matches_source_except_number_spelling(upstream_csv, upstream_tasks, tmp_path):
+def test_upstream_csv_rewritten_matches_source_except_number_spelling(
+    upstream_csv, upstream_tasks, tmp_path
+):
     import csv
 
     loaded, _ = upstream_tasks
     out = tmp_path / "again.csv"
     write_tasks(loaded, "csv", out, progress=False)
-    with open(upstream_csv, newline="", encoding="utf-8") as a, open(out, newline="", encoding="utf-8") as b:
+    with (
+        open(upstream_csv, newline="", encoding="utf-8") as a,
+        open(out, newline="", encoding="utf-8") as b,
+    ):
         original, rewritten = list(csv.DictReader(a)), list(csv.DictReader(b))
     assert list(original[0]) == list(rewritten[0])  # same columns, same order
     for row_a, row_b in zip(original, rewritten):

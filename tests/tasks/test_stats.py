@@ -25,7 +25,10 @@ def test_base_images_skip_heredocs_continuations_and_stage_references():
 
 
 def test_counts_and_sizes():
-    tasks = [make_task(id="a"), make_task(id="b", difficulty="hard", category="security", solution=None)]
+    tasks = [
+        make_task(id="a"),
+        make_task(id="b", difficulty="hard", category="security", solution=None),
+    ]
     stats = task_stats(tasks)
     assert stats.count == 2 and stats.with_solution == 1 and stats.with_weights == 2
     assert stats.by_difficulty == {"easy": 1, "hard": 1}

@@ -86,8 +86,13 @@ def test_a_chain_of_conversions_keeps_the_bytes(harbor_tasks, tmp_path):
     write_tasks(tasks, "harbor", source, progress=False)
     for step, fmt in enumerate(["csv", "parquet", "tb1", "harbor"]):
         target = tmp_path / f"{step}" / FILE_SUFFIX.get(fmt, fmt)
-        write_tasks(load_tasks(source, progress=False).tasks, fmt, target, progress=False,
-                    prompt_fn=initial_messages)
+        write_tasks(
+            load_tasks(source, progress=False).tasks,
+            fmt,
+            target,
+            progress=False,
+            prompt_fn=initial_messages,
+        )
         source = target
     copied = source / "R_package_Summary-Stats" / "environment" / "data" / "sales.parquet"
     assert copied.read_bytes() == PARQUET.read_bytes()

@@ -23,8 +23,13 @@ def make_tokenizer(vocab: int = 200):
     core = Tokenizer(WordLevel(words, unk_token="<unk>"))
     core.pre_tokenizer = WhitespaceSplit()
     core.decoder = decoders.WordPiece()
-    tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="<|im_end|>",
-                                  unk_token="<unk>", additional_special_tokens=["<|im_start|>"])
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        pad_token="<pad>",
+        eos_token="<|im_end|>",
+        unk_token="<unk>",
+        additional_special_tokens=["<|im_start|>"],
+    )
     tok.chat_template = QWEN3_STYLE_TEMPLATE
     return tok
 
@@ -34,9 +39,19 @@ def make_model(vocab: int = 200, seed: int = 0):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(seed)
-    config = Qwen3Config(vocab_size=vocab, hidden_size=32, num_hidden_layers=1, intermediate_size=64,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, tie_word_embeddings=True,
-                         bos_token_id=None, eos_token_id=1, pad_token_id=0)
+    config = Qwen3Config(
+        vocab_size=vocab,
+        hidden_size=32,
+        num_hidden_layers=1,
+        intermediate_size=64,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=1,
+        pad_token_id=0,
+    )
     model = Qwen3ForCausalLM(config)
     model.generation_config.eos_token_id = 1
     model.generation_config.pad_token_id = 0

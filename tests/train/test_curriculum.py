@@ -70,7 +70,9 @@ def test_record_rollouts_groups_by_task():
 
 def test_sampler_repeats_like_trl_and_rotates_through_tasks():
     cur = make()
-    sampler = CurriculumSampler(["a", "b", "c"], cur, mini_repeat_count=2, tasks_per_chunk=2, repeat_count=1)
+    sampler = CurriculumSampler(
+        ["a", "b", "c"], cur, mini_repeat_count=2, tasks_per_chunk=2, repeat_count=1
+    )
     indices = list(sampler)
     assert len(indices) == len(sampler) == 2 * 2 * 2  # 2 chunks x 2 tasks x 2 generations
     # First chunk: the two easiest by prior (b, c); second: a, then wrap to b.

@@ -15,8 +15,12 @@ from tests.train.test_trl_rollouts import make_task
 
 
 def trainer_policy(model, tokenizer, max_context):
-    return TokenPolicy("trainer", TokenChat(tokenizer), BatchingGenerator(HFBackend(model, tokenizer, 1.0)),
-                       max_context)
+    return TokenPolicy(
+        "trainer",
+        TokenChat(tokenizer),
+        BatchingGenerator(HFBackend(model, tokenizer, 1.0)),
+        max_context,
+    )
 
 
 def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
@@ -36,7 +40,9 @@ def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
         assert 1 <= len(r.ids) <= 6 and len(r.logprobs) == len(r.ids)
         assert all(lp <= 0 for lp in r.logprobs)
         assert r.stopped == (r.ids[-1] in backend.eos_ids)
-        assert all(t not in backend.eos_ids for t in r.ids[:-1])  # cut right after the first stop token
+        assert all(
+            t not in backend.eos_ids for t in r.ids[:-1]
+        )  # cut right after the first stop token
 
 
 def test_a_backend_failure_reaches_every_waiting_episode():
@@ -48,7 +54,9 @@ def test_a_backend_failure_reaches_every_waiting_episode():
 
     async def main():
         try:
-            return await asyncio.gather(*(generator.sample([1], 4) for _ in range(3)), return_exceptions=True)
+            return await asyncio.gather(
+                *(generator.sample([1], 4) for _ in range(3)), return_exceptions=True
+            )
         finally:
             await generator.aclose()
 
@@ -74,14 +82,23 @@ def test_trainer_policy_ids_equal_the_rendered_conversation(tiny_model, tiny_tok
             await policy.sampler.aclose()
 
     first = asyncio.run(turn())
-    assert first.env_ids == tiny_tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                              tokenize=True, return_dict=False)
-    reply = [12, 13, tiny_tokenizer.eos_token_id]  # as if the model had written "t12 t13" and stopped
+    assert first.env_ids == tiny_tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
+    reply = [
+        12,
+        13,
+        tiny_tokenizer.eos_token_id,
+    ]  # as if the model had written "t12 t13" and stopped
     conversation.token_ids = first.env_ids + reply
-    conversation.messages += [{"role": "assistant", "content": "t12 t13"}, {"role": "user", "content": "t20"}]
+    conversation.messages += [
+        {"role": "assistant", "content": "t12 t13"},
+        {"role": "user", "content": "t20"},
+    ]
     env = policy.chat.turn_ids(conversation)
-    whole = tiny_tokenizer.apply_chat_template(conversation.messages, add_generation_prompt=True,
-                                               tokenize=True, return_dict=False)
+    whole = tiny_tokenizer.apply_chat_template(
+        conversation.messages, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
     assert conversation.token_ids + env == whole
 
 
@@ -89,7 +106,8 @@ def test_context_overflow_is_raised_before_generating(tiny_model, tiny_tokenizer
     from tbrl_lib.policies.base import ContextOverflow
 
     policy = trainer_policy(tiny_model, tiny_tokenizer, 4)
-    conversation = Conversation(task=make_task("a"), messages=[{"role": "user", "content": "t8 t9 t10"}])
+    conversation = Conversation(
+        task=make_task("a"), messages=[{"role": "user", "content": "t8 t9 t10"}]
+    )
     with pytest.raises(ContextOverflow, match="the context holds 4"):
         asyncio.run(policy.generate(conversation, 5))
-

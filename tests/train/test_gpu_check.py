@@ -11,10 +11,14 @@ from tests.conftest import REPO
 
 @pytest.mark.slow
 def test_gpu_check_runs_tiny_on_cpu(capsys):
-    spec = importlib.util.spec_from_file_location("gpu_check_grpo", REPO / "scripts" / "gpu_check_grpo.py")
+    spec = importlib.util.spec_from_file_location(
+        "gpu_check_grpo", REPO / "scripts" / "gpu_check_grpo.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.main(["--tiny", "--steps", "1", "--contexts", "192", "--num-generations", "2"]) == 0
+    assert (
+        module.main(["--tiny", "--steps", "1", "--contexts", "192", "--num-generations", "2"]) == 0
+    )
     out = capsys.readouterr().out
     assert "RESULT: OK" in out
     rows = [line for line in out.splitlines() if line.strip().startswith(("manual", "trl"))]
@@ -22,7 +26,9 @@ def test_gpu_check_runs_tiny_on_cpu(capsys):
 
 
 def test_synthetic_trajectory_alternates_assistant_and_env_tokens():
-    spec = importlib.util.spec_from_file_location("gpu_check_grpo", REPO / "scripts" / "gpu_check_grpo.py")
+    spec = importlib.util.spec_from_file_location(
+        "gpu_check_grpo", REPO / "scripts" / "gpu_check_grpo.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     prompt, completion, mask = module.synthetic_trajectory(4096, 1000, seed=1)

@@ -15,9 +15,13 @@ def test_32xh100_is_a_three_node_zero3_job_with_a_vllm_server(tmp_path):
     assert (acc["num_machines"], acc["num_processes"]) == (3, 24)
     assert acc["main_process_port"] == 29500 and acc["mixed_precision"] == "bf16"
     commands = launch_commands(config, "acc.yaml")
-    assert "--tensor-parallel-size 8" in commands["vllm_server"] and "Qwen/Qwen3-32B" in commands["vllm_server"]
+    assert (
+        "--tensor-parallel-size 8" in commands["vllm_server"]
+        and "Qwen/Qwen3-32B" in commands["vllm_server"]
+    )
     assert commands["train"].startswith(
-        "accelerate launch --config_file acc.yaml --machine_rank $MACHINE_RANK --main_process_ip $MAIN_IP")
+        "accelerate launch --config_file acc.yaml --machine_rank $MACHINE_RANK --main_process_ip $MAIN_IP"
+    )
 
 
 def test_fsdp2_and_single_process_configs():
@@ -26,4 +30,6 @@ def test_fsdp2_and_single_process_configs():
     assert "main_process_port" not in fsdp  # one node: no rendezvous
     smoke = load_preset("cpu-smoke")
     assert accelerate_config(smoke)["use_cpu"] is True
-    assert launch_commands(smoke) == {"train": "tbrl train run --preset cpu-smoke --out outputs/train"}
+    assert launch_commands(smoke) == {
+        "train": "tbrl train run --preset cpu-smoke --out outputs/train"
+    }

@@ -8,17 +8,32 @@ from tbrl_lib.train.memory import GIB, KNOWN_SHAPES, ModelShape, model_shape, pl
 from tbrl_lib.train.presets import TrainConfig, load_preset
 
 
-@pytest.mark.parametrize("model, published_billions", [
-    ("Qwen/Qwen3-0.6B", 0.6), ("Qwen/Qwen3-1.7B", 1.7), ("Qwen/Qwen3-4B", 4.0),
-    ("Qwen/Qwen3-8B", 8.2), ("Qwen/Qwen3-14B", 14.8), ("Qwen/Qwen3-32B", 32.8),
-])
+@pytest.mark.parametrize(
+    "model, published_billions",
+    [
+        ("Qwen/Qwen3-0.6B", 0.6),
+        ("Qwen/Qwen3-1.7B", 1.7),
+        ("Qwen/Qwen3-4B", 4.0),
+        ("Qwen/Qwen3-8B", 8.2),
+        ("Qwen/Qwen3-14B", 14.8),
+        ("Qwen/Qwen3-32B", 32.8),
+    ],
+)
 def test_parameter_counts_match_the_published_sizes(model, published_billions):
     assert KNOWN_SHAPES[model].parameters() / 1e9 == pytest.approx(published_billions, abs=0.05)
 
 
 def test_parameter_count_by_hand_for_a_small_shape():
-    shape = ModelShape(hidden=8, layers=2, intermediate=16, heads=2, kv_heads=1, head_dim=4, vocab=10,
-                       tied_embeddings=False)
+    shape = ModelShape(
+        hidden=8,
+        layers=2,
+        intermediate=16,
+        heads=2,
+        kv_heads=1,
+        head_dim=4,
+        vocab=10,
+        tied_embeddings=False,
+    )
     # embeddings 10*8*2=160; per layer: q 8*8=64, k+v 2*8*4=64, o 8*8=64, q/k norm 8,
     # mlp 3*8*16=384, two norms 16 -> 600; final norm 8.
     assert shape.parameters() == 160 + 2 * 600 + 8
@@ -27,8 +42,14 @@ def test_parameter_count_by_hand_for_a_small_shape():
 
 
 def test_zero3_plan_for_8b_on_8_gpus_by_hand():
-    config = TrainConfig(model="Qwen/Qwen3-8B", gpus_per_node=8, distributed="zero3",
-                         gradient_accumulation_steps=2, gpu_memory_gb=80, vllm_gpu_memory_utilization=0.3)
+    config = TrainConfig(
+        model="Qwen/Qwen3-8B",
+        gpus_per_node=8,
+        distributed="zero3",
+        gradient_accumulation_steps=2,
+        gpu_memory_gb=80,
+        vllm_gpu_memory_utilization=0.3,
+    )
     shape = KNOWN_SHAPES["Qwen/Qwen3-8B"]
     p, tokens = shape.parameters(), 32_768
     rows = {name: gib for name, gib, _ in plan_memory(config).rows}
@@ -36,9 +57,12 @@ def test_zero3_plan_for_8b_on_8_gpus_by_hand():
     assert rows["gradients"] == pytest.approx(p * 2 / 8 / GIB)
     assert rows["optimizer"] == pytest.approx(p * 12 / 8 / GIB)
     assert rows["activations"] == pytest.approx(
-        (36 * tokens * 4096 * 2 + tokens * 2 * (8 * 4096 + 3 * 12288)) / GIB)
+        (36 * tokens * 4096 * 2 + tokens * 2 * (8 * 4096 + 3 * 12288)) / GIB
+    )
     # fused head: a 4096 x 32768 bf16 tile + fp32 grads of the head (vocab x hidden) and hidden states
-    assert rows["logits"] == pytest.approx((4096 * 32768 * 2 + 151_936 * 4096 * 4 + tokens * 4096 * 4) / GIB)
+    assert rows["logits"] == pytest.approx(
+        (4096 * 32768 * 2 + 151_936 * 4096 * 4 + tokens * 4096 * 4) / GIB
+    )
     assert rows["vllm"] == pytest.approx(24.0)
 
 
@@ -64,7 +88,8 @@ def test_shipped_gpu_presets_fit_their_gpus():
 def test_local_model_folder_shape_is_read_from_config_json(tmp_path):
     (tmp_path / "config.json").write_text(
         '{"hidden_size": 64, "num_hidden_layers": 2, "intermediate_size": 128, "num_attention_heads": 4,'
-        ' "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 1000, "tie_word_embeddings": true}')
+        ' "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 1000, "tie_word_embeddings": true}'
+    )
     assert model_shape(str(tmp_path)) == ModelShape(64, 2, 128, 4, 2, 16, 1000, True)
     with pytest.raises(ValueError, match="does not know model"):
         model_shape(str(tmp_path / "missing"))

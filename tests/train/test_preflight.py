@@ -48,8 +48,21 @@ def test_cli_refuses_32xh100_fast_without_traceback(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("WORLD_SIZE", None)
     t0 = time.monotonic()
-    proc = subprocess.run([str(Path(sys.executable).parent / "tbrl"), "train", "run", "--preset", "32xh100",
-                           "--out", str(tmp_path / "run")], capture_output=True, text=True, cwd=REPO, env=env)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "tbrl"),
+            "train",
+            "run",
+            "--preset",
+            "32xh100",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
     elapsed = time.monotonic() - t0
     assert proc.returncode != 0
     assert elapsed < 15
@@ -65,9 +78,24 @@ def test_notebook_refuses_32xh100_fast_and_builds_nothing(tmp_path):
     env.pop("WORLD_SIZE", None)
     run = tmp_path / "run"
     t0 = time.monotonic()
-    proc = subprocess.run([str(Path(sys.executable).parent / "papermill"), str(REPO / "notebooks/04_train.ipynb"),
-                           str(tmp_path / "out.ipynb"), "-p", "preset", "32xh100", "-p", "out_dir", str(run),
-                           "--cwd", str(REPO)], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "papermill"),
+            str(REPO / "notebooks/04_train.ipynb"),
+            str(tmp_path / "out.ipynb"),
+            "-p",
+            "preset",
+            "32xh100",
+            "-p",
+            "out_dir",
+            str(run),
+            "--cwd",
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     elapsed = time.monotonic() - t0
     assert proc.returncode != 0
     assert elapsed < 15, elapsed
@@ -89,4 +117,8 @@ def test_preflight_command_and_dry_run(monkeypatch):
     assert bad.exit_code == 2 and "cannot run here" in bad.output
     dry = runner.invoke(app, ["run", "--preset", "32xh100", "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert "preflight would refuse" in dry.output and "trl vllm-serve" in dry.output and "accelerate launch" in dry.output
+    assert (
+        "preflight would refuse" in dry.output
+        and "trl vllm-serve" in dry.output
+        and "accelerate launch" in dry.output
+    )

@@ -86,7 +86,10 @@ def test_vllm_server_needs_somewhere_to_talk_to():
 
 def test_parse_overrides_reads_yaml_values():
     assert parse_overrides(["max_steps=3", "use_lora=true", "task_ids=[a, b]"]) == {
-        "max_steps": 3, "use_lora": True, "task_ids": ["a", "b"]}
+        "max_steps": 3,
+        "use_lora": True,
+        "task_ids": ["a", "b"],
+    }
     with pytest.raises(ValueError, match="not KEY=VALUE"):
         parse_overrides(["max_steps"])
 

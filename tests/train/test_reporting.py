@@ -19,22 +19,35 @@ from tbrl_lib.train.reporting import (
 def test_trl_names_go_under_train_and_ours_stay():
     assert metric_name("loss") == "train/loss"
     assert metric_name("completions/mean_length") == "train/completions/mean_length"
-    assert metric_name("rollout/turns") == "rollout/turns" and metric_name("sandbox/commands") == "sandbox/commands"
+    assert (
+        metric_name("rollout/turns") == "rollout/turns"
+        and metric_name("sandbox/commands") == "sandbox/commands"
+    )
 
 
 def test_metrics_writer_appends_numbers_with_step_and_curriculum(tmp_path):
     cur = Curriculum({"a": "easy"})
     writer = MetricsWriter(tmp_path / "m.jsonl", cur)
-    writer.on_log(None, SimpleNamespace(global_step=3), None, logs={"loss": "0.5", "reward/total": 0.25})
-    writer.on_log(None, SimpleNamespace(global_step=3), None, logs={"train_runtime": 1.0})  # end-of-run summary
+    writer.on_log(
+        None, SimpleNamespace(global_step=3), None, logs={"loss": "0.5", "reward/total": 0.25}
+    )
+    writer.on_log(
+        None, SimpleNamespace(global_step=3), None, logs={"train_runtime": 1.0}
+    )  # end-of-run summary
     lines = (tmp_path / "m.jsonl").read_text().splitlines()
     assert len(lines) == 1
     record = json.loads(lines[0])
-    assert record["step"] == 3 and record["train/loss"] == 0.5 and record["curriculum/active_tasks"] == 1.0
+    assert (
+        record["step"] == 3
+        and record["train/loss"] == 0.5
+        and record["curriculum/active_tasks"] == 1.0
+    )
 
 
 def test_plot_is_written_with_and_without_points(tmp_path):
-    assert plot_rewards([{"step": 1, "reward/total": 0.5}], tmp_path / "a.png").stat().st_size > 1000
+    assert (
+        plot_rewards([{"step": 1, "reward/total": 0.5}], tmp_path / "a.png").stat().st_size > 1000
+    )
     assert plot_rewards([], tmp_path / "b.png").is_file()
 
 

@@ -15,9 +15,18 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
     from tbrl_lib.train.run import train
 
     out = tmp_path / "run"
-    summary = train("cpu-smoke", {"max_steps": 1, "task_ids": ["count-error-lines"], "num_generations": 2,
-                                  "gradient_accumulation_steps": 2, "max_new_tokens_per_turn": 16,
-                                  "max_turns": 1}, out)
+    summary = train(
+        "cpu-smoke",
+        {
+            "max_steps": 1,
+            "task_ids": ["count-error-lines"],
+            "num_generations": 2,
+            "gradient_accumulation_steps": 2,
+            "max_new_tokens_per_turn": 16,
+            "max_turns": 1,
+        },
+        out,
+    )
     assert summary["steps"] == 1 and summary["rollouts"] == 2
     assert 0.0 <= summary["mean_reward"] <= 1.0
     for name in ["config.json", "metrics.jsonl", "reward.png", "summary.json", "memory_plan.txt"]:
@@ -27,7 +36,14 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
     metrics = load_metrics(out)
     prefixes = ("train/", "rollout/", "reward/", "judge/", "sandbox/", "curriculum/")
     assert all(c == "step" or c.startswith(prefixes) for c in metrics.columns)
-    assert {"train/loss", "rollout/turns", "reward/total", "reward/tests", "reward/judge", "sandbox/startup_seconds"} <= set(metrics.columns)
+    assert {
+        "train/loss",
+        "rollout/turns",
+        "reward/total",
+        "reward/tests",
+        "reward/judge",
+        "sandbox/startup_seconds",
+    } <= set(metrics.columns)
     rollouts = rollouts_frame(out)
     assert len(rollouts) == 2 and set(rollouts.task_id) == {"count-error-lines"}
     assert (rollouts.completion_tokens >= rollouts.assistant_tokens).all()
@@ -36,4 +52,6 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
     assert infra.empty or (infra.reward.isna().all() and (infra.assistant_tokens == 0).all())
     # every container of the run is gone
     leftovers = docker_client.api.containers(all=True, filters={"label": "tbrl.run"})
-    assert not [c for c in leftovers if c["Labels"].get("tbrl.run", "").startswith("train-cpu-smoke")]
+    assert not [
+        c for c in leftovers if c["Labels"].get("tbrl.run", "").startswith("train-cpu-smoke")
+    ]

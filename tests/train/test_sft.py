@@ -37,4 +37,7 @@ def test_tiny_model_sizes_build_distinct_models(tmp_path):
 
     smoke, learn = build_tiny_qwen3(tmp_path), build_tiny_qwen3(tmp_path, size="learn")
     assert smoke != learn and build_tiny_qwen3(tmp_path) == smoke
-    assert AutoConfig.from_pretrained(learn).num_hidden_layers > AutoConfig.from_pretrained(smoke).num_hidden_layers
+    assert (
+        AutoConfig.from_pretrained(learn).num_hidden_layers
+        > AutoConfig.from_pretrained(smoke).num_hidden_layers
+    )

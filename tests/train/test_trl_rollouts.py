@@ -26,17 +26,28 @@ from tbrl_lib.train.trl_rollouts import (
 
 
 def make_task(task_id: str, instruction: str | None = None) -> Task:
-    return Task(id=task_id, instruction=instruction or f"do {task_id}",
-                environment=Environment(dockerfile="FROM tbrl/base:trixie\n"),
-                tests=TaskTests(pytest="def test_ok():\n    assert True\n"))
+    return Task(
+        id=task_id,
+        instruction=instruction or f"do {task_id}",
+        environment=Environment(dockerfile="FROM tbrl/base:trixie\n"),
+        tests=TaskTests(pytest="def test_ok():\n    assert True\n"),
+    )
 
 
 def row(task: Task) -> dict:
-    return {"prompt": [{"role": "system", "content": "sys"}, {"role": "user", "content": task.instruction}],
-            "task": task.model_dump_json(), "task_id": task.id}
+    return {
+        "prompt": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": task.instruction},
+        ],
+        "task": task.model_dump_json(),
+        "task_id": task.id,
+    }
 
 
-def scripted_result(task: Task, tests: float, judge: float | None = 1.0, n_turns: int = 2) -> RolloutResult:
+def scripted_result(
+    task: Task, tests: float, judge: float | None = 1.0, n_turns: int = 2
+) -> RolloutResult:
     """A scored rollout as `run_rollout` returns it: prompt of 3 tokens; each turn 2 assistant
     tokens (mask 1) ending in EOS, then 3 env tokens (mask 0). The first token depends on
     the test score, so rollouts of a group differ."""
@@ -44,12 +55,24 @@ def scripted_result(task: Task, tests: float, judge: float | None = 1.0, n_turns
     for turn in range(n_turns):
         completion += [10 + turn + int(tests * 10), 1] + [40, 41, 42]
         mask += [1, 1, 0, 0, 0]
-    traj = Trajectory(task_id=task.id, policy="scripted", messages=[], termination=Termination.finished,
-                      prompt_ids=[3, 5, 7], completion_ids=completion, env_mask=mask,
-                      logprobs=[-0.5] * len(completion))
-    return RolloutResult(task.id, traj, reward=combine(tests, judge, RewardConfig(),
-                                                       judge_missing_reason=None if judge is not None else "down"),
-                         termination="finished")
+    traj = Trajectory(
+        task_id=task.id,
+        policy="scripted",
+        messages=[],
+        termination=Termination.finished,
+        prompt_ids=[3, 5, 7],
+        completion_ids=completion,
+        env_mask=mask,
+        logprobs=[-0.5] * len(completion),
+    )
+    return RolloutResult(
+        task.id,
+        traj,
+        reward=combine(
+            tests, judge, RewardConfig(), judge_missing_reason=None if judge is not None else "down"
+        ),
+        termination="finished",
+    )
 
 
 def infra_result(task: Task, reason: str = "sandbox: container_died: gone") -> RolloutResult:
@@ -61,6 +84,7 @@ def scripted_rollout(task: Task, tests: float, n_turns: int = 2) -> Rollout:
 
 
 # --- TaskIndex --------------------------------------------------------------------------
+
 
 def test_task_index_finds_the_task_of_a_prompt():
     a, b = make_task("a"), make_task("b")
@@ -78,10 +102,13 @@ def test_task_index_refuses_two_tasks_with_one_prompt_and_rows_without_task_json
 
 
 def test_prompt_key_depends_on_role_and_content():
-    assert prompt_key([{"role": "user", "content": "x"}]) != prompt_key([{"role": "system", "content": "x"}])
+    assert prompt_key([{"role": "user", "content": "x"}]) != prompt_key(
+        [{"role": "system", "content": "x"}]
+    )
 
 
 # --- output shaping -----------------------------------------------------------------------
+
 
 def test_the_reward_is_the_missions_mix_and_infra_rows_get_none_from_every_function():
     a = make_task("a")
@@ -92,7 +119,9 @@ def test_the_reward_is_the_missions_mix_and_infra_rows_get_none_from_every_funct
     out = to_trl_output([good, no_judge, bad])
     assert set(out["env_mask"][2]) == {0} and out["reward_breakdowns"][2] is None
     total, tests, judge = (f(completions=["x"] * 3, **out) for f in reward_funcs())
-    assert total[:2] == pytest.approx([0.825, 0.5]) and total[2] is None  # missing judge: renormalised
+    assert (
+        total[:2] == pytest.approx([0.825, 0.5]) and total[2] is None
+    )  # missing judge: renormalised
     assert tests == [1.0, 0.5, None] and judge == [0.5, None, None]
     assert REWARD_WEIGHTS == [1.0, 0.0, 0.0]  # total is the reward; the parts are logged
 
@@ -116,6 +145,7 @@ def test_misaligned_ids_and_mask_are_refused():
 
 # --- the runner -----------------------------------------------------------------------------
 
+
 def test_runner_returns_one_rollout_per_entry_in_order_within_the_concurrency_limit():
     tasks = [make_task("a"), make_task("b")]
     index = TaskIndex([row(t) for t in tasks])
@@ -130,10 +160,18 @@ def test_runner_returns_one_rollout_per_entry_in_order_within_the_concurrency_li
         return infra_result(task) if task.id == "b" else scripted_result(task, 1.0)
 
     seen = []
-    runner = RolloutRunner(index, rollout, concurrency=2, fallback_prompt_ids=lambda t: [3, 5],
-                           eos_id=1, on_rollouts=lambda ids, rewards: seen.extend(zip(ids, rewards)),
-                           progress=False)
-    prompts = [row(tasks[0])["prompt"]] * 3 + [row(tasks[1])["prompt"]] * 3  # TRL repeats each prompt
+    runner = RolloutRunner(
+        index,
+        rollout,
+        concurrency=2,
+        fallback_prompt_ids=lambda t: [3, 5],
+        eos_id=1,
+        on_rollouts=lambda ids, rewards: seen.extend(zip(ids, rewards)),
+        progress=False,
+    )
+    prompts = [row(tasks[0])["prompt"]] * 3 + [
+        row(tasks[1])["prompt"]
+    ] * 3  # TRL repeats each prompt
     out = runner(prompts, trainer=None)
     assert out["task_id"] == ["a"] * 3 + ["b"] * 3
     assert all(len(c) == len(m) for c, m in zip(out["completion_ids"], out["env_mask"]))
@@ -149,21 +187,37 @@ def test_a_bug_in_a_rollout_stops_training_instead_of_being_masked():
     async def rollout(task):
         raise ZeroDivisionError("planted scoring bug")
 
-    runner = RolloutRunner(TaskIndex([row(task)]), rollout, concurrency=2, fallback_prompt_ids=lambda t: [3],
-                           eos_id=1, progress=False)
+    runner = RolloutRunner(
+        TaskIndex([row(task)]),
+        rollout,
+        concurrency=2,
+        fallback_prompt_ids=lambda t: [3],
+        eos_id=1,
+        progress=False,
+    )
     with pytest.raises(ZeroDivisionError, match="planted"):
         runner([row(task)["prompt"]] * 2, trainer=None)
 
 
 def test_a_run_of_infra_errors_stops_with_the_first_errors_named():
     task = make_task("a")
-    calls = iter([scripted_result(task, 1.0), infra_result(task, "sandbox: daemon_unreachable: refused")] * 4)
+    calls = iter(
+        [scripted_result(task, 1.0), infra_result(task, "sandbox: daemon_unreachable: refused")] * 4
+    )
 
     async def rollout(task):
         return next(calls)
 
-    runner = RolloutRunner(TaskIndex([row(task)]), rollout, concurrency=1, fallback_prompt_ids=lambda t: [3],
-                           eos_id=1, progress=False, max_infra_error_rate=0.5, infra_check_after=4)
+    runner = RolloutRunner(
+        TaskIndex([row(task)]),
+        rollout,
+        concurrency=1,
+        fallback_prompt_ids=lambda t: [3],
+        eos_id=1,
+        progress=False,
+        max_infra_error_rate=0.5,
+        infra_check_after=4,
+    )
     runner([row(task)["prompt"]] * 2, trainer=None)  # 1 of 2: under the minimum count, goes on
     runner([row(task)["prompt"]] * 2, trainer=None)  # 2 of 4 = 50%: not above the limit
     runner.max_infra_error_rate = 0.4
@@ -173,8 +227,11 @@ def test_a_run_of_infra_errors_stops_with_the_first_errors_named():
 
 # --- one real GRPOTrainer step on the tiny model -------------------------------------------
 
+
 @pytest.mark.slow
-def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(tmp_path, tiny_model, tiny_tokenizer):
+def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(
+    tmp_path, tiny_model, tiny_tokenizer
+):
     import os
 
     from datasets import Dataset
@@ -193,37 +250,71 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(tmp_path, tin
         if task.id == "b" and not any(r == "b-failed" for r in received):
             received.append("b-failed")
             return infra_result(task)
-        return scripted_result(task, next(rewards[task.id]), judge=None, n_turns=2 if task.id == "a" else 1)
+        return scripted_result(
+            task, next(rewards[task.id]), judge=None, n_turns=2 if task.id == "a" else 1
+        )
 
-    runner = RolloutRunner(TaskIndex(rows), episode, concurrency=4, fallback_prompt_ids=lambda t: [3, 5, 7],
-                           eos_id=1, trajectories_dir=tmp_path / "traj", progress=False)
+    runner = RolloutRunner(
+        TaskIndex(rows),
+        episode,
+        concurrency=4,
+        fallback_prompt_ids=lambda t: [3, 5, 7],
+        eos_id=1,
+        trajectories_dir=tmp_path / "traj",
+        progress=False,
+    )
     captured = []
 
     class Capturing(GRPOTrainer):
         def _compute_loss(self, model, inputs):
-            captured.append({k: inputs[k].clone() for k in ("advantages", "tool_mask", "completion_mask")})
+            captured.append(
+                {k: inputs[k].clone() for k in ("advantages", "tool_mask", "completion_mask")}
+            )
             return super()._compute_loss(model, inputs)
 
-    args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=3,
-                      gradient_accumulation_steps=2, num_generations=3, learning_rate=1e-3, use_cpu=True,
-                      report_to=[], save_strategy="no", shuffle_dataset=False, logging_steps=1,
-                      disable_tqdm=True, max_completion_length=64, reward_weights=REWARD_WEIGHTS)
-    trainer = Capturing(model=tiny_model, reward_funcs=reward_funcs(), args=args, processing_class=tiny_tokenizer,
-                        train_dataset=Dataset.from_list(rows), rollout_func=runner)
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=1,
+        per_device_train_batch_size=3,
+        gradient_accumulation_steps=2,
+        num_generations=3,
+        learning_rate=1e-3,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        shuffle_dataset=False,
+        logging_steps=1,
+        disable_tqdm=True,
+        max_completion_length=64,
+        reward_weights=REWARD_WEIGHTS,
+    )
+    trainer = Capturing(
+        model=tiny_model,
+        reward_funcs=reward_funcs(),
+        args=args,
+        processing_class=tiny_tokenizer,
+        train_dataset=Dataset.from_list(rows),
+        rollout_func=runner,
+    )
     before = [p.detach().clone() for p in trainer.model.parameters()]
     trainer.train()
 
     assert runner.calls == 1  # one generation for the step: 2 prompts x 3 generations
     # TRL shuffles the generation batch before splitting it into micro-batches: match rows by
     # their loss-token count (task a: 2 turns x 2 assistant tokens; b: 1 turn; the masked stub: 0).
-    rows_seen = [(float(a), int((t * m).sum()))
-                 for c in captured for a, t, m in zip(c["advantages"], c["tool_mask"], c["completion_mask"])]
+    rows_seen = [
+        (float(a), int((t * m).sum()))
+        for c in captured
+        for a, t, m in zip(c["advantages"], c["tool_mask"], c["completion_mask"])
+    ]
     assert len(rows_seen) == 6
     a_adv = sorted(adv for adv, tokens in rows_seen if tokens == 4)
     b_adv = sorted(adv for adv, tokens in rows_seen if tokens == 2)
     stub = [adv for adv, tokens in rows_seen if tokens == 0]
     assert len(a_adv) == 3 and a_adv[0] < 0 and a_adv[1] < 0 and a_adv[2] > 0  # rewards 0, 0, 1
-    assert len(b_adv) == 2 and b_adv[0] < 0 < b_adv[1]  # rewards 0.5, 1.0 (infra row not in baseline)
+    assert (
+        len(b_adv) == 2 and b_adv[0] < 0 < b_adv[1]
+    )  # rewards 0.5, 1.0 (infra row not in baseline)
     assert stub == [0.0]  # the infra-error rollout: zero advantage and no loss tokens
     assert any(not (p0 == p1.detach()).all() for p0, p1 in zip(before, trainer.model.parameters()))
     assert len(list((tmp_path / "traj").glob("*.jsonl"))) == 1

@@ -52,8 +52,10 @@ def make_judge(spec: str, **options: Any):
         from tbrl_lib.rewards.judges.llm import LLMJudge
 
         return LLMJudge(backend, model or "default", **options)
-    raise ValueError(f"unknown judge spec {spec!r}; use rule, rule-nocaps, anthropic:MODEL, "
-                     "openai:MODEL, claude-cli[:MODEL], config:PATH, or a comma-separated chain")
+    raise ValueError(
+        f"unknown judge spec {spec!r}; use rule, rule-nocaps, anthropic:MODEL, "
+        "openai:MODEL, claude-cli[:MODEL], config:PATH, or a comma-separated chain"
+    )
 
 
 class JudgeUnavailable(ValueError):
@@ -77,6 +79,22 @@ def require_available(judges: Any) -> None:
         raise JudgeUnavailable("; ".join(problems))
 
 
-__all__ = ["ConfiguredJudge", "CostLedger", "Judge", "JudgeCache", "JudgeChain", "JudgeConfig", "JudgeError",
-           "JudgeFormatError", "JudgeInput", "JudgeMissing", "JudgeResult", "JudgeUnavailable",
-           "RuleBasedJudge", "Usage", "make_judge", "metrics_of", "require_available"]
+__all__ = [
+    "ConfiguredJudge",
+    "CostLedger",
+    "Judge",
+    "JudgeCache",
+    "JudgeChain",
+    "JudgeConfig",
+    "JudgeError",
+    "JudgeFormatError",
+    "JudgeInput",
+    "JudgeMissing",
+    "JudgeResult",
+    "JudgeUnavailable",
+    "RuleBasedJudge",
+    "Usage",
+    "make_judge",
+    "metrics_of",
+    "require_available",
+]

@@ -27,8 +27,13 @@ class JudgeInput:
     task_id: str = ""
 
     @classmethod
-    def from_messages(cls, messages: list[dict[str, Any]], environment: str = "",
-                      instruction: str | None = None, task_id: str = "") -> JudgeInput:
+    def from_messages(
+        cls,
+        messages: list[dict[str, Any]],
+        environment: str = "",
+        instruction: str | None = None,
+        task_id: str = "",
+    ) -> JudgeInput:
         """Build from a trajectory; the instruction defaults to the first user message."""
         msgs = tuple({"role": m["role"], "content": _text(m.get("content"))} for m in messages)
         if instruction is None:
@@ -37,8 +42,11 @@ class JudgeInput:
 
     def digest(self, prompt_version: str = "") -> str:
         """Hash of everything the judge sees (cache key, with the prompt version)."""
-        blob = json.dumps([prompt_version, self.instruction, self.environment, self.messages],
-                          sort_keys=True, ensure_ascii=False)
+        blob = json.dumps(
+            [prompt_version, self.instruction, self.environment, self.messages],
+            sort_keys=True,
+            ensure_ascii=False,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -52,7 +60,13 @@ class Usage:
     cost_usd: float = 0.0
 
     def add(self, other: Usage) -> None:
-        for name in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "cost_usd"):
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cached_tokens",
+            "cache_write_tokens",
+            "cost_usd",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 

@@ -51,7 +51,9 @@ class JudgeMissing:
 class RateLimiter:
     """Sliding one-minute window over requests and (estimated) tokens."""
 
-    def __init__(self, rpm: int | None = None, tpm: int | None = None, window_s: float = 60.0) -> None:
+    def __init__(
+        self, rpm: int | None = None, tpm: int | None = None, window_s: float = 60.0
+    ) -> None:
         self.rpm, self.tpm, self.window_s = rpm, tpm, window_s
         self._events: collections.deque[tuple[float, int]] = collections.deque()
         self._lock = asyncio.Lock()
@@ -98,13 +100,16 @@ class CostLedger:
         def total(table: dict[str, Usage], attr: str) -> float:
             return float(sum(getattr(u, attr) for u in table.values()))
 
-        return {"judge/cost_usd_run": total(self.run, "cost_usd"),
-                "judge/cost_usd_step": total(self.step, "cost_usd"),
-                "judge/input_tokens_run": total(self.run, "input_tokens"),
-                "judge/output_tokens_run": total(self.run, "output_tokens"),
-                "judge/cached_tokens_run": total(self.run, "cached_tokens"),
-                "judge/calls": float(sum(self.calls.values())),
-                "judge/fallbacks": float(self.fallbacks), "judge/missing": float(self.missing)}
+        return {
+            "judge/cost_usd_run": total(self.run, "cost_usd"),
+            "judge/cost_usd_step": total(self.step, "cost_usd"),
+            "judge/input_tokens_run": total(self.run, "input_tokens"),
+            "judge/output_tokens_run": total(self.run, "output_tokens"),
+            "judge/cached_tokens_run": total(self.run, "cached_tokens"),
+            "judge/calls": float(sum(self.calls.values())),
+            "judge/fallbacks": float(self.fallbacks),
+            "judge/missing": float(self.missing),
+        }
 
 
 class JudgeCache:
@@ -139,9 +144,17 @@ class JudgeCache:
 class JudgeChain:
     """Ordered fallback over judges with shared limits, cache and cost ledger."""
 
-    def __init__(self, judges: list[Judge], *, max_concurrency: int = 8, rpm: int | None = None,
-                 tpm: int | None = None, cache: JudgeCache | None = None, call_timeout_s: float = 300.0,
-                 ledger: CostLedger | None = None) -> None:
+    def __init__(
+        self,
+        judges: list[Judge],
+        *,
+        max_concurrency: int = 8,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        cache: JudgeCache | None = None,
+        call_timeout_s: float = 300.0,
+        ledger: CostLedger | None = None,
+    ) -> None:
         if not judges:
             raise ValueError("a judge chain needs at least one judge, e.g. ['rule']")
         self.judges = list(judges)
@@ -171,7 +184,9 @@ class JudgeChain:
                 reason = f"{judge.name}: {err or 'timed out'}"
                 failures.append(reason)
                 self.ledger.fallbacks += 1
-                log.warning("tbrl judge: %s failed (%s); falling back", judge.name, err or "timeout")
+                log.warning(
+                    "tbrl judge: %s failed (%s); falling back", judge.name, err or "timeout"
+                )
                 continue
             self.ledger.record(judge.name, result.usage)
             result.fallbacks = list(failures)
@@ -198,12 +213,12 @@ class JudgeSpec(BaseModel):
 class JudgeConfig(BaseModel):
     """The judge config file (YAML). Example:
 
-        judges:
-          - {spec: "anthropic:claude-sonnet-4-20250514"}
-          - {spec: "openai:Qwen/Qwen3-32B", base_url: "http://vllm:8000/v1"}
-          - {spec: rule}
-        max_concurrency: 16
-        rpm: 200
+    judges:
+      - {spec: "anthropic:claude-sonnet-4-20250514"}
+      - {spec: "openai:Qwen/Qwen3-32B", base_url: "http://vllm:8000/v1"}
+      - {spec: rule}
+    max_concurrency: 16
+    rpm: 200
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -228,9 +243,19 @@ class JudgeConfig(BaseModel):
     def build(self, ledger: CostLedger | None = None) -> JudgeChain:
         from tbrl_lib.rewards.judges import make_judge
 
-        judges = [make_judge(s.spec, **s.model_dump(exclude={"spec"}, exclude_none=True)) for s in self.judges]
-        return JudgeChain(judges, max_concurrency=self.max_concurrency, rpm=self.rpm, tpm=self.tpm,
-                          cache=JudgeCache(self.cache_path), call_timeout_s=self.call_timeout_s, ledger=ledger)
+        judges = [
+            make_judge(s.spec, **s.model_dump(exclude={"spec"}, exclude_none=True))
+            for s in self.judges
+        ]
+        return JudgeChain(
+            judges,
+            max_concurrency=self.max_concurrency,
+            rpm=self.rpm,
+            tpm=self.tpm,
+            cache=JudgeCache(self.cache_path),
+            call_timeout_s=self.call_timeout_s,
+            ledger=ledger,
+        )
 
 
 class ConfiguredJudge:
@@ -253,7 +278,9 @@ class ConfiguredJudge:
         try:
             mtime = os.stat(self.path).st_mtime_ns
         except OSError as err:
-            log.error("tbrl judge: config %s unreadable (%s); keeping %s", self.path, err, self.chain.name)
+            log.error(
+                "tbrl judge: config %s unreadable (%s); keeping %s", self.path, err, self.chain.name
+            )
             return self.chain
         if mtime != self._mtime:
             try:
@@ -280,6 +307,11 @@ def metrics_of(result: JudgeResult | JudgeMissing) -> dict[str, Any]:
     """`judge/...` metrics of one scored rollout."""
     if isinstance(result, JudgeMissing):
         return {"judge/missing": 1.0}
-    return {"judge/score": result.score, "judge/latency_s": result.latency_s,
-            "judge/cost_usd": result.usage.cost_usd, "judge/cached": float(result.cached),
-            "judge/fallbacks": float(len(result.fallbacks)), "judge/missing": 0.0}
+    return {
+        "judge/score": result.score,
+        "judge/latency_s": result.latency_s,
+        "judge/cost_usd": result.usage.cost_usd,
+        "judge/cached": float(result.cached),
+        "judge/fallbacks": float(len(result.fallbacks)),
+        "judge/missing": 0.0,
+    }

@@ -46,17 +46,35 @@ RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 class LLMJudge:
     """One backend + model. `backend` is `anthropic`, `openai` or `claude-cli`."""
 
-    def __init__(self, backend: str, model: str, *, name: str | None = None, base_url: str | None = None,
-                 api_key: str | None = None, api_key_env: str | None = None, timeout_s: float = 90.0,
-                 max_retries: int = 2, max_tokens: int = 800, structured: bool = True,
-                 prompt_file: str | None = None, max_input_tokens: int = 24_000,
-                 cli_path: str = "claude") -> None:
+    def __init__(
+        self,
+        backend: str,
+        model: str,
+        *,
+        name: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        timeout_s: float = 90.0,
+        max_retries: int = 2,
+        max_tokens: int = 800,
+        structured: bool = True,
+        prompt_file: str | None = None,
+        max_input_tokens: int = 24_000,
+        cli_path: str = "claude",
+    ) -> None:
         if backend not in ("anthropic", "openai", "claude-cli"):
-            raise ValueError(f"judge backend {backend!r} unknown; use anthropic, openai or claude-cli")
+            raise ValueError(
+                f"judge backend {backend!r} unknown; use anthropic, openai or claude-cli"
+            )
         self.backend, self.model = backend, model
         self.name = name or f"{backend}:{model}"
         self.base_url, self.timeout_s, self.max_retries = base_url, timeout_s, max_retries
-        self.max_tokens, self.structured, self.max_input_tokens = max_tokens, structured, max_input_tokens
+        self.max_tokens, self.structured, self.max_input_tokens = (
+            max_tokens,
+            structured,
+            max_input_tokens,
+        )
         self.cli_path = cli_path
         self.prompt = load_prompt(prompt_file)
         self.prompt_version = self.prompt.version
@@ -93,16 +111,29 @@ class LLMJudge:
                     score, fields = parse_score(reply)
             except JudgeFormatError as err:
                 if attempt == 2:
-                    raise JudgeFormatError(f"{self.name}: {err} (after a format-correction retry)") from err
+                    raise JudgeFormatError(
+                        f"{self.name}: {err} (after a format-correction retry)"
+                    ) from err
                 conversation = [user, reply or json.dumps(data), FORMAT_CORRECTION]
                 continue
             if self.backend != "claude-cli":  # the CLI reports its own dollars
                 usage.cost_usd = _dollars(self.model, usage)
-            subscores = {k: float(v) for k, v in fields.items() if isinstance(v, (int, float)) and k != "score"}
-            return JudgeResult(score=score, judge=self.name, prompt_version=self.prompt_version,
-                               subscores=subscores, caps=list(fields.get("caps") or []),
-                               reasoning=str(fields.get("reasoning", ""))[:2000], usage=usage,
-                               latency_s=time.perf_counter() - started, attempts=attempt)
+            subscores = {
+                k: float(v)
+                for k, v in fields.items()
+                if isinstance(v, (int, float)) and k != "score"
+            }
+            return JudgeResult(
+                score=score,
+                judge=self.name,
+                prompt_version=self.prompt_version,
+                subscores=subscores,
+                caps=list(fields.get("caps") or []),
+                reasoning=str(fields.get("reasoning", ""))[:2000],
+                usage=usage,
+                latency_s=time.perf_counter() - started,
+                attempts=attempt,
+            )
         raise AssertionError("unreachable")
 
     async def _call(self, conversation: list[str]) -> tuple[str, dict | None, Usage]:
@@ -117,7 +148,9 @@ class LLMJudge:
         except Exception as exc:  # SDK errors after its own retries
             status = getattr(exc, "status_code", None)
             retryable = status is None or status in RETRYABLE_STATUS
-            raise JudgeError(f"{self.name}: {type(exc).__name__}: {str(exc)[:300]}", retryable) from exc
+            raise JudgeError(
+                f"{self.name}: {type(exc).__name__}: {str(exc)[:300]}", retryable
+            ) from exc
 
     def _stale_client(self) -> bool:
         """SDK async clients belong to one event loop; make a new one for a new loop."""
@@ -136,77 +169,122 @@ class LLMJudge:
         import anthropic
 
         if self._stale_client():
-            self._client = anthropic.AsyncAnthropic(api_key=self.api_key or "missing", base_url=self.base_url,
-                                                    max_retries=self.max_retries, timeout=self.timeout_s)
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.api_key or "missing",
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                timeout=self.timeout_s,
+            )
         kwargs: dict[str, Any] = {}
         if self.structured:
-            kwargs["tools"] = [{"name": "record_score", "description": "Record the rubric scores.",
-                                "input_schema": SCORE_SCHEMA}]
+            kwargs["tools"] = [
+                {
+                    "name": "record_score",
+                    "description": "Record the rubric scores.",
+                    "input_schema": SCORE_SCHEMA,
+                }
+            ]
             kwargs["tool_choice"] = {"type": "tool", "name": "record_score"}
         msg = await self._client.messages.create(
-            model=self.model, max_tokens=self.max_tokens, messages=self._turns(conversation),
-            system=[{"type": "text", "text": self.prompt.text, "cache_control": {"type": "ephemeral"}}],
-            **kwargs)
+            model=self.model,
+            max_tokens=self.max_tokens,
+            messages=self._turns(conversation),
+            system=[
+                {"type": "text", "text": self.prompt.text, "cache_control": {"type": "ephemeral"}}
+            ],
+            **kwargs,
+        )
         text = "".join(getattr(b, "text", "") for b in msg.content if b.type == "text")
         data = next((b.input for b in msg.content if b.type == "tool_use"), None)
         u = msg.usage
-        usage = Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                      cached_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
-                      cache_write_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0)
+        usage = Usage(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cached_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
+            cache_write_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
+        )
         return text, data if isinstance(data, dict) else None, usage
 
     async def _openai(self, conversation: list[str]) -> tuple[str, dict | None, Usage]:
         import openai
 
         if self._stale_client():
-            self._client = openai.AsyncOpenAI(api_key=self.api_key or "missing", base_url=self.base_url,
-                                              max_retries=self.max_retries, timeout=self.timeout_s)
+            self._client = openai.AsyncOpenAI(
+                api_key=self.api_key or "missing",
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                timeout=self.timeout_s,
+            )
         kwargs: dict[str, Any] = {}
         if self.structured and len(conversation) == 1:
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "judge_score", "schema": SCORE_SCHEMA}}
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "judge_score", "schema": SCORE_SCHEMA},
+            }
         resp = await self._client.chat.completions.create(
-            model=self.model, max_tokens=self.max_tokens,
-            messages=[{"role": "system", "content": self.prompt.text}, *self._turns(conversation)], **kwargs)
+            model=self.model,
+            max_tokens=self.max_tokens,
+            messages=[{"role": "system", "content": self.prompt.text}, *self._turns(conversation)],
+            **kwargs,
+        )
         if not resp.choices:
             raise JudgeError(f"{self.name}: reply without choices", retryable=True)
         text = resp.choices[0].message.content or ""
         u = resp.usage
-        cached = getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0 if u else 0
-        usage = Usage(input_tokens=(u.prompt_tokens - cached) if u else 0,
-                      output_tokens=u.completion_tokens if u else 0, cached_tokens=cached)
+        cached = (
+            getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0 if u else 0
+        )
+        usage = Usage(
+            input_tokens=(u.prompt_tokens - cached) if u else 0,
+            output_tokens=u.completion_tokens if u else 0,
+            cached_tokens=cached,
+        )
         return text, None, usage
 
     async def _cli(self, conversation: list[str]) -> tuple[str, dict | None, Usage]:
         exe = shutil.which(self.cli_path)
         if exe is None:
-            raise JudgeError(f"{self.name}: `{self.cli_path}` is not on PATH (install Claude Code)", False)
+            raise JudgeError(
+                f"{self.name}: `{self.cli_path}` is not on PATH (install Claude Code)", False
+            )
         argv = [exe, "-p", "--output-format", "json"]
         if self.model and self.model != "default":
             argv += ["--model", self.model]
         prompt = self.prompt.text + "\n\n---\n\n" + "\n\n---\n\n".join(conversation)
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         try:
             out, err = await asyncio.wait_for(proc.communicate(prompt.encode()), self.timeout_s)
         except TimeoutError:
             proc.kill()
             await proc.wait()
-            raise JudgeError(f"{self.name}: claude CLI gave no answer within {self.timeout_s:.0f}s") from None
+            raise JudgeError(
+                f"{self.name}: claude CLI gave no answer within {self.timeout_s:.0f}s"
+            ) from None
         try:
             data = json.loads(out.decode(errors="replace"))
         except json.JSONDecodeError:
-            raise JudgeError(f"{self.name}: claude CLI printed no JSON (exit {proc.returncode}): "
-                             f"{(out or err).decode(errors='replace')[:300]!r}") from None
+            raise JudgeError(
+                f"{self.name}: claude CLI printed no JSON (exit {proc.returncode}): "
+                f"{(out or err).decode(errors='replace')[:300]!r}"
+            ) from None
         if proc.returncode != 0 or data.get("is_error"):
-            raise JudgeError(f"{self.name}: claude CLI error (exit {proc.returncode}): "
-                             f"{str(data.get('result'))[:300]}")
+            raise JudgeError(
+                f"{self.name}: claude CLI error (exit {proc.returncode}): "
+                f"{str(data.get('result'))[:300]}"
+            )
         u = data.get("usage") or {}
-        usage = Usage(input_tokens=int(u.get("input_tokens", 0)), output_tokens=int(u.get("output_tokens", 0)),
-                      cached_tokens=int(u.get("cache_read_input_tokens", 0)),
-                      cache_write_tokens=int(u.get("cache_creation_input_tokens", 0)),
-                      cost_usd=float(data.get("total_cost_usd") or 0.0))
+        usage = Usage(
+            input_tokens=int(u.get("input_tokens", 0)),
+            output_tokens=int(u.get("output_tokens", 0)),
+            cached_tokens=int(u.get("cache_read_input_tokens", 0)),
+            cache_write_tokens=int(u.get("cache_creation_input_tokens", 0)),
+            cost_usd=float(data.get("total_cost_usd") or 0.0),
+        )
         return str(data.get("result", "")), None, usage
 
 
@@ -215,5 +293,10 @@ def _dollars(model: str, usage: Usage) -> float:
     price = pricing.price_for(model)
     if price is None:
         return 0.0
-    return pricing.cost_usd(price, usage.input_tokens, usage.output_tokens,
-                            usage.cached_tokens, usage.cache_write_tokens)
+    return pricing.cost_usd(
+        price,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cached_tokens,
+        usage.cache_write_tokens,
+    )

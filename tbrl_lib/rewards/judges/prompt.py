@@ -20,20 +20,37 @@ from pathlib import Path
 from tbrl_lib.rewards.judges.base import JudgeFormatError, JudgeInput
 
 PROMPT_FILE = Path(__file__).with_name("judge_prompt.md")
-RUBRIC_WEIGHTS = {"planning": 0.25, "exploration": 0.25, "tool_use": 0.20, "verification": 0.20,
-                  "efficiency": 0.10}
-CAPS = {"no_todo": 0.40, "change_before_exploration": 0.30, "gaming": 0.05, "parse_errors": 0.60,
-        "overthinking": 0.45, "no_verification": 0.60, "flailing": 0.40}
+RUBRIC_WEIGHTS = {
+    "planning": 0.25,
+    "exploration": 0.25,
+    "tool_use": 0.20,
+    "verification": 0.20,
+    "efficiency": 0.10,
+}
+CAPS = {
+    "no_todo": 0.40,
+    "change_before_exploration": 0.30,
+    "gaming": 0.05,
+    "parse_errors": 0.60,
+    "overthinking": 0.45,
+    "no_verification": 0.60,
+    "flailing": 0.40,
+}
 CHARS_PER_TOKEN = 4
-FORMAT_CORRECTION = ("Your previous answer could not be read. Answer again with exactly one JSON "
-                     'object such as {"planning": 0.5, "exploration": 0.5, "tool_use": 0.5, '
-                     '"verification": 0.5, "efficiency": 0.5, "caps": [], "reasoning": "...", '
-                     '"score": 0.5} and nothing else.')
+FORMAT_CORRECTION = (
+    "Your previous answer could not be read. Answer again with exactly one JSON "
+    'object such as {"planning": 0.5, "exploration": 0.5, "tool_use": 0.5, '
+    '"verification": 0.5, "efficiency": 0.5, "caps": [], "reasoning": "...", '
+    '"score": 0.5} and nothing else.'
+)
 SCORE_SCHEMA = {
     "type": "object",
-    "properties": {**{k: {"type": "number"} for k in RUBRIC_WEIGHTS},
-                   "caps": {"type": "array", "items": {"type": "string"}},
-                   "reasoning": {"type": "string"}, "score": {"type": "number"}},
+    "properties": {
+        **{k: {"type": "number"} for k in RUBRIC_WEIGHTS},
+        "caps": {"type": "array", "items": {"type": "string"}},
+        "reasoning": {"type": "string"},
+        "score": {"type": "number"},
+    },
     "required": [*RUBRIC_WEIGHTS, "caps", "reasoning", "score"],
 }
 
@@ -55,9 +72,11 @@ def load_prompt(path: str | Path | None = None) -> JudgePrompt:
         found = re.search(r"^version:\s*(\S+)\s*$", match.group(1), flags=re.MULTILINE)
         version = found.group(1) if found else None
     if not version:
-        raise ValueError(f"{path}: no `version:` in the front matter; start the file with "
-                         "'---\\nversion: my-judge-v1\\n---'")
-    return JudgePrompt(version=version, text=raw[match.end():].strip(), path=str(path))
+        raise ValueError(
+            f"{path}: no `version:` in the front matter; start the file with "
+            "'---\\nversion: my-judge-v1\\n---'"
+        )
+    return JudgePrompt(version=version, text=raw[match.end() :].strip(), path=str(path))
 
 
 def truncate_middle(text: str, budget_chars: int) -> str:
@@ -67,8 +86,10 @@ def truncate_middle(text: str, budget_chars: int) -> str:
     head = budget_chars * 2 // 5
     tail = budget_chars - head
     dropped = len(text) - head - tail
-    marker = (f"\n\n[... {dropped} characters (~{dropped // CHARS_PER_TOKEN} tokens) of the "
-              "trajectory omitted here to fit the judge's budget ...]\n\n")
+    marker = (
+        f"\n\n[... {dropped} characters (~{dropped // CHARS_PER_TOKEN} tokens) of the "
+        "trajectory omitted here to fit the judge's budget ...]\n\n"
+    )
     return text[:head] + marker + text[-tail:]
 
 
@@ -79,9 +100,11 @@ def render_input(item: JudgeInput, max_tokens: int = 24_000) -> str:
         turns.append(f"### [{i}] {message['role']}\n{message['content']}")
     trajectory = truncate_middle("\n\n".join(turns), max(1000, max_tokens * CHARS_PER_TOKEN - 4000))
     env = truncate_middle(item.environment or "(not given)", 3000)
-    return (f"## Task\n{item.instruction}\n\n## Environment (Dockerfile)\n```\n{env}\n```\n\n"
-            f"## Trajectory ({len(item.messages)} messages)\n{trajectory}\n\n"
-            "Grade the process with the rubric; answer with the JSON object only.")
+    return (
+        f"## Task\n{item.instruction}\n\n## Environment (Dockerfile)\n```\n{env}\n```\n\n"
+        f"## Trajectory ({len(item.messages)} messages)\n{trajectory}\n\n"
+        "Grade the process with the rubric; answer with the JSON object only."
+    )
 
 
 def parse_score(text: str) -> tuple[float, dict]:
@@ -94,7 +117,9 @@ def parse_score(text: str) -> tuple[float, dict]:
             continue
         if isinstance(data, dict) and "score" in data:
             return _checked(data.get("score"), text), data
-    match = re.search(r"(?:final\s+)?score\s*[:=]\s*\**\s*([0-9]*\.?[0-9]+)", text, flags=re.IGNORECASE)
+    match = re.search(
+        r"(?:final\s+)?score\s*[:=]\s*\**\s*([0-9]*\.?[0-9]+)", text, flags=re.IGNORECASE
+    )
     if match:
         return _checked(match.group(1), text), {}
     match = re.search(r"\b([01](?:\.[0-9]+)?)\s*/\s*1(?:\.0)?\b", text)
@@ -107,7 +132,7 @@ def _json_candidates(text: str) -> list[str]:
     out = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.DOTALL)
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
-        out.append(text[start:end + 1])
+        out.append(text[start : end + 1])
     return out
 
 

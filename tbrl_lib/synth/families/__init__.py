@@ -13,27 +13,70 @@ from tbrl_lib.synth.families.repair import build_fix, config_repair, script_debu
 from tbrl_lib.synth.families.sqlite_report import sqlite_report
 from tbrl_lib.synth.families.system import git_surgery, permissions_users, service_port
 
-FAMILIES: dict[str, Family] = {f.name: f for f in [
-    Family("log_analysis", "data-processing", log_analysis,
-           "answer questions about web access logs (planted answers, noise, gzip rotation)"),
-    Family("data_transform", "data-processing", data_transform,
-           "filter, group and aggregate a CSV into JSON (dirty fields, duplicates)"),
-    Family("config_repair", "system-administration", config_repair,
-           "repair a service's JSON config against its settings notes"),
-    Family("script_debug", "debugging", script_debug,
-           "fix planted bugs in a Python report script; hidden inputs in the tests"),
-    Family("build_fix", "software-engineering", build_fix,
-           "fix a broken zipapp build (wrong paths, syntax, imports, version stamping)"),
-    Family("permissions_users", "system-administration", permissions_users,
-           "create users and groups, set ownership, modes, setgid dirs, locked accounts"),
-    Family("git_surgery", "version-control", git_surgery,
-           "revert, cherry-pick, tag, purge a secret from all history"),
-    Family("service_port", "networking", service_port,
-           "serve a small JSON HTTP API on a port with a start script"),
-    Family("sqlite_report", "data-querying", sqlite_report,
-           "answer questions from a SQLite database into a CSV report"),
-    Family("copy_answer", "file-operations", copy_answer,
-           "copy a ticket code and owner from the instruction into files (partial credit)"),
-]}
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in [
+        Family(
+            "log_analysis",
+            "data-processing",
+            log_analysis,
+            "answer questions about web access logs (planted answers, noise, gzip rotation)",
+        ),
+        Family(
+            "data_transform",
+            "data-processing",
+            data_transform,
+            "filter, group and aggregate a CSV into JSON (dirty fields, duplicates)",
+        ),
+        Family(
+            "config_repair",
+            "system-administration",
+            config_repair,
+            "repair a service's JSON config against its settings notes",
+        ),
+        Family(
+            "script_debug",
+            "debugging",
+            script_debug,
+            "fix planted bugs in a Python report script; hidden inputs in the tests",
+        ),
+        Family(
+            "build_fix",
+            "software-engineering",
+            build_fix,
+            "fix a broken zipapp build (wrong paths, syntax, imports, version stamping)",
+        ),
+        Family(
+            "permissions_users",
+            "system-administration",
+            permissions_users,
+            "create users and groups, set ownership, modes, setgid dirs, locked accounts",
+        ),
+        Family(
+            "git_surgery",
+            "version-control",
+            git_surgery,
+            "revert, cherry-pick, tag, purge a secret from all history",
+        ),
+        Family(
+            "service_port",
+            "networking",
+            service_port,
+            "serve a small JSON HTTP API on a port with a start script",
+        ),
+        Family(
+            "sqlite_report",
+            "data-querying",
+            sqlite_report,
+            "answer questions from a SQLite database into a CSV report",
+        ),
+        Family(
+            "copy_answer",
+            "file-operations",
+            copy_answer,
+            "copy a ticket code and owner from the instruction into files (partial credit)",
+        ),
+    ]
+}
 
 __all__ = ["FAMILIES", "Draft", "Family"]

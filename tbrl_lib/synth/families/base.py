@@ -83,11 +83,13 @@ def to_task(family: Family, draft: Draft, seed: int, difficulty: Difficulty) -> 
         ),
         tests=Tests(pytest=draft.tests, weights=draft.weights),
         solution=draft.solution,
-        limits=Limits(agent_timeout_sec=600.0 + 300.0 * level, test_timeout_sec=120.0,
-                      build_timeout_sec=300.0),
+        limits=Limits(
+            agent_timeout_sec=600.0 + 300.0 * level, test_timeout_sec=120.0, build_timeout_sec=300.0
+        ),
         provenance=Provenance(source_format="synth", location=f"family {family.name} seed {seed}"),
-        metadata={"synth": {"family": family.name, "seed": seed,
-                            "answers": _without_none(draft.answers)}},
+        metadata={
+            "synth": {"family": family.name, "seed": seed, "answers": _without_none(draft.answers)}
+        },
     )
 
 
@@ -102,8 +104,15 @@ def _without_none(value: Any) -> Any:
 
 def pytest_module(constants: dict[str, Any], body: str) -> str:
     """pytest source: the expected values as literals, then the (dedented) test body."""
-    head = ['"""Checks for a generated task (tbrl synth); runs in the task container."""', "",
-            "import json", "import os", "import subprocess", "from pathlib import Path", ""]
+    head = [
+        '"""Checks for a generated task (tbrl synth); runs in the task container."""',
+        "",
+        "import json",
+        "import os",
+        "import subprocess",
+        "from pathlib import Path",
+        "",
+    ]
     head += [f"{name} = {value!r}" for name, value in constants.items()]
     return "\n".join(head) + "\n\n" + textwrap.dedent(body).strip() + "\n"
 
@@ -119,7 +128,32 @@ def pick(rng: random.Random, pool: list[Any], k: int) -> list[Any]:
     return rng.sample(pool, min(k, len(pool)))
 
 
-WORDS = ["amber", "birch", "cobalt", "delta", "ember", "fjord", "garnet", "harbor", "indigo",
-         "juniper", "kestrel", "lumen", "maple", "nimbus", "onyx", "pebble", "quartz", "raven",
-         "sierra", "tundra", "umber", "vertex", "willow", "xenon", "yarrow", "zephyr"]
+WORDS = [
+    "amber",
+    "birch",
+    "cobalt",
+    "delta",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kestrel",
+    "lumen",
+    "maple",
+    "nimbus",
+    "onyx",
+    "pebble",
+    "quartz",
+    "raven",
+    "sierra",
+    "tundra",
+    "umber",
+    "vertex",
+    "willow",
+    "xenon",
+    "yarrow",
+    "zephyr",
+]
 """Neutral words for names (services, users, projects) so instances read differently."""

@@ -20,7 +20,7 @@ from tbrl_lib.tasks.model import Difficulty
 
 LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
 
-TESTS = '''
+TESTS = """
 def _read(name):
     path = Path("/app") / name
     return path.read_text().strip() if path.exists() else None
@@ -36,16 +36,18 @@ def test_code_copied():
 
 def test_owner_copied():
     assert _read("owner.txt") == OWNER
-'''
+"""
 
 
 def copy_answer(rng: random.Random, difficulty: Difficulty) -> Draft:
     level = LEVEL[difficulty]
     code = "".join(rng.choice(LETTERS) for _ in range(3 + level)) + f"-{rng.randint(100, 999)}"
     owner = rng.choice(WORDS)
-    instruction = (f"Ticket {code} belongs to {owner}.\n"
-                   f"Write the ticket code {code} to /app/answer.txt and the owner name {owner} "
-                   "to /app/owner.txt, one line each.")
+    instruction = (
+        f"Ticket {code} belongs to {owner}.\n"
+        f"Write the ticket code {code} to /app/answer.txt and the owner name {owner} "
+        "to /app/owner.txt, one line each."
+    )
     solution = f"echo {code} > /app/answer.txt; echo {owner} > /app/owner.txt\n"
     return Draft(
         title=f"Record ticket {code}",

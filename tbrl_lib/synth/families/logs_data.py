@@ -29,7 +29,7 @@ QUESTIONS = {
     "distinct_404_ips": "how many distinct client IPs received at least one 404 (integer)",
 }
 
-LOG_SOLVER = r'''
+LOG_SOLVER = r"""
 import glob, gzip, json, re
 from collections import Counter, defaultdict
 pat = re.compile(r"^(\d{4}-\d\d-\d\dT(\d\d):\d\d:\d\dZ) (\d+\.\d+\.\d+\.\d+) (GET|POST|PUT|DELETE) (\S+) (\d{3}) (\d+)ms$")
@@ -55,7 +55,7 @@ answers = {
 }
 keys = json.load(open("/app/QUESTIONS.json"))
 json.dump({k: answers[k] for k in keys}, open("/app/report.json", "w"), indent=2)
-'''
+"""
 
 
 def _log_answers(rows: list[tuple]) -> dict:
@@ -84,8 +84,10 @@ def log_analysis(rng: random.Random, difficulty: Difficulty) -> Draft:
     level = LEVEL[difficulty]
     n_lines = [150, 500, 1200, 2500][level]
     n_files = [1, 2, 3, 4][level]
-    ips = [f"10.{rng.randint(0, 9)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
-           for _ in range(8 + 6 * level)]
+    ips = [
+        f"10.{rng.randint(0, 9)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+        for _ in range(8 + 6 * level)
+    ]
     paths = [f"/api/{w}" for w in pick(rng, WORDS, 6 + 2 * level)] + ["/", "/login"]
     slow_path = rng.choice(paths)
     day = rng.randint(1, 27)
@@ -93,13 +95,16 @@ def log_analysis(rng: random.Random, difficulty: Difficulty) -> Draft:
     for _ in range(n_lines):
         ip = rng.choice(ips[:3]) if rng.random() < 0.15 else rng.choice(ips)
         path = rng.choice(paths)
-        status = rng.choices(["200", "201", "301", "404", "500", "502", "503"],
-                             [60, 8, 6, 12, 5, 3, 2])[0]
+        status = rng.choices(
+            ["200", "201", "301", "404", "500", "502", "503"], [60, 8, 6, 12, 5, 3, 2]
+        )[0]
         latency = rng.randint(5, 400) + (250 if path == slow_path else 0)
         hour = rng.choices(range(24), [1 + (h in (9, 10, 14, 15)) * 2 for h in range(24)])[0]
         stamp = f"2024-03-{day:02d}T{hour:02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
-        lines.append(f"{stamp} {ip} {rng.choice(['GET', 'GET', 'POST', 'PUT', 'DELETE'])} "
-                     f"{path} {status} {latency}ms")
+        lines.append(
+            f"{stamp} {ip} {rng.choice(['GET', 'GET', 'POST', 'PUT', 'DELETE'])} "
+            f"{path} {status} {latency}ms"
+        )
     rows = [LOG_LINE.match(line).groups() for line in lines]
     answers = _log_answers(rows)
     while min(answers.pop("_margins")) < 1:  # plant extra lines until every maximum is unique
@@ -114,15 +119,21 @@ def log_analysis(rng: random.Random, difficulty: Difficulty) -> Draft:
             broken = rng.choice(lines)[: rng.randint(10, 40)]
             lines.insert(rng.randrange(len(lines)), rng.choice(noise + [broken]))
     chunks = [lines[i::n_files] for i in range(n_files)]
-    files = {f"logs/access.log{'.' + str(i) if i else ''}": "\n".join(c) + "\n"
-             for i, c in enumerate(chunks)}
+    files = {
+        f"logs/access.log{'.' + str(i) if i else ''}": "\n".join(c) + "\n"
+        for i, c in enumerate(chunks)
+    }
     build = ["RUN gzip -n /app/logs/access.log.2"] if n_files >= 3 else []
     keys = sorted(pick(rng, list(QUESTIONS), 2 + level))
     answers = {k: answers[k] for k in keys}
     files["QUESTIONS.json"] = __import__("json").dumps(keys) + "\n"
     asked = "\n".join(f"- `{k}`: {QUESTIONS[k]}" for k in keys)
-    noise_note = ("Some lines are not requests (rotation notices, truncated writes); ignore "
-                  "every line that does not match the format. " if level >= 1 else "")
+    noise_note = (
+        "Some lines are not requests (rotation notices, truncated writes); ignore "
+        "every line that does not match the format. "
+        if level >= 1
+        else ""
+    )
     gz_note = "Rotated logs may be gzip-compressed. " if n_files >= 3 else ""
     instruction = f"""
 The web server's access logs are in `/app/logs/` ({n_files} file(s)). Each request line looks like
@@ -133,13 +144,13 @@ Write `/app/report.json`, a JSON object with exactly these keys (also listed in
 `/app/QUESTIONS.json`):
 {asked}
 """
-    body = '''
+    body = """
     def load():
         return json.loads(Path("/app/report.json").read_text())
 
     def test_report_has_the_keys():
         assert sorted(load()) == sorted(EXPECTED)
-    '''
+    """
     weights = {"test_report_has_the_keys": 1.0}
     for k in keys:
         body += f'''
@@ -149,16 +160,20 @@ Write `/app/report.json`, a JSON object with exactly these keys (also listed in
         weights[f"test_{k}"] = 2.0
     return Draft(
         title=f"Answer {len(keys)} questions from web access logs",
-        instruction=instruction, app_files=files, build_steps=build,
-        tests=pytest_module({"EXPECTED": answers}, body), weights=weights,
+        instruction=instruction,
+        app_files=files,
+        build_steps=build,
+        tests=pytest_module({"EXPECTED": answers}, body),
+        weights=weights,
         solution=heredoc("/tmp/solve.py", LOG_SOLVER) + "python3 /tmp/solve.py\n",
-        tags=["logs", "parsing"], answers=answers,
+        tags=["logs", "parsing"],
+        answers=answers,
     )
 
 
 # ------------------------------------------------------------------------ data transform
 
-TRANSFORM_SOLVER = r'''
+TRANSFORM_SOLVER = r"""
 import csv, json
 spec = json.load(open("/app/spec.json"))
 seen, groups = set(), {}
@@ -178,7 +193,7 @@ for row in csv.DictReader(open("/app/data/orders.csv", newline="")):
 out = [{spec["group_by"]: k, spec["metric"]: round(v, 2)} for k, v in groups.items()]
 out.sort(key=lambda r: (-r[spec["metric"]], r[spec["group_by"]]))
 json.dump(out, open("/app/out/summary.json", "w"), indent=2)
-'''
+"""
 
 REGIONS = ["north", "south", "east", "west", "central", "coastal"]
 PRODUCTS = ["widget", "gadget", "sprocket", "gizmo", "doohickey", "flange", "bracket"]
@@ -195,27 +210,36 @@ def data_transform(rng: random.Random, difficulty: Difficulty) -> Draft:
     spec = {"group_by": group_by, "metric": metric, "status": status, "month": month}
     header = "order_id,date,region,product,quantity,unit_price,status"
     csv_text = header + "\n" + "\n".join(",".join(r) for r in rows) + "\n"
-    what = {"revenue": "total revenue (quantity x unit_price, rounded to 2 decimals)",
-            "quantity": "total quantity", "orders": "number of orders"}[metric]
+    what = {
+        "revenue": "total revenue (quantity x unit_price, rounded to 2 decimals)",
+        "quantity": "total quantity",
+        "orders": "number of orders",
+    }[metric]
     rules = [f"keep only orders whose status is `{status}`"]
     if month:
         rules.append(f"keep only orders dated in {month} (YYYY-MM)")
     if dirty:
-        rules += ["fields may carry stray spaces and mixed case: trim them, compare status "
-                  "case-insensitively, and write group names in Title Case",
-                  "an order_id may appear more than once: keep only its first row",
-                  "skip rows with an empty quantity"]
+        rules += [
+            "fields may carry stray spaces and mixed case: trim them, compare status "
+            "case-insensitively, and write group names in Title Case",
+            "an order_id may appear more than once: keep only its first row",
+            "skip rows with an empty quantity",
+        ]
     else:
         rules.append("write group names in Title Case")
-    instruction = f"""
+    instruction = (
+        f"""
 `/app/data/orders.csv` holds order records. Produce `/app/out/summary.json`: a JSON list with
 one object per {group_by}, each `{{"{group_by}": <name>, "{metric}": <value>}}`, where the value
 is the {what} for that {group_by}. Rules:
-""" + "\n".join(f"- {r}" for r in rules) + f"""
+"""
+        + "\n".join(f"- {r}" for r in rules)
+        + f"""
 - sort by {metric} descending, ties by {group_by} ascending.
 
 The same parameters are in `/app/spec.json`. Create `/app/out/` if needed.
 """
+    )
     body = f'''
     def load():
         return json.loads(Path("/app/out/summary.json").read_text())
@@ -237,9 +261,11 @@ The same parameters are in `/app/spec.json`. Create `/app/out/` if needed.
         app_files={"data/orders.csv": csv_text, "spec.json": __import__("json").dumps(spec) + "\n"},
         tests=pytest_module({"EXPECTED": expected}, body),
         weights={"test_groups": 1.0, "test_values": 2.0, "test_order": 1.0},
-        solution="mkdir -p /app/out\n" + heredoc("/tmp/solve.py", TRANSFORM_SOLVER)
+        solution="mkdir -p /app/out\n"
+        + heredoc("/tmp/solve.py", TRANSFORM_SOLVER)
         + "python3 /tmp/solve.py\n",
-        tags=["csv", "json", "data-processing"], answers={"summary": expected},
+        tags=["csv", "json", "data-processing"],
+        answers={"summary": expected},
     )
 
 
@@ -269,7 +295,9 @@ def _orders(rng, n, group_by, metric, status, month, dirty):
         if not qty or st != status or (month and not date.startswith(month)):
             continue
         key = {"region": region, "product": product}[group_by].title()
-        groups[key] += {"revenue": int(qty) * float(price), "quantity": int(qty), "orders": 1}[metric]
+        groups[key] += {"revenue": int(qty) * float(price), "quantity": int(qty), "orders": 1}[
+            metric
+        ]
     out = [{group_by: k, metric: round(v, 2)} for k, v in groups.items()]
     out.sort(key=lambda r: (-r[metric], r[group_by]))
     return rows, out

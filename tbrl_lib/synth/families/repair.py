@@ -54,8 +54,11 @@ def config_repair(rng: random.Random, difficulty: Difficulty) -> Draft:
     name, upstream_hosts = names[0], names[1:3]
     ports = dict(zip(names, rng.sample(range(2000, 9999), len(names))))
     good = {
-        "name": name, "port": ports[name], "log_level": rng.choice(["INFO", "WARNING"]),
-        "workers": rng.randint(2, 8), "data_dir": f"/app/data/{name}",
+        "name": name,
+        "port": ports[name],
+        "log_level": rng.choice(["INFO", "WARNING"]),
+        "workers": rng.randint(2, 8),
+        "data_dir": f"/app/data/{name}",
         "timeout_s": rng.choice([15, 30, 45, 60]),
         "upstreams": [f"{h}:{ports[h]}" for h in upstream_hosts],
         "features": {w: rng.random() < 0.5 for w in pick(rng, WORDS, 3)},
@@ -81,10 +84,10 @@ def config_repair(rng: random.Random, difficulty: Difficulty) -> Draft:
     notes = f"""# {name} service settings
 
 - `port`: the port assigned to `{name}` in `/app/deploy/ports.csv`
-- `log_level`: one of DEBUG, INFO, WARNING, ERROR (this deployment runs at {good['log_level']})
-- `workers`: integer, 1-16 (this host runs {good['workers']})
+- `log_level`: one of DEBUG, INFO, WARNING, ERROR (this deployment runs at {good["log_level"]})
+- `workers`: integer, 1-16 (this host runs {good["workers"]})
 - `data_dir`: the service's data directory, `/app/data/{name}`
-- `timeout_s`: seconds as a number ({good['timeout_s']} here)
+- `timeout_s`: seconds as a number ({good["timeout_s"]} here)
 - `upstreams`: `host:port` strings; ports as in `/app/deploy/ports.csv`
 - everything else (`features`, `owner`, ...) is set by other teams: leave it as it is
 """
@@ -94,7 +97,7 @@ fails. Repair `/app/service/config.json` so the check passes and every setting f
 `/app/service/SETTINGS.md`. Change only what is wrong; keep the file valid JSON and keep
 every other key and value as it is. Do not modify `app.py`.
 """
-    body = '''
+    body = """
     def load():
         return json.loads(Path("/app/service/config.json").read_text())
 
@@ -116,18 +119,28 @@ every other key and value as it is. Do not modify `app.py`.
         assert sorted(cfg) == sorted(GOOD)
         for key in ("name", "features", "owner"):
             assert cfg[key] == GOOD[key], key
-    '''
+    """
     return Draft(
         title=f"Repair the {name} service configuration",
         instruction=instruction,
-        app_files={"service/config.json": text, "service/app.py": CHECKER.lstrip(),
-                   "service/SETTINGS.md": notes, "deploy/ports.csv": ports_csv,
-                   f"data/{name}/.keep": "", f"data/{names[4]}/.keep": ""},
+        app_files={
+            "service/config.json": text,
+            "service/app.py": CHECKER.lstrip(),
+            "service/SETTINGS.md": notes,
+            "deploy/ports.csv": ports_csv,
+            f"data/{name}/.keep": "",
+            f"data/{names[4]}/.keep": "",
+        },
         tests=pytest_module({"GOOD": good}, body),
-        weights={"test_config_is_valid_json": 1.0, "test_check_passes": 2.0,
-                 "test_settings_have_expected_values": 2.0, "test_other_keys_untouched": 1.0},
+        weights={
+            "test_config_is_valid_json": 1.0,
+            "test_check_passes": 2.0,
+            "test_settings_have_expected_values": 2.0,
+            "test_other_keys_untouched": 1.0,
+        },
         solution=heredoc("/app/service/config.json", json.dumps(good, indent=2)),
-        tags=["config", "json", "debugging"], answers={"faults": faults, "good": good},
+        tags=["config", "json", "debugging"],
+        answers={"faults": faults, "good": good},
     )
 
 
@@ -187,8 +200,10 @@ SLOTS = {
     "ORDER": ("sorted(teams)", "sorted(teams, reverse=True)"),
     "BEST": ("entry[0] > best[0]", "entry[0] < best[0]"),
     "MEAN": ("total / len(entries)", "total // len(entries)"),
-    "MEDIAN": ("scores[mid] if len(scores) % 2 else (scores[mid - 1] + scores[mid]) / 2",
-               "scores[mid]"),
+    "MEDIAN": (
+        "scores[mid] if len(scores) % 2 else (scores[mid - 1] + scores[mid]) / 2",
+        "scores[mid]",
+    ),
 }
 """Slot -> (correct code, planted bug)."""
 
@@ -218,7 +233,9 @@ def _scores_csv(rng: random.Random, n: int) -> str:
     for _ in range(n):
         team = rng.choice(teams)
         shown = rng.choice([team, f" {team}", team.title()])
-        rows.append(f"{rng.choice(WORDS)}-{rng.randint(10, 99)},{shown},{rng.randint(100, 999) / 10}")
+        rows.append(
+            f"{rng.choice(WORDS)}-{rng.randint(10, 99)},{shown},{rng.randint(100, 999) / 10}"
+        )
     return "name,team,score\n" + "\n".join(rows) + "\n"
 
 
@@ -234,7 +251,7 @@ def script_debug(rng: random.Random, difficulty: Difficulty) -> Draft:
             break
     else:
         raise RuntimeError("could not draw data that exposes every planted bug")
-    body = '''
+    body = """
     def run_on(tmp_path, name, text):
         data = tmp_path / name
         data.write_text(text)
@@ -257,7 +274,7 @@ def script_debug(rng: random.Random, difficulty: Difficulty) -> Draft:
                               capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
-    '''
+    """
     instruction = f"""
 `/app/report.py` summarises a scores file: `python3 /app/report.py /app/data/scores.csv`
 prints JSON with, per team, the number of players (`count`), the mean score rounded to
@@ -277,25 +294,32 @@ format as it is.
         tests=pytest_module({"HIDDEN": inputs[1:], "EXPECTED": expected}, body),
         weights={"test_given_data": 1.0, "test_hidden_data_one": 2.0, "test_hidden_data_two": 2.0},
         solution=heredoc("/app/report.py", correct),
-        tags=["python", "debugging"], answers={"bugs": sorted(bugs), "expected": expected},
+        tags=["python", "debugging"],
+        answers={"bugs": sorted(bugs), "expected": expected},
     )
 
 
 # -------------------------------------------------------------------------- build fix
 
 TOOLS = {
-    "rot": ("shift each letter by {k} places (a-z, A-Z; other characters unchanged)",
-            "def transform(text):\n    out = []\n    for ch in text:\n"
-            "        if ch.isalpha() and ch.isascii():\n"
-            "            base = ord('a') if ch.islower() else ord('A')\n"
-            "            ch = chr((ord(ch) - base + {k}) % 26 + base)\n"
-            "        out.append(ch)\n    return ''.join(out)\n"),
-    "checksum": ("print the sum of (position+1)*byte over the UTF-8 bytes, modulo {m}",
-                 "def transform(text):\n    data = text.encode()\n"
-                 "    return str(sum((i + 1) * b for i, b in enumerate(data)) % {m})\n"),
-    "vowels": ("replace every vowel (aeiou, either case) with '{c}'",
-               "def transform(text):\n    return ''.join('{c}' if ch.lower() in 'aeiou' else ch "
-               "for ch in text)\n"),
+    "rot": (
+        "shift each letter by {k} places (a-z, A-Z; other characters unchanged)",
+        "def transform(text):\n    out = []\n    for ch in text:\n"
+        "        if ch.isalpha() and ch.isascii():\n"
+        "            base = ord('a') if ch.islower() else ord('A')\n"
+        "            ch = chr((ord(ch) - base + {k}) % 26 + base)\n"
+        "        out.append(ch)\n    return ''.join(out)\n",
+    ),
+    "checksum": (
+        "print the sum of (position+1)*byte over the UTF-8 bytes, modulo {m}",
+        "def transform(text):\n    data = text.encode()\n"
+        "    return str(sum((i + 1) * b for i, b in enumerate(data)) % {m})\n",
+    ),
+    "vowels": (
+        "replace every vowel (aeiou, either case) with '{c}'",
+        "def transform(text):\n    return ''.join('{c}' if ch.lower() in 'aeiou' else ch "
+        "for ch in text)\n",
+    ),
 }
 BUILD_FAULTS = ["source_dir", "syntax", "import_name", "version_quotes", "dist_dir"]
 
@@ -303,8 +327,11 @@ BUILD_FAULTS = ["source_dir", "syntax", "import_name", "version_quotes", "dist_d
 def build_fix(rng: random.Random, difficulty: Difficulty) -> Draft:
     level = LEVEL[difficulty]
     pkg, tool = rng.choice(WORDS), rng.choice(sorted(TOOLS))
-    params = {"k": rng.randint(1, 25), "m": rng.choice([97, 251, 1009, 65521]),
-              "c": rng.choice("*#@%")}
+    params = {
+        "k": rng.randint(1, 25),
+        "m": rng.choice([97, 251, 1009, 65521]),
+        "c": rng.choice("*#@%"),
+    }
     describe, core = TOOLS[tool][0].format(**params), TOOLS[tool][1].format(**params)
     version = f"{rng.randint(0, 4)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
     faults = set(pick(rng, BUILD_FAULTS[2:], level)) | {rng.choice(BUILD_FAULTS[:2])}
@@ -362,7 +389,8 @@ behaves as described. Keep the layout (`src/{pkg}/`, `build.sh`, `VERSION`); lea
         app_files={f"project/{p}": t for p, t in files.items()},
         tests=pytest_module({"VERSION": version, "PROBES": probes, "EXPECTED": expected}, body),
         weights={"test_clean_build_succeeds": 1.0, "test_version": 1.0, "test_transform": 2.0},
-        solution=solution, tags=["build", "python", "packaging"],
+        solution=solution,
+        tags=["build", "python", "packaging"],
         answers={"faults": sorted(faults), "expected": expected, "version": version},
     )
 
@@ -396,5 +424,10 @@ def _project(pkg: str, core: str, version: str, faults: set[str]) -> dict[str, s
             else:
                 print(transform(" ".join(sys.argv[1:])))
         """)
-    return {"build.sh": build, "VERSION": version + "\n", f"src/{pkg}/__init__.py": "",
-            f"src/{pkg}/cli.py": cli, f"src/{pkg}/text_ops.py": core}
+    return {
+        "build.sh": build,
+        "VERSION": version + "\n",
+        f"src/{pkg}/__init__.py": "",
+        f"src/{pkg}/cli.py": cli,
+        f"src/{pkg}/text_ops.py": core,
+    }
