@@ -27,6 +27,7 @@ TINY_MODEL = "tiny"
 GENERATION_BACKENDS = ("hf", "vllm-colocate", "vllm-server")
 DISTRIBUTED = ("none", "ddp", "zero3", "fsdp2")
 DTYPES = ("bf16", "fp16", "fp32")
+VLLM_IS_LEVELS = ("token", "sequence")
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo")
 
 
@@ -135,6 +136,24 @@ class TrainConfig:
     vllm_server_url: str | None = None
     """Base URL of the vLLM server (vllm-server backend), e.g. http://node4:8000; $VARS are expanded."""
 
+    # --- vLLM importance sampling, tracking, hub
+    vllm_is_level: str = "token"
+    """Importance-sampling correction of vLLM's sampling log-probs vs the trainer's: `token` or
+    `sequence`. Token-level, truncated: one ratio per token, capped at `vllm_is_cap`. A 32k-token
+    multi-turn trajectory's sequence ratio is a product of thousands of per-token ratios, so
+    small vLLM/trainer numeric drift pushes it past any cap and TRL's default
+    (`sequence_mask`) would drop whole long episodes from the loss; per-token truncation keeps
+    every token and bounds each one's weight."""
+    vllm_is_cap: float = 3.0
+    """Upper bound C of the importance ratio (ratios above C are truncated to C)."""
+    report_to: list[str] = field(default_factory=list)
+    """Trackers for TRL's logs: tensorboard, wandb, trackio, ... (`--set report_to=tensorboard`;
+    a comma-separated string or a list); empty or `none`: metrics.jsonl only."""
+    push_to_hub: bool = False
+    """Push checkpoints and the final model to the Hugging Face Hub (needs a token)."""
+    hub_model_id: str | None = None
+    """Hub repo (`user/name`) for `push_to_hub`; None: the run folder's name."""
+
     # --- sandboxes
     sandbox_concurrency: int = 32
     """Episodes running at once on this process (each holds one container)."""
@@ -221,6 +240,10 @@ class TrainConfig:
             ToolConfig(**self.tools)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"tools: {exc}") from exc
+        _choice("vllm_is_level", self.vllm_is_level, VLLM_IS_LEVELS)
+        if not self.vllm_is_cap >= 1:
+            raise ValueError(f"vllm_is_cap={self.vllm_is_cap} must be >= 1 (upstream TRL: 3.0)")
+        self.report_to = _tracker_list(self.report_to)
         if self.filter_after_groups < 0:
             raise ValueError("filter_after_groups must be >= 0 (0 disables filtering)")
 
@@ -271,6 +294,13 @@ def config_from_dict(values: dict[str, Any], where: str = "config") -> TrainConf
         return TrainConfig(**values)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from exc
+
+
+def _tracker_list(value: str | list[str] | None) -> list[str]:
+    """`report_to` as a list: "tensorboard,wandb" -> [...]; None, "" or "none" -> []."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    names = [str(v).strip() for v in items if str(v).strip()]
+    return [] if names in ([], ["none"]) else names
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:

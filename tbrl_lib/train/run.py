@@ -135,7 +135,9 @@ def grpo_args(config: TrainConfig, out_dir: Path):
         "gradient_checkpointing": config.gradient_checkpointing,
         "seed": config.seed,
         "logging_steps": 1,
-        "report_to": [],
+        "report_to": config.report_to or "none",  # event files under checkpoints/runs/
+        "push_to_hub": config.push_to_hub,
+        "hub_model_id": config.hub_model_id,
         "disable_tqdm": False,
         "save_strategy": "steps" if config.save_steps else "no",
         "save_steps": config.save_steps or 500,
@@ -151,6 +153,8 @@ def grpo_args(config: TrainConfig, out_dir: Path):
             vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
             vllm_tensor_parallel_size=config.vllm_tensor_parallel_size,
             vllm_max_model_length=config.max_context_tokens,
+            vllm_importance_sampling_mode=f"{config.vllm_is_level}_truncate",
+            vllm_importance_sampling_clip_max=config.vllm_is_cap,
         )
         if config.vllm_server_url:
             kwargs["vllm_server_base_url"] = os.path.expandvars(config.vllm_server_url)
