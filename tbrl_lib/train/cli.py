@@ -4,7 +4,7 @@ tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR]
 tbrl train sft --family copy_answer --demos 32 --out DIR   (oracle demos -> SFT checkpoint)
 tbrl train presets
 tbrl train plan --preset 32xh100
-tbrl train launch --preset 32xh100 --out launch/        (accelerate.yaml + commands.sh)
+tbrl train launch 32xh100 --out launch/   (accelerate.yaml, commands.sh, job.sbatch)
 """
 
 from __future__ import annotations
@@ -152,21 +152,22 @@ def launch_cmd(
     preset: str = PresetOpt,
     overrides: list[str] = SetOpt,
     out: Path = LaunchOutOpt,
+    nodes: str = typer.Option(
+        "", "--nodes", help="Comma-separated node names for commands.sh: training nodes, then vLLM."
+    ),
 ) -> None:
-    """Write the accelerate config and the per-role commands for a (multi-node) preset."""
-    from tbrl_lib.train.launch import launch_commands, write_accelerate_config
+    """Write accelerate.yaml, commands.sh (per node) and job.sbatch (Slurm) for a preset."""
+    from tbrl_lib.train.launch import launch_commands, write_launch_files
 
-    preset = preset_name or preset
-
-    config = _config(preset, overrides)
-    acc = write_accelerate_config(config, out / "accelerate.yaml")
-    commands = launch_commands(config, str(acc), out_dir=f"outputs/train-{config.name}")
-    lines = [
-        "#!/usr/bin/env bash",
-        "# Run each role on its machine; set MAIN_IP and MACHINE_RANK per node.",
-    ]
-    lines += [f"# {role}\n{cmd}" for role, cmd in commands.items()]
-    (out / "commands.sh").write_text("\n".join(lines) + "\n")
-    typer.echo(f"wrote {acc} and {out / 'commands.sh'}")
+    config = _config(preset_name or preset, overrides)
+    names = [n.strip() for n in nodes.split(",") if n.strip()]
+    try:
+        files = write_launch_files(config, out, overrides, names)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--nodes") from exc
+    typer.echo("wrote " + ", ".join(str(p) for p in files.values()))
+    commands = launch_commands(
+        config, str(files["accelerate"]), f"outputs/train-{config.name}", overrides
+    )
     for role, cmd in commands.items():
         typer.echo(f"{role}: {cmd}")

@@ -1,0 +1,160 @@
+"""The generated commands.sh and job.sbatch run under bash (set -u) with stand-ins for `trl`,
+`tbrl`, `accelerate`, `python3` (the server health check), `scontrol` and `srun`: every
+variable a command reads is set by the script, the vLLM server and the trainer get their own
+GPUs on a shared node, and each training node gets its machine rank and the rendezvous."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tbrl_lib.train.launch import (
+    commands_script,
+    gpu_split,
+    launch_commands,
+    needs_vllm_host,
+    node_count,
+    sbatch_script,
+)
+from tbrl_lib.train.presets import load_preset, preset_names
+
+RECORD = """#!/usr/bin/env bash
+echo "$(basename "$0") $* | CVD=${CUDA_VISIBLE_DEVICES-unset} VLLM_HOST=${VLLM_HOST-unset} PROCID=${SLURM_PROCID-unset}" >> "$STUB_LOG"
+"""
+SRUN = """#!/usr/bin/env bash
+# srun stand-in: --key=value options, then the command, run once per task with SLURM_PROCID
+tasks=1
+while [[ "$1" == --* ]]; do
+  case "$1" in --ntasks=*) tasks=${1#--ntasks=} ;; esac
+  echo "srun-option $1" >> "$STUB_LOG"; shift
+done
+for ((i = 0; i < tasks; i++)); do SLURM_PROCID=$i "$@"; done
+"""
+SCONTROL = """#!/usr/bin/env bash
+[ "$1 $2" = "show hostnames" ] && printf 'gpu-a\\ngpu-b\\ngpu-c\\ngpu-d\\n'
+"""
+
+HEALTH = """#!/usr/bin/env bash
+# the server health check: answers once a server started here has run (at most 1 s)
+for _ in $(seq 20); do grep -q '^trl ' "$STUB_LOG" && exit 0; sleep 0.05; done
+exit 0
+"""
+
+
+@pytest.fixture()
+def stubs(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scripts = {"trl": RECORD, "tbrl": RECORD, "accelerate": RECORD, "srun": SRUN}
+    scripts |= {"scontrol": SCONTROL, "python3": HEALTH}
+    for name, text in scripts.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def run_script(text: str, stubs: Path, *args: str, **env: str) -> list[str]:
+    script = stubs.parent / "script.sh"
+    script.write_text(text)
+    log = stubs.parent / "calls.log"
+    log.write_text("")
+    base = {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(log), "HOME": str(stubs.parent)}
+    proc = subprocess.run(
+        ["bash", str(script), *args], env={**base, **env}, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [line for line in log.read_text().splitlines() if line]
+
+
+def calls(lines: list[str], program: str) -> list[str]:
+    return [line for line in lines if line.startswith(program + " ")]
+
+
+def test_2xa100_splits_the_node_between_server_and_trainer(stubs, tmp_path):
+    config = load_preset("2xa100")
+    assert gpu_split(config) == ("0", "1")
+    roles = launch_commands(config)
+    assert roles["vllm_server"].startswith("CUDA_VISIBLE_DEVICES=1 trl vllm-serve")
+    assert roles["train"].startswith("CUDA_VISIBLE_DEVICES=0 tbrl train run")
+    text = commands_script(config, "acc.yaml", "outputs/x", ["max_steps=5"], workdir=tmp_path)
+    lines = run_script(text, stubs)
+    assert [c.split(" | ")[1] for c in calls(lines, "trl")] == [
+        "CVD=1 VLLM_HOST=unset PROCID=unset"
+    ]
+    (train,) = calls(lines, "tbrl")
+    assert train.startswith("tbrl train run --preset 2xa100 --out outputs/x --set max_steps=5")
+    assert "CVD=0 " in train
+    # GPUs a scheduler handed out are split the same way
+    lines = run_script(text, stubs, CUDA_VISIBLE_DEVICES="4,6")
+    assert "CVD=6 " in calls(lines, "trl")[0] and "CVD=4 " in calls(lines, "tbrl")[0]
+
+
+def test_32xh100_commands_sh_per_node(stubs, tmp_path):
+    config = load_preset("32xh100")
+    names = ["h0", "h1", "h2", "h3"]
+    text = commands_script(config, "acc.yaml", "outputs/x", nodes=names, workdir=tmp_path)
+    (server,) = calls(run_script(text, stubs, "3"), "trl")
+    assert "--tensor-parallel-size 8" in server and "CVD=unset" in server
+    for rank in range(3):
+        (train,) = calls(run_script(text, stubs, str(rank)), "accelerate")
+        assert f"--machine_rank {rank} --main_process_ip h0 -m tbrl_lib.cli train run" in train
+        assert "VLLM_HOST=h3" in train
+    with pytest.raises(ValueError, match="4"):
+        commands_script(config, "acc.yaml", "outputs/x", nodes=names[:3], workdir=tmp_path)
+
+
+def test_32xh100_sbatch_takes_nodes_and_ranks_from_slurm(stubs, tmp_path):
+    text = sbatch_script(load_preset("32xh100"), "acc.yaml", "outputs/x", workdir=tmp_path)
+    assert "#SBATCH --nodes=4" in text and "#SBATCH --gpus-per-node=8" in text
+    lines = run_script(text, stubs, SLURM_JOB_NODELIST="gpu-[a-d]")
+    assert "srun-option --nodelist=gpu-d" in lines  # the server role on the last node
+    assert "srun-option --nodelist=gpu-a,gpu-b,gpu-c" in lines
+    (server,) = calls(lines, "trl")
+    trains = calls(lines, "accelerate")
+    assert len(trains) == 3 and "vllm-serve --model Qwen/Qwen3-32B" in server
+    for rank, train in enumerate(trains):
+        assert f"--machine_rank {rank} --main_process_ip gpu-a" in train
+        assert "VLLM_HOST=gpu-d" in train
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_script_runs_with_every_variable_set(name, stubs, tmp_path):
+    """set -u in the scripts: a variable no line sets would stop them with an error."""
+    config = load_preset(name)
+    commands = commands_script(config, "acc.yaml", "outputs/x", workdir=tmp_path)
+    nodes = node_count(config)
+    trainers: list[str] = []
+    for node in range(nodes):
+        lines = run_script(commands, stubs, *([str(node)] if nodes > 1 else []))
+        trainers += calls(lines, "tbrl") + calls(lines, "accelerate")
+    sbatch = sbatch_script(config, "acc.yaml", "outputs/x", workdir=tmp_path)
+    slurm = run_script(sbatch, stubs, SLURM_JOB_NODELIST="gpu-[a-d]")
+    trainers += calls(slurm, "tbrl") + calls(slurm, "accelerate")
+    assert len(trainers) == 2 * config.num_nodes
+    if needs_vllm_host(config):
+        assert all("VLLM_HOST=unset" not in t for t in trainers)
+    env_vars = {"MAIN_IP", "MACHINE_RANK", "VLLM_HOST"}
+    for command in launch_commands(config).values():
+        used = {w.strip("${}") for w in command.replace("=", " ").split() if w.startswith("$")}
+        assert used <= env_vars, used
+
+
+def test_launch_cli_writes_all_three_files(tmp_path):
+    from typer.testing import CliRunner
+
+    from tbrl_lib.train.cli import app
+
+    out = tmp_path / "launch"
+    result = CliRunner().invoke(
+        app, ["launch", "16xh100", "--out", str(out), "--nodes", "a,b", "--set", "max_steps=3"]
+    )
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.iterdir()} == {"accelerate.yaml", "commands.sh", "job.sbatch"}
+    assert os.access(out / "job.sbatch", os.X_OK)
+    commands = (out / "commands.sh").read_text()
+    assert "NODES=(a b)" in commands and "--set max_steps=3" in commands
+    bad = CliRunner().invoke(app, ["launch", "16xh100", "--out", str(out), "--nodes", "a"])
+    assert bad.exit_code != 0 and "2" in bad.output
