@@ -5,6 +5,14 @@ raises `PreflightError` whose message names what is missing and the launch comma
 the preset. Every check is local and bounded: no image is built, no weights are downloaded,
 the hub check is one TCP connect with a short timeout (no retries).
 
+Beyond the machine (world size, GPUs, vLLM/DeepSpeed, model, hub) it refuses settings that
+would hang or desync a run: vLLM colocated with tensor parallel > 1 (tbrl's rollouts call the
+engine per rank, without the gather across the parallel group TRL's own generate does) and
+HF generation under ZeRO-3 (ranks generating different numbers of tokens wait for each other's
+parameter gathers: a deadlock). It asks the Docker engines (all at once, a few seconds at most)
+and compares their memory with the sandboxes the preset keeps in flight, checks that a vLLM
+server answers its /health when the preset uses one, and that the `report_to` trackers import.
+
 GPU presence is read from `torch.cuda` (imported only when the preset needs GPUs);
 `TBRL_FAKE_GPUS=N[:MEM_GB]` overrides what torch reports, for tests on machines without GPUs.
 """
@@ -14,12 +22,20 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
+import threading
+import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
 from tbrl_lib.train.presets import TrainConfig
 
 HUB_TIMEOUT_S = 3.0
+DOCKER_TIMEOUT_S = 5.0
+SERVER_TIMEOUT_S = 2.0
+SANDBOX_WORKING_SET_MB = 256
+"""Memory one running sandbox is planned to use (a shell, the agent's commands, a test run);
+the task's `memory_mb` limit (2 GB by default) is a cap, not a reservation."""
+TRACKER_MODULES = {"tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",)}
 
 
 class PreflightError(RuntimeError):
@@ -75,16 +91,106 @@ def _model_local(model: str) -> bool:
         return False
 
 
-def _gpus_needed_per_node(config: TrainConfig) -> int:
-    """Training GPUs per node, plus the vLLM server's when it shares the (single) training node."""
+def _gpus_needed_per_node(config: TrainConfig, server_up: bool = False) -> int:
+    """Training GPUs per node, plus the vLLM server's when it shares the (single) training node
+    and is not running yet (once it runs, the launch script gives the trainer only its own)."""
     shared_server = config.generation_backend == "vllm-server" and config.vllm_server_nodes == 0
-    return config.gpus_per_node + (config.vllm_tensor_parallel_size if shared_server else 0)
+    extra = config.vllm_tensor_parallel_size if shared_server and not server_up else 0
+    return config.gpus_per_node + extra
+
+
+def _server_url(config: TrainConfig) -> str | None:
+    """The vLLM server's base URL with $VARS expanded; None when a variable is unset."""
+    url = config.vllm_server_url or ""
+    expanded = os.path.expandvars(url)
+    return None if not url or "$" in expanded else expanded.rstrip("/")
+
+
+def _server_answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=SERVER_TIMEOUT_S) as response:
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def _docker_memory(hosts: list[str | None]) -> dict[str | None, int | None]:
+    """Each Docker engine's total memory in bytes (None: it did not answer), asked in parallel
+    on daemon threads so a hung ssh:// host costs DOCKER_TIMEOUT_S at most."""
+    from tbrl_lib.sandbox.engine import client
+
+    answers: dict[str | None, int | None] = dict.fromkeys(hosts)
+
+    def ask(host: str | None) -> None:
+        try:
+            engine = client(host, timeout=int(DOCKER_TIMEOUT_S))
+            answers[host] = int(engine.info().get("MemTotal", 0))
+            engine.close()
+        except Exception:  # noqa: BLE001 - any failure means: does not answer
+            answers[host] = None
+
+    threads = [threading.Thread(target=ask, args=(h,), daemon=True) for h in hosts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DOCKER_TIMEOUT_S + 1)
+    return answers
+
+
+def sandbox_problems(config: TrainConfig) -> list[str]:
+    """Docker engines that do not answer, and sandboxes in flight beyond their memory."""
+    hosts: list[str | None] = list(config.docker_hosts) or [None]
+    memory = _docker_memory(hosts)
+    problems = [
+        f"Docker engine {h or os.environ.get('DOCKER_HOST') or 'local'} does not answer"
+        for h, mem in memory.items()
+        if mem is None
+    ]
+    if problems:
+        return problems
+    # Shared hosts serve every process of the job; the local engine only this node's.
+    processes = config.num_processes if config.docker_hosts else max(1, config.gpus_per_node)
+    in_flight = config.sandbox_concurrency * processes
+    need_gb = in_flight * SANDBOX_WORKING_SET_MB / 1024
+    have_gb = sum(m or 0 for m in memory.values()) / 2**30
+    if need_gb > have_gb:
+        problems.append(
+            f"{in_flight} sandboxes in flight ({config.sandbox_concurrency} x {processes} "
+            f"process(es)) need ~{need_gb:.0f} GB at {SANDBOX_WORKING_SET_MB} MB each; the "
+            f"Docker engine(s) have {have_gb:.0f} GB: lower sandbox_concurrency or add docker_hosts"
+        )
+    return problems
+
+
+def setting_problems(config: TrainConfig) -> list[str]:
+    """Combinations that would hang or desync a run, whatever the machine."""
+    problems = []
+    if config.generation_backend == "vllm-colocate" and config.vllm_tensor_parallel_size > 1:
+        problems.append(
+            f"vllm-colocate with vllm_tensor_parallel_size={config.vllm_tensor_parallel_size}: "
+            "rollouts call the engine per rank without the gather across the tensor-parallel "
+            "group (ranks desync); use vllm_tensor_parallel_size=1 or generation_backend=vllm-server"
+        )
+    if config.generation_backend == "hf" and config.distributed == "zero3":
+        problems.append(
+            "generation_backend=hf with distributed=zero3: ranks generating different lengths "
+            "deadlock on ZeRO-3 parameter gathers; use vllm-colocate/vllm-server, or ddp/fsdp2"
+        )
+    for tracker in config.report_to:
+        modules = TRACKER_MODULES.get(tracker, (tracker,))
+        if not any(importlib.util.find_spec(m) for m in modules):
+            problems.append(
+                f"report_to={tracker}: {modules[0]} is not installed (pip install {modules[0]})"
+            )
+    return problems
 
 
 def preflight(config: TrainConfig) -> list[str]:
     """Problems that stop `config` from running here (empty list: go)."""
-    problems: list[str] = []
+    problems: list[str] = setting_problems(config)
     needs_gpu = config.gpus_per_node > 0
+    url = _server_url(config) if config.generation_backend == "vllm-server" else None
+    server_up = bool(url) and _server_answers(url)
     world = _world_size()
     if world != config.num_processes:
         problems.append(
@@ -96,7 +202,7 @@ def preflight(config: TrainConfig) -> list[str]:
         if count == 0:
             problems.append("no CUDA GPU visible on this machine")
         else:
-            needed = _gpus_needed_per_node(config)
+            needed = _gpus_needed_per_node(config, server_up)
             if count < needed:
                 problems.append(f"{count} GPU(s) visible, the preset needs {needed} on this node")
             if mem + 1 < config.gpu_memory_gb:
@@ -114,18 +220,29 @@ def preflight(config: TrainConfig) -> list[str]:
     ):
         var = config.vllm_server_url.split("${", 1)[1].split("}", 1)[0]
         if not os.environ.get(var):
-            problems.append(f"vllm_server_url needs ${var}, which is not set")
+            problems.append(
+                f"vllm_server_url needs ${var}, which is not set (launch/commands.sh and "
+                "job.sbatch set it to the server node)"
+            )
+    if url and not server_up:
+        problems.append(
+            f"no vLLM server answers at {url}/health: start it first (launch/commands.sh "
+            "starts it, then training)"
+        )
     if not _model_local(config.model) and not _hub_reachable():
         problems.append(
             f"model {config.model}: not in a local folder or the HF cache, and the hub is not reachable"
         )
-    return problems
+    return problems + sandbox_problems(config)
 
 
 def launch_hint(config: TrainConfig) -> str:
     if config.num_processes <= 1 and config.gpus_per_node <= 1:
         return f"tbrl train run --preset {config.name}"
-    return f"tbrl train launch {config.name} --out launch/   (then run launch/commands.sh on each node)"
+    return (
+        f"tbrl train launch {config.name} --out launch/   (then bash launch/commands.sh "
+        "NODE_INDEX on each node, or sbatch launch/job.sbatch)"
+    )
 
 
 def require_preflight(config: TrainConfig) -> None:
@@ -149,4 +266,9 @@ def dry_run_text(config: TrainConfig) -> str:
     lines += [f"  - {p}" for p in problems]
     lines += ["", plan_memory(config).table(), ""]
     lines += [f"{role}: {cmd}" for role, cmd in launch_commands(config).items()]
+    if config.num_nodes > 1 or config.generation_backend == "vllm-server":
+        lines.append(
+            "($MAIN_IP, $MACHINE_RANK, $VLLM_HOST: set per node by launch/commands.sh and "
+            f"launch/job.sbatch, written by: tbrl train launch {config.name} --out launch/)"
+        )
     return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""Preflight refusals beyond the machine: settings that hang or desync a run, trackers that
+are not installed, Docker engines that do not answer, sandboxes beyond the engines' memory,
+and a vLLM server that does not answer (the GPU count of a shared node depends on it)."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from tbrl_lib.train.cli import app
+from tbrl_lib.train.preflight import preflight, sandbox_problems, setting_problems
+from tbrl_lib.train.presets import load_preset
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+
+
+def test_colocate_with_tensor_parallel_and_hf_with_zero3_are_refused():
+    colocate = load_preset("8xh100", {"vllm_tensor_parallel_size": 2})
+    (line,) = setting_problems(colocate)
+    assert "vllm-colocate with vllm_tensor_parallel_size=2" in line and "desync" in line
+    hf = load_preset("8xh100", {"generation_backend": "hf"})
+    (line,) = setting_problems(hf)
+    assert "generation_backend=hf with distributed=zero3" in line and "deadlock" in line
+    assert setting_problems(load_preset("8xh100")) == []
+    assert setting_problems(load_preset("8xh100", {"distributed": "fsdp2", "generation_backend": "hf"})) == []  # fmt: skip
+
+
+def test_refusal_through_the_cli_is_one_line_each_and_fast():
+    t0 = time.monotonic()
+    result = CliRunner().invoke(
+        app, ["preflight", "8xh100", "--set", "generation_backend=hf", "--set", "report_to=wandb"]
+    )
+    assert time.monotonic() - t0 < 15
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert sum("distributed=zero3" in line for line in lines) == 1
+    assert any("report_to=wandb: wandb is not installed" in line for line in lines)
+
+
+def test_trackers_that_import_pass():
+    assert setting_problems(load_preset("cpu-smoke", {"report_to": "tensorboard"})) == []
+
+
+def test_a_docker_host_that_does_not_answer_is_named_within_seconds():
+    config = load_preset("cpu-smoke", {"docker_hosts": ["tcp://127.0.0.1:9"]})
+    t0 = time.monotonic()
+    problems = sandbox_problems(config)
+    assert time.monotonic() - t0 < 8
+    assert problems == ["Docker engine tcp://127.0.0.1:9 does not answer"]
+
+
+@pytest.mark.docker
+def test_sandboxes_beyond_the_engines_memory_are_refused(docker_client):
+    assert sandbox_problems(load_preset("cpu-smoke")) == []
+    (line,) = sandbox_problems(load_preset("cpu-smoke", {"sandbox_concurrency": 100_000}))
+    assert "100000 sandboxes in flight" in line and "lower sandbox_concurrency" in line
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_shared_node_needs_the_server_gpu_only_until_the_server_answers(monkeypatch):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    monkeypatch.setenv("TBRL_FAKE_GPUS", "1:80")  # what the trainer sees after the split
+    try:
+        up = preflight(load_preset("2xa100", {"vllm_server_url": url}))
+        assert not any("GPU" in p or "vLLM server" in p for p in up), up
+    finally:
+        server.shutdown()
+        server.server_close()
+    down = "\n".join(preflight(load_preset("2xa100", {"vllm_server_url": url})))
+    assert f"no vLLM server answers at {url}/health" in down
+    assert "1 GPU(s) visible, the preset needs 2" in down
