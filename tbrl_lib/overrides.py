@@ -43,3 +43,33 @@ def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def settings_error(err: Exception, model: Any) -> str:
+    """A failed `model.model_validate(...)` of `--set` items, as one short line per problem:
+    the dotted key and what is wrong, with the known keys when the key is unknown (no pydantic
+    boilerplate: error codes, echoed input, documentation links)."""
+    errors = getattr(err, "errors", None)
+    if not callable(errors):
+        return str(err)
+    problems = []
+    for item in errors():
+        loc = [str(part) for part in item.get("loc", ())]
+        key = ".".join(loc) or "(settings)"
+        if item.get("type") == "extra_forbidden":
+            known = _known_keys(model, loc[:-1])
+            hint = f"; known settings{' under ' + '.'.join(loc[:-1]) if loc[:-1] else ''}: "
+            problems.append(f"unknown setting {key!r}" + (hint + ", ".join(known) if known else ""))
+        else:
+            problems.append(
+                f"{key}: {item.get('msg', 'invalid value')} (got {item.get('input')!r})"
+            )
+    return "; ".join(problems)
+
+
+def _known_keys(model: Any, path: list[str]) -> list[str]:
+    """The field names of the (nested pydantic) model reached by `path`, or [] if unknown."""
+    for part in path:
+        field = getattr(model, "model_fields", {}).get(part)
+        model = getattr(field, "annotation", None)
+    return sorted(getattr(model, "model_fields", {}) or [])

@@ -102,6 +102,63 @@ def test_commands_that_need_docker_refuse_before_running(no_engine, tbrl, tmp_pa
     assert not out.exists()  # refused before anything ran
 
 
+def test_docker_reap_without_an_engine_says_how_to_start_one(no_engine, tbrl):
+    line = one_line_error(tbrl("docker", "reap"))
+    assert "tbrl docker reap needs a Docker engine" in line and "DOCKER_HOST" in line
+
+
+@pytest.mark.parametrize("command", [["eval", "run", "--tasks", "data/tasks"], ["agent", "run"]])
+def test_an_api_policy_without_its_key_is_refused_before_anything_runs(
+    monkeypatch, tbrl, tmp_path, command
+):
+    if command[0] == "agent":  # agent run asks the engine first: give it one that answers
+        from tbrl_lib.sandbox import engine
+
+        monkeypatch.setattr(engine, "require_engine", lambda purpose="": None)
+        command = [*command, "data/tasks"]
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    out = tmp_path / "out"
+    result = tbrl(*command, "--policy", "anthropic:claude-sonnet-4-5", "--out", out)
+    assert result.code == 1
+    line = one_line_error(result)
+    assert "anthropic:claude-sonnet-4-5 needs an API key: set ANTHROPIC_API_KEY" in line
+    assert not out.exists()
+
+
+def test_an_unknown_eval_setting_is_named_with_the_known_ones(tbrl):
+    result = tbrl("eval", "run", "--tasks", "data/tasks", "--set", "episode.max_turnz=3")
+    assert result.code == 2
+    line = one_line_error(result)
+    assert "unknown setting 'episode.max_turnz'" in line and "max_turns" in line
+    assert "pydantic" not in line and "extra_forbidden" not in line
+
+
+def test_an_engine_outage_past_the_wait_ends_in_one_line_saying_how_to_resume(
+    monkeypatch, tbrl, tmp_path
+):
+    """The engine answers at the start, then stops answering mid-run and stays down past
+    the wait: `tbrl eval run` stops with exit 1 and one line (no traceback)."""
+    from tbrl_lib.evaluate import harness
+    from tbrl_lib.sandbox import engine
+
+    monkeypatch.setattr(engine, "require_engine", lambda purpose="": None)
+    monkeypatch.setattr(engine, "ping", lambda *a: None)  # down from now on
+
+    def run_eval(tasks, config, out_dir, **kwargs):
+        runner = harness.TrialRunner(None, None, config.rollout_config(), out_dir, 0.2)
+        harness.run_sync(runner._wait_for_engine("sandbox: daemon_unreachable: refused"))
+
+    monkeypatch.setattr(harness, "run_eval", run_eval)
+    result = tbrl("eval", "run", "--tasks", "data/tasks", "--policy", "noop", "--out", tmp_path)
+    assert result.code == 1
+    line = result.err.strip().splitlines()[-1]
+    assert line.startswith("error: the Docker engine stopped answering") and "Traceback" not in (
+        result.err
+    )
+    assert "rerun the same command to resume" in line
+
+
 def test_train_presets_has_a_header_row(tbrl):
     lines = tbrl("train", "presets").out.splitlines()
     assert lines[0].split()[:3] == ["preset", "model", "hardware"]

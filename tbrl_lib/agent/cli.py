@@ -57,6 +57,7 @@ def run(
     rollout training and evaluation run."""
     from tbrl_lib.agent.config import EpisodeLimits
     from tbrl_lib.agent.trajectory import Trajectory
+    from tbrl_lib.evaluate.harness import require_credentials
     from tbrl_lib.policies import make_policy
     from tbrl_lib.rewards import RewardConfig
     from tbrl_lib.rewards.judges import make_judge, require_available
@@ -72,6 +73,8 @@ def run(
             f"no task {task_id!r} in {tasks}; tasks: {', '.join(t.id for t in loaded[:20])}"
         )
     task = matching[0]
+    policy_obj = make_policy(policy)
+    require_credentials(policy_obj)
     judge_obj = None if judge == "none" else make_judge(judge)
     if judge_obj is not None:
         require_available(judge_obj)
@@ -79,7 +82,7 @@ def run(
         episode=EpisodeLimits(max_turns=max_turns),
         reward=RewardConfig() if judge_obj is not None else RewardConfig(w_judge=0.0),
     )
-    result = asyncio.run(run_rollout(task, make_policy(policy), config, judge_obj))
+    result = asyncio.run(run_rollout(task, policy_obj, config, judge_obj))
     if result.trajectory is not None:
         Trajectory.save_jsonl(result.trajectory, out, append=True)
     if result.infra_error:

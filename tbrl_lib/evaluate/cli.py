@@ -112,9 +112,10 @@ def run(
             "give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks"
         )
     from tbrl_lib.console import console
-    from tbrl_lib.evaluate.harness import run_eval
+    from tbrl_lib.evaluate.harness import require_credentials, run_eval
     from tbrl_lib.evaluate.report import summary_table
     from tbrl_lib.notebook_tools import run_dir
+    from tbrl_lib.policies import make_policy
     from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.tasks import load_tasks
 
@@ -128,6 +129,8 @@ def run(
         judge=judge,
         settings=settings or [],
     )
+    if policy.startswith("anthropic:"):  # an API policy is cheap to build: check its key now
+        require_credentials(make_policy(policy))
     require_engine("tbrl eval run")
     loaded = load_tasks(tasks)
     run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
@@ -149,12 +152,12 @@ def run_config(settings: list[str], **values):
     from pydantic import ValidationError
 
     from tbrl_lib.evaluate.results import RunConfig
-    from tbrl_lib.overrides import merge, parse_overrides
+    from tbrl_lib.overrides import merge, parse_overrides, settings_error
 
     try:
         return RunConfig.model_validate(merge(values, parse_overrides(settings)))
     except (ValueError, ValidationError) as err:
-        raise typer.BadParameter(str(err), param_hint="--set") from err
+        raise typer.BadParameter(settings_error(err, RunConfig), param_hint="--set") from err
 
 
 @app.command()

@@ -41,6 +41,7 @@ from tbrl_lib.evaluate.results import (
     TrialResult,
 )
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
+from tbrl_lib.sandbox.engine import EngineUnavailable
 from tbrl_lib.tasks.model import Task
 
 TERMINATION_MODES: dict[str, FailureMode] = {
@@ -58,8 +59,9 @@ episode's token limit) counts as a context overflow; `finished`, `max_turns`,
 is the rollout's own stop, for an episode that overran its limit by the grace period."""
 
 
-class EngineOutage(RuntimeError):
-    """The Docker engine stopped answering and did not come back within `engine_wait_s`."""
+class EngineOutage(EngineUnavailable):
+    """The Docker engine stopped answering and did not come back within `engine_wait_s`.
+    An `EngineUnavailable`, so `tbrl` ends it in one line (what happened, how to resume)."""
 
 
 def failure_mode(termination: str | None, resolved: bool, test_timed_out: bool) -> FailureMode:
@@ -109,6 +111,7 @@ async def run_eval_async(
     policy = policy or make_policy(
         config.policy
     )  # a bad spec fails here, before anything is written
+    require_credentials(policy)
     judge = _judge(config)
     selected = list(tasks)[: config.limit] if config.limit else list(tasks)
     if not selected:
@@ -171,6 +174,20 @@ async def run_eval_async(
         results.wall_seconds = wall_before + time.monotonic() - started
         results.save(out)
     return results
+
+
+def require_credentials(policy: Any) -> None:
+    """Refuse, before any trial runs, a policy whose API client has no credentials (an
+    `anthropic:MODEL` policy without `ANTHROPIC_API_KEY`): otherwise every trial would fail
+    on its first model call. OpenAI-compatible policies may talk to a local endpoint that
+    needs no key, so they are left alone."""
+    client = getattr(policy, "client", None)
+    name = str(getattr(policy, "name", ""))
+    if client is None or not name.startswith("anthropic:"):
+        return
+    if getattr(client, "api_key", None) or getattr(client, "auth_token", None):
+        return
+    raise ValueError(f"policy {name} needs an API key: set ANTHROPIC_API_KEY")
 
 
 def _judge(config: RunConfig) -> Any | None:

@@ -63,6 +63,8 @@ def docker_reap(
     are kept. Never a host-wide prune."""
     from tbrl_lib.sandbox import engine, reaper
 
+    if not host:
+        engine.require_engine("tbrl docker reap")
     for base_url in host or [None]:
         client = engine.client(base_url)
         report = reaper.reap(client, foreign=foreign)
