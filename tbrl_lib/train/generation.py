@@ -40,9 +40,11 @@ class VLLMBackend:
             logprobs=0,
             generation_kwargs={"stop_token_ids": sorted(self.eos_ids)},
         )
+        logprobs = out.get("logprobs") or [None] * len(out["completion_ids"])
+        token_ids = out.get("logprob_token_ids") or [None] * len(out["completion_ids"])
         return [
-            self._result(ids, [lp[0] for lp in lps])
-            for ids, lps in zip(out["completion_ids"], out["logprobs"])
+            self._result(ids, sampled_logprobs(ids, lps, tops))
+            for ids, lps, tops in zip(out["completion_ids"], logprobs, token_ids)
         ]
 
     def _client(self) -> Any:
@@ -54,9 +56,16 @@ class VLLMBackend:
             base = self.generation.server_base_url or (
                 f"http://{self.generation.server_host}:{self.generation.server_port}"
             )
-            client = self.generation.vllm_client = VLLMClient(
-                base_url=base, connection_timeout=self.generation.server_timeout
-            )
+            try:
+                client = VLLMClient(
+                    base_url=base, connection_timeout=self.generation.server_timeout
+                )
+            except OSError as exc:  # requests' ConnectionError is an OSError
+                raise RuntimeError(
+                    f"no vLLM server answers at {base} (waited {self.generation.server_timeout:.0f}s): "
+                    "start it first (`tbrl train launch PRESET` writes commands.sh, which does)"
+                ) from exc
+            self.generation.vllm_client = client
         return client
 
     def _colocate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]:
@@ -90,3 +99,22 @@ class VLLMBackend:
 
     def _result(self, ids: list[int], logprobs: list[float] | None) -> Sample:
         return Sample(ids, logprobs, stopped=bool(ids) and ids[-1] in self.eos_ids)
+
+
+def sampled_logprobs(
+    ids: list[int], logprobs: list[list[float | None]] | None, token_ids: list[list[int]] | None
+) -> list[float] | None:
+    """The sampled token's log-prob at each position of a server reply.
+
+    TRL's client returns, per position, candidates sorted by probability (the sampled one among
+    them); the sampled token is not always first (top-k requests, ties), so it is looked up by id.
+    """
+    if logprobs is None:
+        return None
+    out = []
+    for position, (token, values) in enumerate(zip(ids, logprobs)):
+        candidates = token_ids[position] if token_ids else [token]
+        value = values[candidates.index(token)] if token in candidates else values[0]
+        # TRL's parser turns a NaN log-prob into None; 0.0 keeps that token's IS ratio <= 1.
+        out.append(0.0 if value is None else value)
+    return out
