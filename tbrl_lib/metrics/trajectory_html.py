@@ -5,7 +5,8 @@ how it ended), one collapsible `<details>` per turn holding what the live viewer
 it (`viewer.turn_html`: thinking, the reply, each tool call's action, output and ok flag,
 timings), the termination, and a reward table when a breakdown is given (a
 `RewardBreakdown`, or any mapping: the eval report passes the trial's test score and
-outcome). `write_trajectory_page(traj, path, reward)` writes it. Inline CSS only, no script
+outcome). `write_trajectory_page(traj, path, reward)` writes it; `trajectory_html(traj,
+reward)` is the same body as a fragment to embed (notebook 02 shows its oracle episode so). Inline CSS only, no script
 and no CDN, so a report copied anywhere still shows its trajectories.
 
 Callers: the eval report (`tbrl_lib.evaluate.report.write_trajectory_pages`) links each
@@ -27,6 +28,7 @@ _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em au
 details{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px}
 summary{cursor:pointer;font-weight:600}table{border-collapse:collapse}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}"""
+_DETAILS = "border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px"
 
 
 def trajectory_page(
@@ -34,16 +36,23 @@ def trajectory_page(
 ) -> str:
     """The whole HTML document for `traj` (see the module docstring)."""
     heading = html.escape(title or f"{traj.task_id} ({traj.policy})")
-    parts = [
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{heading}</title>",
-        f"<style>{_CSS}</style></head><body><h2>{heading}</h2>",
-        header_html(traj),
-    ]
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{heading}</title>"
+        f"<style>{_CSS}</style></head><body><h2>{heading}</h2>\n"
+        f"{trajectory_html(traj, reward)}\n</body></html>"
+    )
+
+
+def trajectory_html(traj: Trajectory, reward: Mapping[str, Any] | Any = None) -> str:
+    """The page's body alone, styled inline, to embed in another document: a notebook shows
+    it with `IPython.display.HTML`, and the notebook's HTML report then holds every turn."""
+    parts = [header_html(traj)]
     for i, turn in enumerate(traj.turns):
         calls = ", ".join(c.kind + ("" if c.ok else " (failed)") for c in turn.calls) or "no call"
         parts.append(
-            f"<details{' open' if i == len(traj.turns) - 1 else ''}><summary>Turn "
-            f"{turn.index}: {html.escape(calls)}</summary>{turn_html(traj, i)}</details>"
+            f"<details{' open' if i == len(traj.turns) - 1 else ''} style='{_DETAILS}'>"
+            f"<summary style='cursor:pointer;font-weight:600'>Turn {turn.index}: "
+            f"{html.escape(calls)}</summary>{turn_html(traj, i)}</details>"
         )
     if not traj.turns:
         parts.append("<p><i>no turns</i></p>")
@@ -54,7 +63,6 @@ def trajectory_page(
     )
     if reward is not None:
         parts.append("<h3>Reward</h3>" + _table(_as_mapping(reward)))
-    parts.append("</body></html>")
     return "\n".join(parts)
 
 
