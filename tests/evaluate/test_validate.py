@@ -288,3 +288,26 @@ def test_check_reports_third_party_tasks_including_those_that_do_not_load(tmp_pa
         and by_id["py313-dated-logs"]["verdict"] == "pass"
     )
     assert "no solution" in result.output and "broken" in result.output
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_check_runs_the_tb1_example_with_weight_variants_under_noop_and_oracle(
+    tmp_path, base_image
+):
+    """The upstream TB1 hello-world (non-numeric weight, unprefixed keys) loads leniently,
+    builds offline and scores 0 untouched, 1 solved: no infra error anywhere."""
+    from tbrl_lib.cli import app
+
+    tb1 = Path(__file__).resolve().parents[1] / "tasks" / "fixtures" / "third_party" / "tb1"
+    out = tmp_path / "check.json"
+    result = CliRunner().invoke(
+        app, ["tasks", "check", str(tb1), "--json", str(out)], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["skipped"] == []
+    (hello,) = report["results"]
+    assert hello["task_id"] == "hello-world" and hello["verdict"] == "pass", hello
+    assert hello["nop_score"] == 0.0 and hello["solution_scores"] == [1.0]
+    assert not any("infra" in reason for reason in hello["reasons"])
