@@ -24,9 +24,9 @@ import asyncio
 import statistics
 import time
 
-from rich.console import Console
 from rich.table import Table
 
+from tbrl_lib.console import console
 from tbrl_lib.rewards.verifier import verify
 from tbrl_lib.sandbox import open_sandbox, pristine_volume
 from tbrl_lib.sandbox.files import tar_of
@@ -126,7 +126,7 @@ def main() -> None:
             f"{min(values):.3f}",
             f"{max(values):.3f}",
         )
-    Console().print(table)
+    console().print(table)  # wide when redirected: no cut columns
 
 
 if __name__ == "__main__":

@@ -170,6 +170,24 @@ def test_console_is_wide_when_not_a_terminal():
     assert console(file=io.StringIO(), force_terminal=True, width=90).width == 90
 
 
+def test_tables_print_through_the_wide_console():
+    """A bare `rich.Console()` is 80 columns when redirected: the library and the benchmarks
+    print through `tbrl_lib.console.console()` (or give an explicit width)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    bare = [
+        f"{path.relative_to(root)}: {line.strip()}"
+        for folder in ("tbrl_lib", "benchmarks", "scripts")
+        for path in sorted((root / folder).rglob("*.py"))
+        if path.name != "console.py"
+        for line in path.read_text().splitlines()
+        if re.search(r"\bConsole\((?![^)]*width)", line)
+    ]
+    assert not bare, bare
+
+
 @pytest.mark.slow
 def test_demo_on_a_failing_notebook_says_which_cell_and_still_writes_the_report(tbrl, tmp_path):
     run = tmp_path / "run"
