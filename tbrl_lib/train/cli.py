@@ -57,6 +57,9 @@ def run_cmd(
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     require_engine("tbrl train run")
+    from tbrl_lib.train.model_loader import import_early
+
+    import_early(config)  # unsloth, when this run uses it, before transformers/TRL load
     from tbrl_lib.train.run import train  # torch and TRL: only once the engine answers
 
     summary = train(config.name, out_dir=out, config=config)

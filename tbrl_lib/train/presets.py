@@ -153,6 +153,9 @@ class TrainConfig:
     """Push checkpoints and the final model to the Hugging Face Hub (needs a token)."""
     hub_model_id: str | None = None
     """Hub repo (`user/name`) for `push_to_hub`; None: the run folder's name."""
+    model_loader: str = "peft"
+    """How a LoRA model is loaded: `peft` (TRL + PEFT) or `unsloth` (1-GPU LoRA presets; PEFT,
+    with one log line, when unsloth is not installed)."""
 
     # --- sandboxes
     sandbox_concurrency: int = 32
@@ -244,6 +247,7 @@ class TrainConfig:
         if not self.vllm_is_cap >= 1:
             raise ValueError(f"vllm_is_cap={self.vllm_is_cap} must be >= 1 (upstream TRL: 3.0)")
         self.report_to = _tracker_list(self.report_to)
+        _choice("model_loader", self.model_loader, ("peft", "unsloth"))
         if self.filter_after_groups < 0:
             raise ValueError("filter_after_groups must be >= 0 (0 disables filtering)")
 

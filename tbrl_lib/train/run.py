@@ -257,11 +257,14 @@ def build_trainer(config: TrainConfig, out: Path):
         infra_check_after=config.rollouts_per_step,
     )
     peft_config = lora_config(config) if config.use_lora else None
+    from tbrl_lib.train.model_loader import load_policy  # unsloth on 1xh200 when installed
+
+    model, peft_config = load_policy(config, model_path, peft_config)
     trainer_cls = (
         curriculum_trainer(curriculum, [t.id for t in tasks]) if config.curriculum else GRPOTrainer
     )
     trainer = trainer_cls(
-        model=model_path,
+        model=model,
         reward_funcs=reward_funcs(),
         args=grpo_args(config, out),
         train_dataset=Dataset.from_list([_without_task_json(r) for r in rows]),
