@@ -141,11 +141,10 @@ def sandbox_problems(config: TrainConfig) -> list[str]:
     """Docker engines that do not answer, and sandboxes in flight beyond their memory."""
     hosts: list[str | None] = list(config.docker_hosts) or [None]
     memory = _docker_memory(hosts)
-    problems = [
-        f"Docker engine {h or os.environ.get('DOCKER_HOST') or 'local'} does not answer"
-        for h, mem in memory.items()
-        if mem is None
+    silent = [
+        h or os.environ.get("DOCKER_HOST") or "local" for h, mem in memory.items() if mem is None
     ]
+    problems = [f"Docker engine(s) not answering: {', '.join(silent)}"] if silent else []
     if problems:
         return problems
     # Shared hosts serve every process of the job; the local engine only this node's.
@@ -265,8 +264,9 @@ def dry_run_text(config: TrainConfig) -> str:
     ]
     lines += [f"  - {p}" for p in problems]
     lines += ["", plan_memory(config).table(), ""]
-    lines += [f"{role}: {cmd}" for role, cmd in launch_commands(config).items()]
-    if config.num_nodes > 1 or config.generation_backend == "vllm-server":
+    commands = launch_commands(config)
+    lines += [f"{role}: {cmd}" for role, cmd in commands.items()]
+    if any("$" in cmd for cmd in commands.values()):
         lines.append(
             "($MAIN_IP, $MACHINE_RANK, $VLLM_HOST: set per node by launch/commands.sh and "
             f"launch/job.sbatch, written by: tbrl train launch {config.name} --out launch/)"

@@ -54,7 +54,7 @@ def test_a_docker_host_that_does_not_answer_is_named_within_seconds():
     t0 = time.monotonic()
     problems = sandbox_problems(config)
     assert time.monotonic() - t0 < 8
-    assert problems == ["Docker engine tcp://127.0.0.1:9 does not answer"]
+    assert problems == ["Docker engine(s) not answering: tcp://127.0.0.1:9"]
 
 
 @pytest.mark.docker
