@@ -315,7 +315,8 @@ def sbatch_script(
         lines += [
             _WAIT_FOR_SERVER.format(wait=SERVER_WAIT_S),
             "# role: vLLM server (last node)",
-            f'srun --nodes=1 --ntasks=1 --nodelist="$SERVER_NODE" {commands["vllm_server"]} &',
+            f"srun --nodes=1 --ntasks=1 --gpus-per-node={config.vllm_tensor_parallel_size} "
+            f'--nodelist="$SERVER_NODE" {commands["vllm_server"]} &',
             "SERVER=$!",
             "trap 'kill \"$SERVER\" 2>/dev/null || true' EXIT",
             f'wait_for_vllm "{server_url(config)}" "$SERVER"',
@@ -324,8 +325,8 @@ def sbatch_script(
     per_node = shlex.quote(f"MACHINE_RANK=$SLURM_PROCID; exec {commands['train']}")
     lines += [
         f"# role: training ({t} node(s), one task each)",
-        f'srun --nodes={t} --ntasks={t} --ntasks-per-node=1 --nodelist="{train_nodes}" '
-        f"bash -c {per_node}",
+        f"srun --nodes={t} --ntasks={t} --ntasks-per-node=1 --gpus-per-node={config.gpus_per_node} "
+        f'--nodelist="{train_nodes}" bash -c {per_node}',
     ]
     return "\n".join(lines) + "\n"
 
