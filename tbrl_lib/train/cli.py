@@ -49,7 +49,7 @@ def run_cmd(
     from tbrl_lib.train.preflight import PreflightError, dry_run_text, require_preflight
 
     if dry_run:
-        typer.echo(dry_run_text(config))
+        typer.echo(dry_run_text(config, overrides))
         return
     try:
         require_preflight(config)  # before any image build or download

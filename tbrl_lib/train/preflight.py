@@ -253,7 +253,7 @@ def require_preflight(config: TrainConfig) -> None:
         raise PreflightError("\n".join(lines))
 
 
-def dry_run_text(config: TrainConfig) -> str:
+def dry_run_text(config: TrainConfig, overrides: list[str] | None = None) -> str:
     """Preflight result, memory plan and launch commands for `config`; nothing is run or built."""
     from tbrl_lib.train.launch import launch_commands
     from tbrl_lib.train.memory import plan_memory
@@ -264,7 +264,7 @@ def dry_run_text(config: TrainConfig) -> str:
     ]
     lines += [f"  - {p}" for p in problems]
     lines += ["", plan_memory(config).table(), ""]
-    commands = launch_commands(config)
+    commands = launch_commands(config, overrides=overrides or ())
     lines += [f"{role}: {cmd}" for role, cmd in commands.items()]
     if any("$" in cmd for cmd in commands.values()):
         lines.append(

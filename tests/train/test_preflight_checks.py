@@ -87,3 +87,14 @@ def test_shared_node_needs_the_server_gpu_only_until_the_server_answers(monkeypa
     down = "\n".join(preflight(load_preset("2xa100", {"vllm_server_url": url})))
     assert f"no vLLM server answers at {url}/health" in down
     assert "1 GPU(s) visible, the preset needs 2" in down
+
+
+def test_dry_run_commands_carry_the_overrides():
+    result = CliRunner().invoke(
+        app, ["run", "--preset", "8xh100", "--set", "max_steps=3", "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    (train,) = [line for line in result.output.splitlines() if line.startswith("train: ")]
+    assert train.endswith(
+        "-m tbrl_lib.cli train run --preset 8xh100 --out outputs/train --set max_steps=3"
+    )
