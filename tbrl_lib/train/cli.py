@@ -51,12 +51,13 @@ def run_cmd(
     if dry_run:
         typer.echo(dry_run_text(config, overrides))
         return
+    if not config.docker_hosts:  # the local engine: the one-line error every command gives
+        require_engine("tbrl train run")
     try:
         require_preflight(config)  # before any image build or download
     except PreflightError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
-    require_engine("tbrl train run")
     from tbrl_lib.train.model_loader import import_early
 
     import_early(config)  # unsloth, when this run uses it, before transformers/TRL load

@@ -141,9 +141,16 @@ def sandbox_problems(config: TrainConfig) -> list[str]:
     """Docker engines that do not answer, and sandboxes in flight beyond their memory."""
     hosts: list[str | None] = list(config.docker_hosts) or [None]
     memory = _docker_memory(hosts)
-    silent = [
-        h or os.environ.get("DOCKER_HOST") or "local" for h, mem in memory.items() if mem is None
-    ]
+    if (
+        None in memory and memory[None] is None
+    ):  # the local engine: its message says how to start it
+        from tbrl_lib.sandbox.engine import EngineUnavailable, require_engine
+
+        try:
+            require_engine("the sandboxes")
+        except EngineUnavailable as exc:
+            return [str(exc)]
+    silent = [h for h, mem in memory.items() if h and mem is None]
     problems = [f"Docker engine(s) not answering: {', '.join(silent)}"] if silent else []
     if problems:
         return problems

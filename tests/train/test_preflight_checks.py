@@ -98,3 +98,9 @@ def test_dry_run_commands_carry_the_overrides():
     assert train.endswith(
         "-m tbrl_lib.cli train run --preset 8xh100 --out outputs/train --set max_steps=3"
     )
+
+
+def test_a_local_engine_that_does_not_answer_says_how_to_start_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
+    (line,) = sandbox_problems(load_preset("cpu-smoke"))
+    assert "needs a Docker engine" in line and "DOCKER_HOST" in line
