@@ -8,6 +8,8 @@ becomes `EpisodeLimits.time_limit_s` when that is None).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -59,6 +61,9 @@ class EpisodeLimits(BaseModel):
     max_parse_error_turns: int = Field(default=3, ge=1)
     """Replies in a row with only malformed actions before `parse_error_streak`."""
     tools: ToolConfig = Field(default_factory=ToolConfig)
+    system_prompt: Literal["full", "compact"] = "full"
+    """`full` teaches every tool with examples (~2k tokens); `compact` is a few lines for
+    models with a short context budget (the tiny CPU demo model), same action language."""
 
     def time_limit_for(self, task_timeout: float) -> float:
         return self.time_limit_s if self.time_limit_s is not None else task_timeout

@@ -17,7 +17,7 @@ from tbrl_lib.agent.config import EpisodeLimits
 if TYPE_CHECKING:
     from tbrl_lib.tasks.model import Task
 
-PROMPT_FILE = "system_prompt.md"
+PROMPT_FILES = {"full": "system_prompt.md", "compact": "system_prompt_compact.md"}
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -39,14 +39,16 @@ def prompt_values(
 
 def system_prompt(limits: EpisodeLimits | None = None, task_timeout: float = 900.0) -> str:
     """The rendered system prompt."""
-    template = resources.files("tbrl_lib.agent").joinpath(PROMPT_FILE).read_text("utf-8")
+    limits = limits or EpisodeLimits()
+    prompt_file = PROMPT_FILES[limits.system_prompt]
+    template = resources.files("tbrl_lib.agent").joinpath(prompt_file).read_text("utf-8")
     values = prompt_values(limits, task_timeout)
 
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in values:
             raise KeyError(
-                f"{PROMPT_FILE} uses {{{{{name}}}}}, which no setting provides; known: {sorted(values)}"
+                f"{prompt_file} uses {{{{{name}}}}}, which no setting provides; known: {sorted(values)}"
             )
         return values[name]
 

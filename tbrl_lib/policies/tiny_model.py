@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 QWEN_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
     r"\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -68,10 +68,12 @@ SIZES: dict[str, dict] = {
 def training_text(repo_root: Path | None = None) -> list[str]:
     """The bundled text the tokenizer learns from (deterministic order)."""
     from tbrl_lib.agent.actions import EXAMPLES
+    from tbrl_lib.agent.config import EpisodeLimits
     from tbrl_lib.agent.prompts import system_prompt
 
     root = repo_root or Path(__file__).resolve().parents[2]
-    texts = [system_prompt(), *EXAMPLES.values()]
+    compact = system_prompt(EpisodeLimits(system_prompt="compact"))
+    texts = [system_prompt(), compact, *EXAMPLES.values()]
     corpus = root / "data" / "agent_corpus" / "malformed.jsonl"
     if corpus.exists():
         texts += [
@@ -79,6 +81,21 @@ def training_text(repo_root: Path | None = None) -> list[str]:
         ]
     for pattern in ("data/tasks/*/instruction.md", "data/tasks/*/solution/solve.sh"):
         texts += [p.read_text(errors="replace") for p in sorted(root.glob(pattern))]
+    return texts + family_text()
+
+
+def family_text(seeds: int = 30) -> list[str]:
+    """Instructions and reference solutions of the procedural families (easy and medium), so
+    the words their instances use are tokens of their own."""
+    from tbrl_lib.synth.families import FAMILIES
+    from tbrl_lib.synth.generate import make_task
+
+    texts = []
+    for family in sorted(FAMILIES):
+        for difficulty in ("easy", "medium"):
+            for seed in range(seeds):
+                task = make_task(family, seed, difficulty)
+                texts += [task.instruction, task.solution or ""]
     return texts
 
 
@@ -161,3 +178,23 @@ def _init_model(tokenizer, seed: int, shape: dict):
         **shape,
     )
     return Qwen3ForCausalLM(config).eval()
+
+
+def tiny_size(model: str) -> str | None:
+    """The tiny shape a model spec names (`tiny` -> "smoke", `tiny:learn` -> "learn"), or
+    None for anything else (a hub id or a folder)."""
+    if model == "tiny":
+        return "smoke"
+    if model.startswith("tiny:"):
+        size = model.partition(":")[2]
+        if size not in SIZES:
+            raise ValueError(f"tiny model size {size!r} is unknown; use one of {sorted(SIZES)}")
+        return size
+    return None
+
+
+def resolve_model(model: str) -> str:
+    """A path `from_pretrained` loads: the tiny model built (or found cached) for `tiny...`
+    specs, anything else unchanged."""
+    size = tiny_size(model)
+    return str(build_tiny_qwen3(size=size)) if size else model

@@ -12,6 +12,7 @@ from tbrl_lib.synth.families.logs_data import data_transform, log_analysis
 from tbrl_lib.synth.families.repair import build_fix, config_repair, script_debug
 from tbrl_lib.synth.families.sqlite_report import sqlite_report
 from tbrl_lib.synth.families.system import git_surgery, permissions_users, service_port
+from tbrl_lib.synth.families.write_word import write_word
 
 FAMILIES: dict[str, Family] = {
     f.name: f
@@ -75,6 +76,12 @@ FAMILIES: dict[str, Family] = {
             "file-operations",
             copy_answer,
             "copy a ticket code and owner from the instruction into files (partial credit)",
+        ),
+        Family(
+            "write_word",
+            "file-operations",
+            write_word,
+            "write the word the instruction names into the file it names (the CPU demo's family)",
         ),
     ]
 }
