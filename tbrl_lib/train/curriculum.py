@@ -7,15 +7,20 @@ does, gives zero advantage to all 16 rollouts and wastes their compute. So:
   counts as solved when its reward >= `solved_at`; infra-error rollouts, passed as None,
   are left out of every count);
 - a task whose last `filter_after_groups` groups were all *always solved* (every reward >=
-  solved_at) or all *never solved* (every reward <= 0) is skipped from then on;
+  solved_at), all *never solved* (every reward <= 0) or all *constant* (every rollout the
+  same partial reward, e.g. tests 0.2 + judge 0.3 each time) is skipped;
+- a skipped task comes back after `retry_after_steps` steps (the policy has changed since:
+  a task never solved may now be solved sometimes); 0 keeps it skipped for the run. Every
+  skip and retry is an event in `events`, and `report()` is the filtering table;
 - `order()` lists the active tasks easy -> hard by estimated solve rate: the measured rate
   when the task has been tried, else a prior from its declared difficulty.
 
 `CurriculumSampler` feeds that order to TRL's dataloader in the layout TRL's own
 `RepeatSampler` uses (each task index `num_generations` times in a row, the chunk repeated
 for `steps_per_generation x num_iterations`), re-reading the curriculum before each chunk.
-What is left out: un-skipping tasks (a skipped task stays skipped for the run) and
-reweighting by learning progress.
+What is left out: reweighting by learning progress. DAPO's dynamic sampling (dropping a
+zero-variance group in the step it happens and refilling the batch) is the rollout
+runner's (`trl_rollouts.RolloutRunner`); the curriculum acts across steps.
 """
 
 from __future__ import annotations
@@ -38,7 +43,10 @@ class TaskRecord:
     """"always" or "never" when the latest groups were uninformative in the same way."""
     streak: int = 0
     skipped: str | None = None
-    """Why the task is skipped ("always solved" / "never solved"), None while active."""
+    """Why the task is skipped ("always solved in 2 groups in a row", ...), None while active."""
+    skipped_at: int = 0
+    """The step it was skipped at (retried `retry_after_steps` later)."""
+    retries: int = 0
 
     @property
     def solve_rate(self) -> float | None:
@@ -53,7 +61,15 @@ class Curriculum:
     """Skip a task after this many always/never-solved groups in a row; 0 disables skipping."""
     solved_at: float = 1.0
     """A rollout with reward >= this counts as solved."""
+    retry_after_steps: int = 0
+    """Steps after which a skipped task is tried again; 0: skipped for the rest of the run."""
     records: dict[str, TaskRecord] = field(default_factory=dict)
+    step: int = 0
+    """Rollout batches recorded so far (one per optimizer step's generation)."""
+    events: list[dict] = field(default_factory=list)
+    """Skips and retries in order: {"step", "task_id", "event", "reason"}."""
+    refills: dict[str, int] = field(default_factory=dict)
+    """Times each task was drawn to refill a dropped group (dynamic sampling)."""
 
     def __post_init__(self) -> None:
         if not self.difficulties:
@@ -72,7 +88,7 @@ class Curriculum:
         record.rollouts += len(scored)
         record.solved += solved
         record.groups += 1
-        kind = "always" if solved == len(scored) else "never" if max(scored) <= 0 else None
+        kind = group_kind(scored, solved)
         record.streak = (
             record.streak + 1 if kind and kind == record.streak_kind else (1 if kind else 0)
         )
@@ -82,15 +98,72 @@ class Curriculum:
             and record.streak >= self.filter_after_groups
             and not record.skipped
         ):
-            record.skipped = f"{kind} solved in {record.streak} groups in a row"
+            record.skipped = f"{kind} in {record.streak} groups in a row"
+            record.skipped_at = self.step
+            self.events.append(
+                {
+                    "step": self.step,
+                    "task_id": task_id,
+                    "event": "skipped",
+                    "reason": record.skipped,
+                }
+            )
 
     def record_rollouts(self, task_ids: Sequence[str], rewards: Sequence[float | None]) -> None:
-        """Group consecutive rollouts by task id (TRL keeps a group's rollouts together)."""
+        """One step's rollouts: group them by task id (TRL keeps a group's rollouts
+        together), count each group, then bring back tasks whose skip has expired."""
+        self.step += 1
         groups: dict[str, list[float | None]] = {}
         for task_id, reward in zip(task_ids, rewards, strict=True):
             groups.setdefault(task_id, []).append(reward)
         for task_id, group in groups.items():
             self.record_group(task_id, group)
+        self._retry_expired()
+
+    def _retry_expired(self) -> None:
+        if not self.retry_after_steps:
+            return
+        for task_id, record in self.records.items():
+            if record.skipped and self.step - record.skipped_at >= self.retry_after_steps:
+                self.events.append(
+                    {
+                        "step": self.step,
+                        "task_id": task_id,
+                        "event": "retried",
+                        "reason": f"skipped {self.step - record.skipped_at} steps ago ({record.skipped})",
+                    }
+                )
+                record.skipped, record.streak, record.streak_kind = None, 0, None
+                record.retries += 1
+
+    def refill_ids(self, n: int, exclude: set[str]) -> list[str]:
+        """Up to `n` active tasks outside `exclude` for dynamic sampling's refill groups: the
+        least drawn first, ties in curriculum order (easy -> hard)."""
+        order = [t for t in self.order() if t not in exclude]
+        chosen = sorted(order, key=lambda t: self.refills.get(t, 0))[:n]
+        for task_id in chosen:
+            self.refills[task_id] = self.refills.get(task_id, 0) + 1
+        return chosen
+
+    def report(self) -> list[dict]:
+        """The filtering table: one row per task that was ever skipped, with why and when."""
+        rows = []
+        for task_id, record in self.records.items():
+            skips = [e for e in self.events if e["task_id"] == task_id and e["event"] == "skipped"]
+            if not skips:
+                continue
+            rows.append(
+                {
+                    "task_id": task_id,
+                    "groups": record.groups,
+                    "solve_rate": record.solve_rate,
+                    "skips": len(skips),
+                    "retries": record.retries,
+                    "status": "skipped" if record.skipped else "active",
+                    "last_reason": skips[-1]["reason"],
+                }
+            )
+        return rows
 
     def estimated_solve_rate(self, task_id: str) -> float:
         measured = self.records[task_id].solve_rate
@@ -113,8 +186,20 @@ class Curriculum:
         return {
             "curriculum/active_tasks": float(len(self.active())),
             "curriculum/skipped_tasks": float(len(self.skipped())),
+            "curriculum/retried_tasks": float(sum(r.retries for r in self.records.values())),
             "curriculum/mean_solve_rate": sum(rates) / len(rates) if rates else 0.0,
         }
+
+
+def group_kind(scored: Sequence[float], solved: int) -> str | None:
+    """How a group is uninformative, or None when its rewards differ (GRPO learns from it)."""
+    if solved == len(scored):
+        return "always solved"
+    if max(scored) <= 0:
+        return "never solved"
+    if max(scored) - min(scored) < 1e-9:
+        return f"constant reward {scored[0]:.2f}"
+    return None
 
 
 class CurriculumSampler(Sampler[int]):

@@ -25,6 +25,15 @@ the env_mask is all zeros, so no token of that rollout enters the loss. A run wh
 are mostly infra errors stops (`max_infra_error_rate`) and names the first errors. Any other
 exception is a bug and stops training: it is never masked.
 
+Dynamic sampling (DAPO): a group whose rewards are all equal (every rollout solved, none,
+or the same partial credit) has zero advantage everywhere and only dilutes the loss. With
+`refill` set, such a group is dropped and replaced, in the same step, by a group of another
+task (`refill(n, exclude)` picks it: the curriculum's next tasks); up to `refill_rounds`
+rounds. A replacement group that is flat too is kept out and the original stays (the batch
+keeps TRL's shape). Dropped groups are still saved (`dropped: true`) and counted by the
+curriculum; `sampling/...` metrics say how many. It needs each group whole in this
+process's slice (always true on one process); when a slice splits a group it does nothing.
+
 Log-probs: TRL needs the sampler's log-probs only for vLLM importance-sampling correction
 (on by default with vLLM) and off-policy masking. We return them when the backend gives them
 (0.0 at env_mask=0 positions, which the mask removes), else None: TRL accepts None when
@@ -122,6 +131,8 @@ class Rollout:
     sandbox: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     """Test outcomes, judge verdict, messages: what is worth keeping with the trajectory."""
+    dropped: bool = False
+    """Its group had no reward variance and was replaced by a refill group (not trained on)."""
 
     @classmethod
     def from_result(cls, result: RolloutResult) -> Rollout:
@@ -194,6 +205,9 @@ class RolloutRunner:
         progress: bool = True,
         max_infra_error_rate: float = 1.0,
         infra_check_after: int = 1,
+        group_size: int = 1,
+        refill: Callable[[int, set[str]], list[Task]] | None = None,
+        refill_rounds: int = 1,
     ) -> None:
         self.index, self.rollout_fn, self.concurrency = index, rollout_fn, concurrency
         self.fallback_prompt_ids, self.eos_id = fallback_prompt_ids, eos_id
@@ -203,6 +217,7 @@ class RolloutRunner:
             progress,
         )
         self.max_infra_error_rate, self.infra_check_after = max_infra_error_rate, infra_check_after
+        self.group_size, self.refill, self.refill_rounds = group_size, refill, refill_rounds
         self.calls = 0
         self.total = 0
         self.infra_errors: list[str] = []
@@ -210,20 +225,22 @@ class RolloutRunner:
     def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
         tasks = [self.index.task_for(p) for p in prompts]
         rollouts = run_sync(self.run_all(tasks))
+        rollouts, extra, sampling = run_sync(self.dynamic_sampling(rollouts))
         self.calls += 1
         step = getattr(getattr(trainer, "state", None), "global_step", self.calls)
         if self.trajectories_dir is not None:
             save_rollouts(
-                rollouts, self.trajectories_dir / f"step-{step:05d}-call-{self.calls:04d}.jsonl"
+                rollouts + extra,
+                self.trajectories_dir / f"step-{step:05d}-call-{self.calls:04d}.jsonl",
             )
-        self._check_infra_rate(rollouts)
-        metrics = rollout_metrics(rollouts)
+        self._check_infra_rate(rollouts + extra)
+        metrics = {**rollout_metrics(rollouts), **sampling}
         trainer_metrics = getattr(trainer, "_metrics", None)
         if trainer_metrics is not None:
             for name, value in metrics.items():
                 trainer_metrics["train"][name].append(value)
         if self.on_rollouts is not None:
-            task_ids, rewards = gather_results(rollouts, trainer)
+            task_ids, rewards = gather_results(rollouts + extra, trainer)
             self.on_rollouts(task_ids, rewards)
         return to_trl_output(rollouts)
 
@@ -238,6 +255,52 @@ class RolloutRunner:
                 f"errors, above max_infra_error_rate={self.max_infra_error_rate:g}; training stopped "
                 f"(these rollouts teach nothing). First errors:\n  {first}"
             )
+
+    async def dynamic_sampling(
+        self, rollouts: list[Rollout]
+    ) -> tuple[list[Rollout], list[Rollout], dict[str, float]]:
+        """Replace flat groups by refill groups: (batch to train on, dropped rollouts,
+        `sampling/...` metrics). A no-op without `refill` or when groups are not whole."""
+        size = self.group_size
+        groups = [rollouts[i : i + size] for i in range(0, len(rollouts), size)]
+        whole = (
+            size > 1
+            and len(rollouts) % size == 0
+            and all(len({r.task_id for r in g}) == 1 for g in groups)
+        )
+        if self.refill is None or not whole:
+            return rollouts, [], {}
+        flat = [i for i, g in enumerate(groups) if flat_group(g)]
+        stats = {
+            "sampling/zero_std_groups": len(flat) / len(groups),
+            "sampling/refilled_groups": 0.0,
+            "sampling/refill_rollouts": 0.0,
+        }
+        set_aside: list[Rollout] = []
+        for _ in range(self.refill_rounds):
+            if not flat:
+                break
+            exclude = {g[0].task_id for g in groups}
+            new_tasks = self.refill(len(flat), exclude)[: len(flat)]
+            if not new_tasks:
+                break
+            fresh = await self.run_all([t for t in new_tasks for _ in range(size)])
+            stats["sampling/refill_rollouts"] += len(fresh)
+            still_flat = flat[len(new_tasks) :]
+            for index, start in zip(flat, range(0, len(fresh), size), strict=False):
+                group = fresh[start : start + size]
+                if flat_group(group):
+                    set_aside += group
+                    still_flat.append(index)
+                else:
+                    set_aside += groups[index]
+                    groups[index] = group
+                    stats["sampling/refilled_groups"] += 1
+            flat = sorted(still_flat)
+        for r in set_aside:
+            r.dropped = True
+        stats["sampling/zero_std_after"] = len(flat) / len(groups)
+        return [r for g in groups for r in g], set_aside, stats
 
     async def run_all(self, tasks: list[Task]) -> list[Rollout]:
         from tqdm.auto import tqdm
@@ -267,6 +330,12 @@ class RolloutRunner:
         """Prompt and completion of a rollout that produced no tokens: the task's prompt and
         one masked EOS (TRL needs at least one completion token per row)."""
         return list(self.fallback_prompt_ids(task)), [self.eos_id]
+
+
+def flat_group(group: Sequence[Rollout]) -> bool:
+    """True when the scored rollouts of a group all have the same reward (zero advantage)."""
+    scored = [r.reward for r in group if not r.infra_error and r.reward is not None]
+    return len(scored) >= 2 and max(scored) - min(scored) < 1e-9
 
 
 def gather_results(rollouts: list[Rollout], trainer: Any) -> tuple[list[str], list[float | None]]:

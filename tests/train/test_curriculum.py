@@ -45,6 +45,42 @@ def test_streak_of_one_kind_is_not_continued_by_the_other_kind():
     assert "c" in cur.active()
 
 
+def test_constant_partial_credit_groups_are_filtered_too():
+    cur = make(filter_after=2)
+    cur.record_group("a", [0.45, 0.45, 0.45])  # tests 0.2 + judge every time: no signal
+    cur.record_group("a", [0.45, 0.45, 0.45])
+    assert cur.skipped()["a"] == "constant reward 0.45 in 2 groups in a row"
+    cur.record_group("b", [0.45, 0.45])
+    cur.record_group("b", [0.45, 0.5])  # differs: informative, streak reset
+    assert "b" in cur.active()
+
+
+def test_skipped_task_is_retried_after_n_steps_and_the_report_says_so():
+    cur = Curriculum({"a": "easy", "b": "easy"}, filter_after_groups=1, retry_after_steps=2)
+    cur.record_rollouts(["a", "a", "b", "b"], [0.0, 0.0, 0.0, 1.0])  # step 1: a skipped
+    assert cur.active() == ["b"]
+    cur.record_rollouts(["b", "b"], [0.0, 1.0])  # step 2: one step since the skip
+    assert cur.active() == ["b"]
+    cur.record_rollouts(["b", "b"], [1.0, 0.0])  # step 3: two steps since: a is back
+    assert cur.active() == ["a", "b"]
+    assert [(e["step"], e["task_id"], e["event"]) for e in cur.events] == [
+        (1, "a", "skipped"),
+        (3, "a", "retried"),
+    ]
+    [row] = cur.report()
+    assert row["task_id"] == "a" and row["status"] == "active" and row["retries"] == 1
+    assert row["last_reason"] == "never solved in 1 groups in a row"
+    assert cur.metrics()["curriculum/retried_tasks"] == 1.0
+
+
+def test_without_retry_a_skip_lasts_the_run():
+    cur = Curriculum({"a": "easy", "b": "easy"}, filter_after_groups=1)
+    cur.record_rollouts(["a", "a"], [0.0, 0.0])
+    for _ in range(10):
+        cur.record_rollouts(["b", "b"], [0.0, 1.0])
+    assert cur.active() == ["b"] and cur.report()[0]["status"] == "skipped"
+
+
 def test_zero_disables_filtering():
     cur = make(filter_after=0)
     for _ in range(5):

@@ -34,7 +34,7 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
     config = json.loads((out / "config.json").read_text())
     assert config["tbrl"]["num_generations"] == 2 and config["trl"]["num_generations"] == 2
     metrics = load_metrics(out)
-    prefixes = ("train/", "rollout/", "reward/", "judge/", "sandbox/", "curriculum/")
+    prefixes = ("train/", "rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "sampling/")
     assert all(c == "step" or c.startswith(prefixes) for c in metrics.columns)
     assert {
         "train/loss",

@@ -5,6 +5,8 @@ no loss tokens), bugs raised, a run of infra errors stopped, and a real GRPOTrai
 from __future__ import annotations
 
 import asyncio
+import json
+from collections import defaultdict
 
 import pytest
 
@@ -318,3 +320,91 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(
     assert stub == [0.0]  # the infra-error rollout: zero advantage and no loss tokens
     assert any(not (p0 == p1.detach()).all() for p0, p1 in zip(before, trainer.model.parameters()))
     assert len(list((tmp_path / "traj").glob("*.jsonl"))) == 1
+
+
+# --- dynamic sampling (DAPO) ----------------------------------------------------------------
+
+
+def _varying_rollout_fn():
+    """`a` and `d` give every rollout the same score (flat groups); `b` and `c` alternate."""
+    counts: dict[str, int] = {}
+
+    async def rollout(task):
+        counts[task.id] = counts.get(task.id, 0) + 1
+        if task.id in ("a", "d"):
+            return scripted_result(task, 1.0 if task.id == "a" else 0.0)
+        return scripted_result(task, float(counts[task.id] % 2))
+
+    return rollout
+
+
+def test_flat_groups_are_dropped_and_refilled_until_the_batch_has_signal(tmp_path):
+    tasks = {t: make_task(t) for t in "abcd"}
+    index = TaskIndex([row(t) for t in tasks.values()])
+    asked: list[tuple[int, set]] = []
+    refills = iter([["d"], ["c"]])  # the first refill is flat too; the second has signal
+
+    def refill(n, exclude):
+        asked.append((n, set(exclude)))
+        return [tasks[t] for t in next(refills)]
+
+    seen: list = []
+    runner = RolloutRunner(
+        index,
+        _varying_rollout_fn(),
+        concurrency=2,
+        fallback_prompt_ids=lambda t: [3],
+        eos_id=1,
+        trajectories_dir=tmp_path,
+        on_rollouts=lambda ids, rewards: seen.extend(ids),
+        progress=False,
+        group_size=2,
+        refill=refill,
+        refill_rounds=2,
+    )
+
+    class Trainer:
+        _metrics = {"train": defaultdict(list)}
+
+    out = runner([row(tasks["a"])["prompt"]] * 2 + [row(tasks["b"])["prompt"]] * 2, Trainer())
+    assert out["task_id"] == ["c", "c", "b", "b"]  # a's flat group replaced in place by c's
+    assert asked == [(1, {"a", "b"}), (1, {"a", "b"})]  # the batch's own tasks are excluded
+    logged = {k: v[0] for k, v in Trainer._metrics["train"].items() if k.startswith("sampling/")}
+    assert logged == {
+        "sampling/zero_std_groups": 0.5,
+        "sampling/refilled_groups": 1.0,
+        "sampling/refill_rollouts": 4.0,
+        "sampling/zero_std_after": 0.0,
+    }
+    assert sorted(seen) == sorted(["a", "a", "b", "b", "d", "d", "c", "c"])  # all counted
+    [saved] = tmp_path.glob("*.jsonl")
+    lines = [json.loads(x) for x in saved.read_text().splitlines()]
+    assert [(r["task_id"], r["dropped"]) for r in lines] == [
+        ("c", False), ("c", False), ("b", False), ("b", False),
+        ("d", True), ("d", True), ("a", True), ("a", True),
+    ]  # fmt: skip
+
+
+def test_without_refill_or_with_split_groups_the_batch_is_left_alone():
+    tasks = {t: make_task(t) for t in "ab"}
+    index = TaskIndex([row(t) for t in tasks.values()])
+    calls = []
+
+    def refill(n, exclude):
+        calls.append(n)
+        return [tasks["b"]]
+
+    prompts = [row(tasks["a"])["prompt"]] * 3 + [row(tasks["b"])["prompt"]]
+    for kwargs in ({"group_size": 2}, {"group_size": 2, "refill": None}):
+        runner = RolloutRunner(
+            index,
+            _varying_rollout_fn(),
+            concurrency=2,
+            fallback_prompt_ids=lambda t: [3],
+            eos_id=1,
+            progress=False,
+            **{"refill": refill, **kwargs},
+        )
+        out = runner(prompts, trainer=None)  # groups of 2 would mix a and b: not whole
+        assert out["task_id"] == ["a", "a", "a", "b"]
+    assert calls == []
