@@ -1,7 +1,7 @@
 """`tbrl train ...`: run a preset, print its memory plan, write its launch files.
 
 tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR]
-tbrl train sft --family copy_answer --demos 32 --out DIR   (oracle demos -> SFT checkpoint)
+tbrl train sft --family write_word --demos 96 --out DIR   (oracle demos -> SFT checkpoint)
 tbrl train presets
 tbrl train plan --preset 32xh100
 tbrl train launch 32xh100 --out launch/   (accelerate.yaml, commands.sh, job.sbatch)
@@ -71,16 +71,20 @@ def run_cmd(
 @app.command("sft")
 def sft_cmd(
     model: str = typer.Option("tiny", help="Model folder, or `tiny` (the local tiny Qwen3)."),
-    family: str = typer.Option("copy_answer", help="Procedural family of the demonstrations."),
+    family: str = typer.Option("write_word", help="Procedural family of the demonstrations."),
     demos: int = typer.Option(32, help="Oracle demonstrations to record (seeds --first-seed ...)."),
     first_seed: int = typer.Option(1000, help="First training seed; held-out seeds stay below it."),
     epochs: float = typer.Option(3.0, help="SFT epochs over the demonstrations."),
     lr: float = typer.Option(
         1e-3, "--lr", help="Learning rate (1e-3 suits the random tiny model)."
     ),
+    teacher_accuracy: float = typer.Option(
+        1.0,
+        help="Share of demonstrations the teacher gets right (the rest: another instance's solution).",
+    ),
     out: Path = typer.Option(Path("outputs/sft"), help="Folder for demos.parquet and checkpoint/."),
 ) -> None:
-    """Record oracle demonstrations in sandboxes, then SFT on assistant tokens; prints the checkpoint."""
+    """Record teacher demonstrations in sandboxes, then SFT on assistant tokens; prints the checkpoint."""
     from tbrl_lib.sandbox.engine import require_engine
 
     require_engine("tbrl train sft")
@@ -95,11 +99,12 @@ def sft_cmd(
             first_seed=first_seed,
             epochs=epochs,
             learning_rate=lr,
+            teacher_accuracy=teacher_accuracy,
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     summary = run_sft(settings, out)
-    for key in ("checkpoint", "demos", "steps", "loss_before", "loss_after"):
+    for key in ("checkpoint", "demos", "demos_right", "steps", "loss_before", "loss_after"):
         typer.echo(f"{key}: {summary[key]}")
 
 

@@ -18,6 +18,7 @@ Left out: re-tokenising text trajectories recorded elsewhere (never done: ids or
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,16 +31,46 @@ from tbrl_lib.tasks.model import Task
 
 
 class ShortOracle:
-    """Two replies: run the reference solution with `bash`, then `finish`."""
+    """Two replies: run the reference solution with `bash`, then `finish`.
+
+    `solution` replaces the task's own: a weaker teacher is the same oracle acting out
+    another instance's solution (`demo_teachers`)."""
 
     name = "short-oracle"
 
+    def __init__(self, solution: str | None = None) -> None:
+        self.solution = solution
+
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
         if conversation.turn == 0:
-            text = render_action("bash", {"cmd": conversation.task.solution.strip()})
+            solution = self.solution or conversation.task.solution
+            text = render_action("bash", {"cmd": solution.strip()})
         else:
             text = render_action("finish", {"message": "done"})
         return Generation(text=text)
+
+
+class CarefulOracle(ShortOracle):
+    """Four replies that work the way the judge rewards (plan -> explore -> execute ->
+    verify): add a todo and look at /app, run the solution, look again and complete the
+    todo, finish. Only the solution reply depends on the task."""
+
+    name = "careful-oracle"
+
+    async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
+        look = render_action("bash", {"cmd": "ls /app"})
+        if conversation.turn == 0:
+            plan = render_action(
+                "todo", {"operations": [{"action": "add", "content": "Do the task"}]}
+            )
+            return Generation(text=f"{plan}\n{look}")
+        if conversation.turn == 1:
+            solution = self.solution or conversation.task.solution
+            return Generation(text=render_action("bash", {"cmd": solution.strip()}))
+        if conversation.turn == 2:
+            done = render_action("todo", {"operations": [{"action": "complete", "task_id": 1}]})
+            return Generation(text=f"{look}\n{done}")
+        return Generation(text=render_action("finish", {"message": "done"}))
 
 
 class TeacherSampler:
@@ -81,24 +112,56 @@ async def record_demos(
     tokenizer: Any,
     config: RolloutConfig | None = None,
     judge: Any | None = None,
-    teacher: Policy | None = None,
+    teachers: Sequence[Policy] | None = None,
     max_context: int = 4096,
     concurrency: int = 2,
 ) -> list[RolloutResult]:
-    """One teacher rollout per task, token-exact; each gets its own policy (own queue)."""
+    """One teacher rollout per task (`teachers[i]` acts on `tasks[i]`; default the short
+    oracle), token-exact; each gets its own policy (own queue)."""
+    if teachers is not None and len(teachers) != len(tasks):
+        raise ValueError(f"{len(teachers)} teachers for {len(tasks)} tasks: need one per task")
     gate = asyncio.Semaphore(concurrency)
     chat = TokenChat(tokenizer)
 
-    async def one(task: Task) -> RolloutResult:
+    async def one(task: Task, teacher: Policy) -> RolloutResult:
         async with gate:
-            policy = TeacherPolicy(teacher or ShortOracle(), chat, max_context)
+            policy = TeacherPolicy(teacher, chat, max_context)
             return await run_rollout(task, policy, config, judge)
 
-    return list(await asyncio.gather(*(one(t) for t in tasks)))
+    chosen = teachers or [ShortOracle() for _ in tasks]
+    return list(await asyncio.gather(*(one(t, p) for t, p in zip(tasks, chosen, strict=True))))
+
+
+def demo_teachers(
+    tasks: Sequence[Task],
+    accuracy: float,
+    decoys: Sequence[Task],
+    seed: int = 0,
+    careful: float = 0.0,
+) -> list[ShortOracle]:
+    """A teacher per task, as a weaker model than the one being trained would demonstrate:
+    with probability `careful` it works the way the judge rewards (`CarefulOracle`), else it
+    just runs a solution and finishes (`ShortOracle`); that solution is the task's own with
+    probability `accuracy`, else a decoy's (another instance of the same family: a
+    well-formed mistake). GRPO then has to learn from reward what imitation did not teach."""
+    for name, share in (("accuracy", accuracy), ("careful", careful)):
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"teacher {name} {share}: must be within [0, 1]")
+    if accuracy < 1.0 and not decoys:
+        raise ValueError("a teacher with accuracy < 1 needs decoy tasks to be wrong with")
+    rng = random.Random(f"tbrl-teacher:{seed}")
+    teachers: list[ShortOracle] = []
+    for task in tasks:
+        kind = CarefulOracle if rng.random() < careful else ShortOracle
+        wrong = [d for d in decoys if d.solution and d.solution != task.solution]
+        right = rng.random() < accuracy or not wrong
+        teachers.append(kind() if right else kind(rng.choice(wrong).solution))
+    return teachers
 
 
 def demo_rows(results: Sequence[RolloutResult], min_reward: float = 1.0) -> list[dict[str, Any]]:
-    """Dataset rows of the rollouts that scored at least `min_reward` on the tests."""
+    """Dataset rows of the rollouts that scored at least `min_reward` on the tests (0 keeps
+    a weaker teacher's mistakes too; `tests_score` says which rows are right)."""
     rows = []
     for r in results:
         traj = r.trajectory
@@ -114,6 +177,7 @@ def demo_rows(results: Sequence[RolloutResult], min_reward: float = 1.0) -> list
                 "env_mask": list(traj.env_mask),
                 "reward": float(r.total or 0.0),
                 "tests_score": float(r.tests.score),
+                "careful": len(traj.turns) > 2,
             }
         )
     return rows

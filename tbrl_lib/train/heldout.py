@@ -1,27 +1,80 @@
-"""Held-out evaluation of a family: seeds never trained on, through the evaluation harness.
+"""Held-out evaluation of a family: instances never trained on, through the evaluation harness.
 
-Training seeds start at `SFTSettings.first_seed` (1000); held-out seeds are `0..n-1`, so the
-two never meet. `evaluate_policy` runs `run_eval` with any policy object (a checkpoint's
-`HFPolicy`, the trainer's own `TokenPolicy`) and returns the harness's summary plus its
-flat `eval/...` metrics, with `eval/solve_rate` (= accuracy: every test passed).
+The split is by content, not only by seed: an instance is held out when the hash of its
+answers (`metadata.synth.answers`, e.g. the word and the file of `write_word`) falls in
+one bucket of `HELDOUT_BUCKETS`. `training_tasks` skips those instances and
+`heldout_tasks` keeps only them, so a small family (64 distinct `write_word` instances at
+easy) never shows the policy a held-out word-and-file pair during SFT or GRPO; each word
+and each file still appears in training, in other pairs. Seeds differ too (training from
+`first_seed` = 1000, held-out from 0).
+
+`evaluate_policy` runs `run_eval` with any policy object (a checkpoint's `HFPolicy`, the
+trainer's own `TokenPolicy`) and returns the harness's summary plus its flat `eval/...`
+metrics, with `eval/solve_rate` (= accuracy: every test passed).
 
 Left out: pass@k for k > 1 (one attempt per instance keeps the CPU demo short).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
-from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.evaluate.harness import run_eval
 from tbrl_lib.evaluate.results import RunConfig, eval_metrics
+from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.synth.generate import make_task
 from tbrl_lib.tasks.model import Task
 
+HELDOUT_BUCKETS = 5
+"""One instance in this many (by answer hash) is held out."""
+MAX_SCAN = 20_000
+"""Seeds tried before giving up on finding enough instances of one side of the split."""
+
+
+def is_heldout(task: Task) -> bool:
+    answers = task.metadata.get("synth", {}).get("answers")
+    if answers is None:
+        raise ValueError(f"task {task.id} has no synth answers: the split needs a generated task")
+    digest = hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).digest()
+    return digest[0] % HELDOUT_BUCKETS == 0
+
+
+def _answers_key(task: Task) -> str:
+    return json.dumps(task.metadata.get("synth", {}).get("answers"), sort_keys=True)
+
+
+def _instances(
+    family: str, difficulty: str, first_seed: int, n: int, heldout: bool, distinct: bool
+) -> list[Task]:
+    found: dict[str, Task] = {}
+    side = "held-out" if heldout else "training"
+    for seed in range(first_seed, first_seed + MAX_SCAN):
+        task = make_task(family, seed, difficulty)
+        if is_heldout(task) != heldout:
+            continue
+        found.setdefault(_answers_key(task) if distinct else task.id, task)
+        if len(found) == n:
+            return list(found.values())
+    raise ValueError(
+        f"{family}/{difficulty} has only {len(found)} distinct {side} instances within "
+        f"{MAX_SCAN} seeds, {n} were asked for: ask for fewer or use a harder difficulty"
+    )
+
+
+def training_tasks(
+    family: str, n: int, difficulty: str = "easy", first_seed: int = 1000, distinct: bool = True
+) -> list[Task]:
+    """`n` instances for SFT or GRPO (seeds from `first_seed`), none of them held out;
+    `distinct`: no two with the same content (GRPO tells tasks apart by their prompt)."""
+    return _instances(family, difficulty, first_seed, n, heldout=False, distinct=distinct)
+
 
 def heldout_tasks(family: str, n: int, difficulty: str = "easy", first_seed: int = 0) -> list[Task]:
-    return [make_task(family, first_seed + i, difficulty) for i in range(n)]
+    """`n` distinct held-out instances (seeds from `first_seed`)."""
+    return _instances(family, difficulty, first_seed, n, heldout=True, distinct=True)
 
 
 def evaluate_policy(
@@ -29,16 +82,20 @@ def evaluate_policy(
     tasks: list[Task],
     out_dir: str | Path,
     name: str,
-    max_turns: int = 3,
-    max_tokens_per_turn: int = 96,
+    rollout: RolloutConfig,
     concurrency: int = 4,
 ) -> dict[str, Any]:
-    """One attempt per task with the rule judge; returns summary + `eval/...` metrics."""
-    episode = EpisodeLimits(max_turns=max_turns, max_tokens_per_turn=max_tokens_per_turn)
+    """One attempt per task with the rule judge, in `rollout`'s episode and reward; returns
+    summary + `eval/...` metrics."""
     config = RunConfig(
-        policy=name, tasks_source="heldout", concurrency=concurrency, judge="rule", episode=episode
+        policy=name,
+        tasks_source="heldout",
+        concurrency=concurrency,
+        judge="rule",
+        episode=rollout.episode,
+        reward=rollout.reward,
     )
     results = run_eval(tasks, config, out_dir, progress=False, policy=policy)
     metrics = eval_metrics(results.summary)
     metrics["eval/solve_rate"] = metrics["eval/accuracy"]
-    return {"summary": results.summary, "metrics": metrics, "out": str(out_dir)}
+    return {"summary": results.summary, "metrics": metrics, "out": str(out_dir), "results": results}

@@ -33,9 +33,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tbrl_lib.policies.tiny_model import MODEL_CONFIG as TINY_CONFIG
+from tbrl_lib.policies.tiny_model import SIZES, tiny_size
 from tbrl_lib.policies.tiny_model import VOCAB_SIZE as TINY_VOCAB
-from tbrl_lib.train.presets import TINY_MODEL, TrainConfig
+from tbrl_lib.train.presets import TrainConfig
 
 GIB = 2**30
 
@@ -103,8 +103,9 @@ def model_shape(model: str) -> ModelShape:
     """Shape of a known model id, or read from `<model>/config.json` for a local path."""
     if model in KNOWN_SHAPES:
         return KNOWN_SHAPES[model]
-    if model == TINY_MODEL:  # built locally on demand; its shape is a constant of the builder
-        return shape_from_hf_config({**TINY_CONFIG, "vocab_size": TINY_VOCAB})
+    size = tiny_size(model)
+    if size:  # built locally on demand; its shape is a constant of the builder
+        return shape_from_hf_config({**SIZES[size], "vocab_size": TINY_VOCAB})
     config = Path(model) / "config.json"
     if config.is_file():
         return shape_from_hf_config(json.loads(config.read_text()))

@@ -22,8 +22,6 @@ import yaml
 
 from tbrl_lib.overrides import merge, parse_overrides  # noqa: F401 - parse_overrides: the CLI's parser
 
-TINY_MODEL = "tiny"
-"""`model` value that builds the tiny Qwen3-architecture model locally (no hub needed)."""
 GENERATION_BACKENDS = ("hf", "vllm-colocate", "vllm-server")
 DISTRIBUTED = ("none", "ddp", "zero3", "fsdp2")
 DTYPES = ("bf16", "fp16", "fp32")
@@ -40,13 +38,21 @@ class TrainConfig:
 
     # --- model and data
     model: str = "Qwen/Qwen3-8B"
-    """HF model id or local path; `tiny` builds a tiny Qwen3-architecture model locally."""
+    """HF model id or local path; `tiny` / `tiny:learn` build a tiny Qwen3-architecture model
+    locally (`policies/tiny_model.py`: `smoke` for plumbing, `learn` for the CPU demo)."""
     tasks: str = "data/tasks"
     """Task source: a Harbor/TB1 dir (or a dir of them), upstream CSV, or a tasks parquet."""
     task_ids: list[str] = field(default_factory=list)
     """Train only on these task ids (empty: all tasks in `tasks`)."""
     max_tasks: int | None = None
     """Use only the first N tasks (after `task_ids`); None: all."""
+    family: str | None = None
+    """Train on instances of this procedural family (`tbrl synth families`) instead of `tasks`;
+    held-out instances (`train/heldout.py`) are never among them."""
+    family_difficulty: str = "easy"
+    """Difficulty of the family's instances (training and held-out)."""
+    family_tasks: int = 32
+    """Training instances of `family` (seeds from 1000, held-out instances skipped)."""
 
     # --- rollouts
     num_generations: int = 16
@@ -63,6 +69,8 @@ class TrainConfig:
     """Assistant replies per episode."""
     episode_time_limit_s: float | None = None
     """Wall clock per episode; None: the task's agent timeout."""
+    system_prompt: str = "full"
+    """`full` (every tool, with examples, ~2k tokens) or `compact` (a few lines: tiny models)."""
 
     # --- optimisation
     learning_rate: float = 1e-6
@@ -114,7 +122,32 @@ class TrainConfig:
     curriculum: bool = True
     """Order tasks easy -> hard by measured solve rate (unmeasured tasks first, by difficulty)."""
     filter_after_groups: int = 2
-    """Skip a task once it was always (or never) solved in this many groups in a row; 0: never skip."""
+    """Skip a task once its groups were all solved, none solved, or all the same partial reward,
+    this many groups in a row; 0: never skip."""
+    retry_skipped_after_steps: int = 20
+    """Bring a skipped task back after this many steps (the policy has moved); 0: never."""
+    dynamic_sampling: bool = True
+    """DAPO's dynamic sampling: drop a group with no reward variance and refill the batch with
+    a group of another task in the same step (extra rollouts; `sampling/...` metrics)."""
+    refill_rounds: int = 1
+    """Refill attempts per step for dynamic sampling."""
+
+    # --- warm start and held-out evaluation (procedural `family` runs)
+    sft_demos: int = 0
+    """Teacher demonstrations for an SFT warm start before GRPO (`train/sft.py`); 0: none."""
+    sft_epochs: float = 3.0
+    sft_learning_rate: float = 1e-3
+    """SFT learning rate (1e-3 suits a randomly initialised tiny model; ~1e-5 for 1B+)."""
+    sft_teacher_accuracy: float = 1.0
+    """Share of demonstrations the teacher gets right (`demos.demo_teachers`)."""
+    sft_teacher_careful: float = 0.0
+    """Share of demonstrations where the teacher plans, looks and checks before finishing
+    (the process the judge rewards); the rest only run the solution."""
+    eval_every: int = 0
+    """Evaluate the policy on held-out instances every N steps (`eval/...` metrics); 0: never.
+    With `eval_tasks` > 0 the base, warm-start and final models are evaluated too."""
+    eval_tasks: int = 0
+    """Held-out instances of `family` per evaluation; 0: no evaluation."""
 
     # --- hardware
     num_nodes: int = 1
@@ -237,6 +270,8 @@ class TrainConfig:
                 "judge='none' with reward_w_judge > 0: set reward_w_judge=0 for a "
                 "tests-only reward, or name a judge (e.g. judge=rule)"
             )
+        _choice("system_prompt", self.system_prompt, ("full", "compact"))
+        self._check_family()
         from tbrl_lib.agent.config import ToolConfig
 
         try:
@@ -250,6 +285,30 @@ class TrainConfig:
         _choice("model_loader", self.model_loader, ("peft", "unsloth"))
         if self.filter_after_groups < 0:
             raise ValueError("filter_after_groups must be >= 0 (0 disables filtering)")
+
+    def _check_family(self) -> None:
+        """Warm start and held-out evaluation need a procedural family to draw instances from."""
+        if self.family is not None:
+            from tbrl_lib.synth.generate import family_names
+
+            try:
+                family_names([self.family])
+            except ValueError as exc:
+                raise ValueError(f"family: {exc}") from None
+            if self.family_tasks < 1:
+                raise ValueError(f"family_tasks={self.family_tasks}: need at least one instance")
+        needs = [k for k in ("sft_demos", "eval_tasks") if getattr(self, k) > 0]
+        if needs and self.family is None:
+            raise ValueError(
+                f"{', '.join(needs)} > 0 needs `family` (demonstrations and held-out instances "
+                "come from a procedural family); set family=write_word or set them to 0"
+            )
+        for key in ("sft_demos", "eval_every", "eval_tasks", "retry_skipped_after_steps"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"{key}={getattr(self, key)} must be >= 0")
+        for key in ("sft_teacher_accuracy", "sft_teacher_careful"):
+            if not 0 <= getattr(self, key) <= 1:
+                raise ValueError(f"{key}={getattr(self, key)} must be in [0, 1]")
 
     @property
     def num_processes(self) -> int:

@@ -11,7 +11,10 @@ Metric names (one line per logging step in `metrics.jsonl`):
                   rollouts only
     judge/…       cost_usd (judge spend of the step's rollouts)
     sandbox/…     per-rollout container numbers (startup_seconds, commands, command_seconds, …)
-    curriculum/…  active_tasks, skipped_tasks, mean_solve_rate
+    curriculum/…  active_tasks, skipped_tasks, retried_tasks, mean_solve_rate
+    sampling/…    dynamic sampling: zero_std_groups (share before refill), zero_std_after,
+                  refilled_groups, refill_rollouts
+    eval/…        held-out evaluation at that step (solve_rate, mean_reward, accuracy_ci_*)
 Left out: a live dashboard (wandb/tensorboard); point TRL's `report_to` at one if wanted.
 """
 
@@ -28,7 +31,7 @@ from transformers import TrainerCallback
 from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.presets import TrainConfig
 
-OWN_PREFIXES = ("rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "eval/")
+OWN_PREFIXES = ("rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "eval/", "sampling/")
 
 
 def metric_name(key: str) -> str:
@@ -49,6 +52,8 @@ class MetricsWriter(TrainerCallback):
     def __init__(self, path: Path, curriculum: Curriculum | None = None) -> None:
         self.path, self.curriculum = path, curriculum
         self.records: list[dict[str, Any]] = []
+        self.pending: dict[str, Any] = {}
+        """Metrics other callbacks computed this step (held-out eval): merged into the next line."""
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("")
 
@@ -60,6 +65,8 @@ class MetricsWriter(TrainerCallback):
             record[metric_name(key)] = _number(value)
         if self.curriculum is not None:
             record.update(self.curriculum.metrics())
+        record.update({k: _number(v) for k, v in self.pending.items()})
+        self.pending.clear()
         self.records.append(record)
         with self.path.open("a") as fh:
             fh.write(json.dumps(record, default=str) + "\n")
@@ -102,6 +109,15 @@ def plot_rewards(records: list[dict[str, Any]], path: Path) -> Path | None:
             steps, values = zip(*points)
             ax.plot(steps, values, marker="o", markersize=3, linestyle=style, label=label)
             drawn += 1
+    evals = [
+        (r["step"], r["eval/solve_rate"]) for r in records if r.get("eval/solve_rate") is not None
+    ]
+    if evals:
+        steps, values = zip(*evals)
+        ax.plot(
+            steps, values, marker="s", linestyle="none", color="black", label="held-out solve rate"
+        )
+        drawn += 1
     if drawn:
         ax.legend(loc="best")
     else:

@@ -27,15 +27,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tbrl_lib.policies.tiny_model import resolve_model, tiny_size
 from tbrl_lib.train.curriculum import Curriculum, CurriculumSampler
-from tbrl_lib.train.presets import TINY_MODEL, TrainConfig, load_preset
+from tbrl_lib.train.presets import TrainConfig, load_preset
 
 KEEP_PREFIXES = ("rollout/", "reward/", "sandbox/", "curriculum/", "train/")
 
 
 def load_training_tasks(config: TrainConfig) -> list:
-    """The tasks of the run: `config.tasks`, narrowed by `task_ids` and `max_tasks`."""
+    """The tasks of the run: the family's training instances when `family` is set, else
+    `config.tasks`, narrowed by `task_ids` and `max_tasks`."""
     from tbrl_lib.tasks import load_tasks
+
+    if config.family:
+        from tbrl_lib.train.heldout import training_tasks
+
+        return training_tasks(config.family, config.family_tasks, config.family_difficulty)
 
     tasks = load_tasks(config.tasks, mode="strict").tasks
     if config.task_ids:
@@ -72,6 +79,7 @@ def rollout_config(config: TrainConfig, run_id: str = ""):
         max_tokens_per_turn=config.max_new_tokens_per_turn,
         time_limit_s=config.episode_time_limit_s,
         tools=ToolConfig(**config.tools),
+        system_prompt=config.system_prompt,
     )
     reward = RewardConfig(
         w_tests=config.reward_w_tests,
@@ -98,14 +106,6 @@ def dataset_rows(tasks: list, limits) -> list[dict[str, Any]]:
     from tbrl_lib.tasks.parquet_format import task_to_record
 
     return [task_to_record(task, lambda t: initial_messages(t, limits)) for task in tasks]
-
-
-def resolve_model(config: TrainConfig, out_dir: Path) -> str:
-    if config.model != TINY_MODEL:
-        return config.model
-    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
-
-    return str(build_tiny_qwen3())  # cached by content hash under outputs/models
 
 
 def grpo_args(config: TrainConfig, out_dir: Path):
@@ -173,6 +173,7 @@ def train(
 ) -> dict[str, Any]:
     """Run GRPO for `preset` (+ `overrides`); returns the summary also written to summary.json."""
     from tbrl_lib.notebook_tools import record_summary, run_dir
+    from tbrl_lib.train.heldout_eval import EvalPlan, HeldoutEval, before_after_table
     from tbrl_lib.train.memory import plan_text
     from tbrl_lib.train.reporting import MetricsWriter, plot_rewards, write_config
 
@@ -181,16 +182,34 @@ def train(
     started = time.monotonic()
     write_config(out / "config.json", config)
     (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
-    trainer, state = build_trainer(config, out)
-    write_config(out / "config.json", config, trainer.args)
-    writer = MetricsWriter(out / "metrics.jsonl", state.get("curriculum"))
-    trainer.add_callback(writer)
+    rollout = rollout_config(config, run_id=f"train-{config.name}-{os.getpid()}")
+    plan = EvalPlan.for_run(config, rollout, out / "eval")
+    model_path = resolve_model(config.model)
+    evals: dict[str, Any] = {}
+    warm: dict[str, Any] | None = None
     try:
+        if plan:
+            evals["base"] = plan.evaluate_checkpoint(model_path, "base", config.seed)
+        if config.sft_demos:
+            warm = warm_start(config, model_path, out / "sft", rollout)
+            model_path = warm["checkpoint"]
+            if plan:
+                evals["warm start"] = plan.evaluate_checkpoint(model_path, "sft", config.seed)
+        trainer, state = build_trainer(config, out, rollout, model_path)
+        write_config(out / "config.json", config, trainer.args)
+        writer = MetricsWriter(out / "metrics.jsonl", state.get("curriculum"))
+        trainer.add_callback(writer)
+        if plan and config.eval_every:
+            trainer.add_callback(
+                HeldoutEval(plan, state["policy_box"], config.eval_every, writer.pending)
+            )
         trainer.train()
+        if config.save_steps or tiny_size(config.model) or plan:
+            trainer.save_model(str(out / "final"))
+        if plan:
+            evals["grpo"] = plan.evaluate_checkpoint(out / "final", "final", config.seed)
     finally:
         _close_sandbox_pools()
-    if config.save_steps or config.model == TINY_MODEL:
-        trainer.save_model(str(out / "final"))
     records = writer.records
     plot_rewards(records, out / "reward.png")
     rewards = [r["reward/total"] for r in records if r.get("reward/total") is not None]
@@ -204,6 +223,10 @@ def train(
         "infra_error_rate": _mean(r.get("rollout/infra_error_rate", 0.0) for r in records),
         "skipped_tasks": state["curriculum"].skipped() if state.get("curriculum") else {},
         "stopped_early": state.get("stop_reason"),
+        "filtering": state["curriculum"].report() if state.get("curriculum") else [],
+        "dynamic_sampling": sampling_totals(records),
+        "warm_start": _warm_summary(warm),
+        "heldout": before_after_table(evals) if evals else [],
         "wall_seconds": round(time.monotonic() - started, 1),
         "run_dir": str(out),
     }
@@ -211,7 +234,55 @@ def train(
     return summary
 
 
-def build_trainer(config: TrainConfig, out: Path):
+def warm_start(config: TrainConfig, base_path: str, out: Path, rollout) -> dict[str, Any]:
+    """SFT on `sft_demos` teacher demonstrations of the family, in the run's episode."""
+    from tbrl_lib.train.sft import SFTSettings, run_sft
+
+    settings = SFTSettings(
+        model=base_path,
+        family=config.family or "",
+        difficulty=config.family_difficulty,
+        demos=config.sft_demos,
+        epochs=config.sft_epochs,
+        learning_rate=config.sft_learning_rate,
+        seed=config.seed,
+        teacher_accuracy=config.sft_teacher_accuracy,
+        teacher_careful=config.sft_teacher_careful,
+    )
+    return run_sft(settings, out, rollout)
+
+
+def _warm_summary(warm: dict[str, Any] | None) -> dict[str, Any] | None:
+    if warm is None:
+        return None
+    keys = (
+        "checkpoint",
+        "demos",
+        "demos_right",
+        "demos_careful",
+        "steps",
+        "loss_before",
+        "loss_after",
+        "seconds",
+    )
+    return {k: warm[k] for k in keys if k in warm}
+
+
+def sampling_totals(records: list[dict[str, Any]]) -> dict[str, float]:
+    """Dynamic sampling over the run: mean share of flat groups before/after refill, groups
+    refilled and extra rollouts (metrics are per logged step)."""
+    rows = [r for r in records if "sampling/zero_std_groups" in r]
+    if not rows:
+        return {}
+    return {
+        "zero_std_groups_before": _mean(r["sampling/zero_std_groups"] for r in rows),
+        "zero_std_groups_after": _mean(r.get("sampling/zero_std_after", 0.0) for r in rows),
+        "refilled_groups": sum(r.get("sampling/refilled_groups", 0.0) for r in rows),
+        "refill_rollouts": sum(r.get("sampling/refill_rollouts", 0.0) for r in rows),
+    }
+
+
+def build_trainer(config: TrainConfig, out: Path, rollout=None, model_path: str | None = None):
     """The GRPOTrainer with tbrl's rollout_func, reward, curriculum and callbacks."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
@@ -230,15 +301,24 @@ def build_trainer(config: TrainConfig, out: Path):
 
     install_torch_logprob_head()
     tasks = load_training_tasks(config)
-    rollout = rollout_config(config, run_id=f"train-{config.name}-{os.getpid()}")
+    rollout = rollout or rollout_config(config, run_id=f"train-{config.name}-{os.getpid()}")
     judge = make_training_judge(config)
     rows = dataset_rows(tasks, rollout.episode)
     prebuild_images(tasks, config)
-    model_path = resolve_model(config, out)
+    model_path = model_path or resolve_model(config.model)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    curriculum = Curriculum({t.id: t.difficulty.value for t in tasks}, config.filter_after_groups)
-    state: dict[str, Any] = {"curriculum": curriculum, "model_path": model_path}
+    curriculum = Curriculum(
+        {t.id: t.difficulty.value for t in tasks},
+        config.filter_after_groups,
+        retry_after_steps=config.retry_skipped_after_steps,
+    )
     policy_box: dict[str, TokenPolicy] = {}
+    state: dict[str, Any] = {
+        "curriculum": curriculum,
+        "model_path": model_path,
+        "policy_box": policy_box,
+    }
+    by_id = {t.id: t for t in tasks}
 
     async def one_rollout(task):
         return await run_rollout(task, policy_box["policy"], rollout, judge)
@@ -255,6 +335,13 @@ def build_trainer(config: TrainConfig, out: Path):
         on_rollouts=curriculum.record_rollouts,
         max_infra_error_rate=config.max_infra_error_rate,
         infra_check_after=config.rollouts_per_step,
+        group_size=config.num_generations,
+        refill=(
+            (lambda n, exclude: [by_id[t] for t in curriculum.refill_ids(n, exclude)])
+            if config.dynamic_sampling
+            else None
+        ),
+        refill_rounds=config.refill_rounds,
     )
     peft_config = lora_config(config) if config.use_lora else None
     from tbrl_lib.train.model_loader import load_policy  # unsloth on 1xh200 when installed

@@ -7,7 +7,7 @@ pre-tokenised dataset: `input_ids = prompt_ids + completion_ids` and
 everywhere else. Nothing is re-rendered, so the chat template is by construction the one
 generation uses. The checkpoint (model + tokenizer) is a folder GRPO's `model:` accepts.
 
-    tbrl train sft --family copy_answer --demos 32 --out outputs/sft-copy
+    tbrl train sft --family write_word --demos 96 --teacher-accuracy 0.5 --out outputs/sft-words
 
 Left out: packing, LoRA for SFT, evaluation inside the trainer (`assistant_loss` measures
 the same loss before and after instead).
@@ -16,6 +16,7 @@ the same loss before and after instead).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,9 +27,12 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import SFTConfig, SFTTrainer
 
+from tbrl_lib.agent.config import EpisodeLimits
+from tbrl_lib.policies.tiny_model import resolve_model
 from tbrl_lib.rewards.judges import make_judge
-from tbrl_lib.synth.generate import make_task
-from tbrl_lib.train.demos import demo_rows, record_demos, write_demos
+from tbrl_lib.rollout import RolloutConfig
+from tbrl_lib.train.demos import demo_rows, demo_teachers, record_demos, write_demos
+from tbrl_lib.train.heldout import training_tasks
 from tbrl_lib.train.trl_compat import install_torch_logprob_head
 
 
@@ -38,7 +42,7 @@ class SFTSettings:
 
     model: str = "tiny"
     """A model folder, `tiny` (the locally built tiny Qwen3) or `tiny:<size>` (`tiny_model.SIZES`)."""
-    family: str = "copy_answer"
+    family: str = "write_word"
     """Procedural family the demonstrations come from."""
     difficulty: str = "easy"
     demos: int = 32
@@ -48,14 +52,25 @@ class SFTSettings:
     epochs: float = 3.0
     learning_rate: float = 1e-3
     """Full fine-tuning of a random tiny model: large on purpose (a 1B+ model wants ~1e-5)."""
-    batch_size: int = 4
+    batch_size: int = 8
     seed: int = 0
+    teacher_accuracy: float = 1.0
+    """Share of demonstrations the teacher gets right; the rest act out another instance's
+    solution (`demos.demo_teachers`). Below 1 the warm start is right only sometimes, which
+    is where GRPO has signal."""
+
+    teacher_careful: float = 0.0
+    """Share of demonstrations where the teacher plans, looks and checks (`CarefulOracle`);
+    the rest run the solution and finish. The judge scores the careful ones higher."""
 
     def __post_init__(self) -> None:
         if self.demos < 1:
             raise ValueError(f"demos={self.demos}: need at least one demonstration")
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate={self.learning_rate}: must be positive")
+        for name in ("teacher_accuracy", "teacher_careful"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name}={getattr(self, name)}: must be within [0, 1]")
 
 
 def sft_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
@@ -86,14 +101,6 @@ def assistant_loss(model: Any, dataset: Dataset) -> float:
     return total / max(count, 1)
 
 
-def resolve_model(model: str) -> str:
-    if model == "tiny" or model.startswith("tiny:"):
-        from tbrl_lib.policies.tiny_model import build_tiny_qwen3
-
-        return str(build_tiny_qwen3(size=model.partition(":")[2] or "smoke"))
-    return model
-
-
 def train_sft(
     rows: Sequence[dict[str, Any]], model_path: str, out_dir: str | Path, settings: SFTSettings
 ) -> dict[str, Any]:
@@ -102,6 +109,7 @@ def train_sft(
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     dataset = sft_dataset(rows)
+    started = time.monotonic()
     before = assistant_loss(model, dataset)
     args = SFTConfig(
         output_dir=str(out / "trainer"),
@@ -131,24 +139,46 @@ def train_sft(
         "loss_before": before,
         "loss_after": after,
         "steps": trainer.state.global_step,
+        "demos_right": sum(r["tests_score"] >= 1.0 for r in rows),
+        "demos_careful": sum(r["careful"] for r in rows),
+        "seconds": round(time.monotonic() - started, 1),
         "settings": asdict(settings),
     }
 
 
-def run_sft(settings: SFTSettings, out_dir: str | Path) -> dict[str, Any]:
-    """Record oracle demonstrations on the family (real sandboxes), write them, fine-tune."""
+DEMO_EPISODE = EpisodeLimits(
+    max_turns=4, max_tokens_per_turn=64, max_total_tokens=2048, system_prompt="compact"
+)
+"""The episode demonstrations are recorded in when the caller gives none: the short prompt
+and budget of the CPU demo. GRPO must run with the same limits (the prompt states them)."""
+
+
+def run_sft(
+    settings: SFTSettings, out_dir: str | Path, rollout: RolloutConfig | None = None
+) -> dict[str, Any]:
+    """Record teacher demonstrations on the family (real sandboxes, `rollout`'s episode and
+    reward), write them, fine-tune."""
     out = Path(out_dir)
+    rollout = rollout or RolloutConfig(episode=DEMO_EPISODE)
     model_path = resolve_model(settings.model)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    tasks = [
-        make_task(settings.family, settings.first_seed + i, settings.difficulty)
-        for i in range(settings.demos)
-    ]
-    results = asyncio.run(record_demos(tasks, tokenizer, judge=make_judge("rule")))
-    rows = demo_rows(results)
+    # Demonstrations may repeat an instance (a small family has few); decoys are any instances.
+    tasks = training_tasks(
+        settings.family, settings.demos, settings.difficulty, settings.first_seed, distinct=False
+    )
+    decoys = training_tasks(
+        settings.family, 32, settings.difficulty, settings.first_seed + 10_000, distinct=False
+    )
+    teachers = demo_teachers(
+        tasks, settings.teacher_accuracy, decoys, settings.seed, settings.teacher_careful
+    )
+    results = asyncio.run(
+        record_demos(tasks, tokenizer, rollout, make_judge("rule"), teachers, concurrency=4)
+    )
+    rows = demo_rows(results, min_reward=1.0 if settings.teacher_accuracy >= 1.0 else 0.0)
     if not rows:
         raise RuntimeError(
-            f"no oracle demonstration of {settings.family} solved its task "
+            f"no teacher demonstration of {settings.family} was recorded "
             f"({[r.infra_error or r.termination for r in results][:3]}); check Docker and the family"
         )
     write_demos(rows, out / "demos.parquet")

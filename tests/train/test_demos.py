@@ -35,3 +35,46 @@ def test_teacher_rollout_is_token_exact_and_solves(tmp_path, docker_client, base
     assert "echo" in tok.decode(assistant) and "<finish>" in tok.decode(assistant)
     path = write_demos([row], tmp_path / "demos.parquet")
     assert Dataset.from_parquet(str(path))[0]["completion_ids"] == row["completion_ids"]
+
+
+def test_weaker_teacher_is_right_at_its_accuracy_and_wrong_with_another_instance():
+    from tbrl_lib.train.demos import ShortOracle, demo_teachers
+    from tbrl_lib.train.heldout import training_tasks
+
+    tasks = training_tasks("write_word", 200, distinct=False)
+    decoys = training_tasks("write_word", 20, first_seed=50_000)
+    teachers = demo_teachers(tasks, 0.5, decoys, seed=3)
+    wrong = [t for t in teachers if t.solution is not None]
+    assert all(isinstance(t, ShortOracle) for t in teachers)
+    assert 70 <= len(wrong) <= 130  # ~half, from a seeded draw
+    assert {t.solution for t in wrong} <= {d.solution for d in decoys}
+    assert demo_teachers(tasks, 0.5, decoys, seed=3)[5].solution == teachers[5].solution
+    assert all(t.solution is None for t in demo_teachers(tasks, 1.0, []))
+    with pytest.raises(ValueError, match="needs decoy tasks"):
+        demo_teachers(tasks, 0.5, [])
+
+
+@pytest.mark.docker
+def test_a_weaker_teachers_mistake_is_recorded_as_a_wrong_demonstration(docker_client, base_image):
+    from transformers import AutoTokenizer
+
+    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+    from tbrl_lib.rewards.judges import make_judge
+    from tbrl_lib.synth.generate import make_task
+    from tbrl_lib.train.demos import ShortOracle, demo_rows, record_demos
+
+    tok = AutoTokenizer.from_pretrained(str(build_tiny_qwen3()))
+    task, decoy = make_task("write_word", 1, "easy"), make_task("write_word", 2, "easy")
+    assert task.solution != decoy.solution
+    results = asyncio.run(
+        record_demos(
+            [task, task],
+            tok,
+            judge=make_judge("rule"),
+            teachers=[ShortOracle(), ShortOracle(decoy.solution)],
+        )
+    )
+    assert [r.tests.score < 1.0 for r in results] == [False, True]
+    assert len(demo_rows(results)) == 1  # by default only right demonstrations
+    rows = demo_rows(results, min_reward=0.0)
+    assert [r["tests_score"] < 1.0 for r in rows] == [False, True]

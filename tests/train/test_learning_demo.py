@@ -1,0 +1,64 @@
+"""The learning demo's short version: SFT warm start on a weaker teacher, then GRPO with
+held-out evaluations, on the real path (tiny model, Docker sandboxes, TRL trainers).
+
+The benchmark (`benchmarks/bench_learning.py`) measures whether the reward rises; this
+test checks what must hold on any run: SFT lowers the assistant-token loss, GRPO changes
+the parameters, some group has reward variance, and the report's pieces are there."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, base_image):
+    from safetensors.torch import load_file
+
+    from tbrl_lib.train.reporting import load_metrics
+    from tbrl_lib.train.run import train
+
+    out = tmp_path / "run"
+    summary = train(
+        "cpu-demo",
+        {
+            "sft_demos": 16,
+            "sft_epochs": 3,
+            "family_tasks": 8,
+            "max_steps": 2,
+            "eval_every": 1,
+            "eval_tasks": 4,
+        },
+        out,
+    )
+    warm = summary["warm_start"]
+    assert warm["demos"] == 16 and 0 < warm["demos_right"] < 16  # the teacher errs sometimes
+    assert warm["loss_after"] < warm["loss_before"]
+    before = load_file(f"{warm['checkpoint']}/model.safetensors")
+    after = load_file(str(out / "final" / "model.safetensors"))
+    assert any(not before[k].equal(after[k]) for k in before), "GRPO left every weight as it was"
+
+    metrics = load_metrics(out)
+    assert list(metrics["step"]) == [1, 2]
+    assert (metrics["train/frac_reward_zero_std"] < 1.0).any(), "no group had reward variance"
+    assert metrics["eval/solve_rate"].notna().all()  # an evaluation at every step
+    assert {"sampling/zero_std_groups", "sampling/zero_std_after"} <= set(metrics.columns)
+
+    table = summary["heldout"]
+    assert [row["model"] for row in table] == ["base", "warm start", "grpo"]
+    assert all(0.0 <= row["solve_rate"] <= 1.0 for row in table)
+    assert "vs_previous" in table[2]
+    for name in ("base", "sft", "final", "step-00001", "step-00002"):
+        assert (out / "eval" / name / "results.json").is_file(), name
+
+
+def test_every_rollout_of_the_demo_uses_the_presets_episode():
+    # the warm start, GRPO and the held-out evaluations share one RolloutConfig
+    from tbrl_lib.agent.prompts import system_prompt
+    from tbrl_lib.train.presets import load_preset
+    from tbrl_lib.train.run import rollout_config
+
+    config = load_preset("cpu-demo")
+    episode = rollout_config(config).episode
+    assert episode.system_prompt == "compact" and episode.max_turns == config.max_turns
+    assert len(system_prompt(episode)) < 600  # a few lines, not the 7 kB full prompt
