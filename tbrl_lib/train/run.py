@@ -1,21 +1,23 @@
 """`train(preset, overrides, out_dir)`: one GRPO run with TRL, from a preset to a run folder.
 
     tbrl train run --preset cpu-smoke                      # laptop: minutes, real sandboxes
-    accelerate launch --config_file acc.yaml -m tbrl_lib.train.run --preset 8xh100 --out outputs/x
+    accelerate launch --config_file acc.yaml -m tbrl_lib.cli train run --preset 8xh100  # what `tbrl train launch` writes
 
 The run folder explains itself:
     config.json        the TrainConfig (asdict) and the TRL GRPOConfig it became
     memory_plan.txt    the per-GPU memory estimate of the preset
     metrics.jsonl      one line per logged step; names prefixed train/, rollout/, reward/,
-                       sandbox/, curriculum/ (TRL's own names go under train/)
+                       sandbox/, curriculum/, sampling/, eval/ (TRL's own names go under train/)
     trajectories/      every rollout (ids, env_mask, reward, messages, test outcomes)
-    reward.png         reward over steps
+    reward.png         reward over steps (components, held-out solve rate at eval steps)
     summary.json       headline numbers (read back by the notebook test)
 
 Every rollout is `tbrl_lib.rollout.run_rollout`, the one evaluation and validation use:
 the reward is 65% weighted tests + 35% judge (`judge`, `reward_w_*` in the preset).
-What it simplifies: no SFT warm start, no evaluation pass inside the run (use `tbrl eval`
-on the checkpoint).
+With `sft_demos` > 0 an SFT warm start runs first (`sft/`: demos.parquet, checkpoint) and
+GRPO starts from it; with `family` and `eval_tasks` > 0 the base model, the warm start, the
+policy every `eval_every` steps and the final model are evaluated on held-out instances
+(`eval/<name>/`, `eval/...` metrics, the before/after table in summary.json `heldout`).
 """
 
 from __future__ import annotations
