@@ -30,12 +30,13 @@ def test_same_seed_gives_the_same_task(family):
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_different_seeds_give_different_expected_answers(family):
-    # Substance, not names: the planted answers the tests check differ between seeds.
+    # Substance, not names: the planted answers the tests check differ between seeds. Small
+    # families (write_word: 128 instances at medium) may repeat one by chance, never most.
     answers = [
         json.dumps(make_task(family, s, "medium").metadata["synth"]["answers"], sort_keys=True)
         for s in range(6)
     ]
-    assert len(set(answers)) == 6, f"{family}: seeds 0..5 share expected answers"
+    assert len(set(answers)) >= 5, f"{family}: seeds 0..5 share expected answers"
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
