@@ -191,13 +191,18 @@ class Curriculum:
         }
 
 
+def no_spread(rewards: Sequence[float]) -> bool:
+    """All rewards equal (within float noise): a group GRPO gives zero advantage."""
+    return max(rewards) - min(rewards) < 1e-9
+
+
 def group_kind(scored: Sequence[float], solved: int) -> str | None:
     """How a group is uninformative, or None when its rewards differ (GRPO learns from it)."""
     if solved == len(scored):
         return "always solved"
     if max(scored) <= 0:
         return "never solved"
-    if max(scored) - min(scored) < 1e-9:
+    if no_spread(scored):
         return f"constant reward {scored[0]:.2f}"
     return None
 

@@ -41,13 +41,15 @@ class ShortOracle:
     def __init__(self, solution: str | None = None) -> None:
         self.solution = solution
 
+    def solution_reply(self, conversation: Conversation) -> Generation:
+        """The reply that runs the solution (this teacher's, else the task's) with `bash`."""
+        solution = self.solution or conversation.task.solution
+        return Generation(text=render_action("bash", {"cmd": solution.strip()}))
+
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
         if conversation.turn == 0:
-            solution = self.solution or conversation.task.solution
-            text = render_action("bash", {"cmd": solution.strip()})
-        else:
-            text = render_action("finish", {"message": "done"})
-        return Generation(text=text)
+            return self.solution_reply(conversation)
+        return Generation(text=render_action("finish", {"message": "done"}))
 
 
 class CarefulOracle(ShortOracle):
@@ -65,8 +67,7 @@ class CarefulOracle(ShortOracle):
             )
             return Generation(text=f"{plan}\n{look}")
         if conversation.turn == 1:
-            solution = self.solution or conversation.task.solution
-            return Generation(text=render_action("bash", {"cmd": solution.strip()}))
+            return self.solution_reply(conversation)
         if conversation.turn == 2:
             done = render_action("todo", {"operations": [{"action": "complete", "task_id": 1}]})
             return Generation(text=f"{look}\n{done}")

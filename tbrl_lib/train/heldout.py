@@ -35,15 +35,19 @@ MAX_SCAN = 20_000
 
 
 def is_heldout(task: Task) -> bool:
-    answers = task.metadata.get("synth", {}).get("answers")
-    if answers is None:
-        raise ValueError(f"task {task.id} has no synth answers: the split needs a generated task")
-    digest = hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).digest()
-    return digest[0] % HELDOUT_BUCKETS == 0
+    return _key_is_heldout(_answers_key(task))
 
 
 def _answers_key(task: Task) -> str:
-    return json.dumps(task.metadata.get("synth", {}).get("answers"), sort_keys=True)
+    """The instance's content: its answers, serialised the same way every time."""
+    answers = task.metadata.get("synth", {}).get("answers")
+    if answers is None:
+        raise ValueError(f"task {task.id} has no synth answers: the split needs a generated task")
+    return json.dumps(answers, sort_keys=True)
+
+
+def _key_is_heldout(key: str) -> bool:
+    return hashlib.sha256(key.encode()).digest()[0] % HELDOUT_BUCKETS == 0
 
 
 def _instances(
@@ -53,9 +57,10 @@ def _instances(
     side = "held-out" if heldout else "training"
     for seed in range(first_seed, first_seed + MAX_SCAN):
         task = make_task(family, seed, difficulty)
-        if is_heldout(task) != heldout:
+        key = _answers_key(task)
+        if _key_is_heldout(key) != heldout:
             continue
-        found.setdefault(_answers_key(task) if distinct else task.id, task)
+        found.setdefault(key if distinct else task.id, task)
         if len(found) == n:
             return list(found.values())
     raise ValueError(

@@ -37,7 +37,7 @@ class EvalPlan:
         if not (config.family and config.eval_tasks):
             return None
         tasks = heldout_tasks(config.family, config.eval_tasks, config.family_difficulty)
-        return cls(tasks, rollout, config.temperature, out, max(1, config.sandbox_concurrency))
+        return cls(tasks, rollout, config.temperature, out, config.sandbox_concurrency)
 
     def run(self, policy: Any, name: str) -> dict[str, Any]:
         """Evaluate `policy` on the held-out instances; results under `out/<name>/`."""

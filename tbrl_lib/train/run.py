@@ -284,8 +284,9 @@ def sampling_totals(records: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def build_trainer(config: TrainConfig, out: Path, rollout=None, model_path: str | None = None):
-    """The GRPOTrainer with tbrl's rollout_func, reward, curriculum and callbacks."""
+def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
+    """The GRPOTrainer with tbrl's rollout_func, reward, curriculum and callbacks, over
+    `rollout` (the run's `RolloutConfig`) and the model at `model_path`."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -303,11 +304,9 @@ def build_trainer(config: TrainConfig, out: Path, rollout=None, model_path: str 
 
     install_torch_logprob_head()
     tasks = load_training_tasks(config)
-    rollout = rollout or rollout_config(config, run_id=f"train-{config.name}-{os.getpid()}")
     judge = make_training_judge(config)
     rows = dataset_rows(tasks, rollout.episode)
     prebuild_images(tasks, config)
-    model_path = model_path or resolve_model(config.model)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     curriculum = Curriculum(
         {t.id: t.difficulty.value for t in tasks},

@@ -58,6 +58,7 @@ from typing import Any
 from tbrl_lib.aio import run_sync
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutResult
 from tbrl_lib.tasks.model import Task
+from tbrl_lib.train.curriculum import no_spread
 
 
 def prompt_key(messages: Sequence[dict[str, Any]] | str) -> str:
@@ -335,7 +336,7 @@ class RolloutRunner:
 def flat_group(group: Sequence[Rollout]) -> bool:
     """True when the scored rollouts of a group all have the same reward (zero advantage)."""
     scored = [r.reward for r in group if not r.infra_error and r.reward is not None]
-    return len(scored) >= 2 and max(scored) - min(scored) < 1e-9
+    return len(scored) >= 2 and no_spread(scored)
 
 
 def gather_results(rollouts: list[Rollout], trainer: Any) -> tuple[list[str], list[float | None]]:

@@ -338,6 +338,20 @@ def _varying_rollout_fn():
     return rollout
 
 
+def _varying_runner(index: TaskIndex, **kwargs) -> RolloutRunner:
+    """A runner over `_varying_rollout_fn` with groups of 2."""
+    return RolloutRunner(
+        index,
+        _varying_rollout_fn(),
+        concurrency=2,
+        fallback_prompt_ids=lambda t: [3],
+        eos_id=1,
+        progress=False,
+        group_size=2,
+        **kwargs,
+    )
+
+
 def test_flat_groups_are_dropped_and_refilled_until_the_batch_has_signal(tmp_path):
     tasks = {t: make_task(t) for t in "abcd"}
     index = TaskIndex([row(t) for t in tasks.values()])
@@ -349,16 +363,10 @@ def test_flat_groups_are_dropped_and_refilled_until_the_batch_has_signal(tmp_pat
         return [tasks[t] for t in next(refills)]
 
     seen: list = []
-    runner = RolloutRunner(
+    runner = _varying_runner(
         index,
-        _varying_rollout_fn(),
-        concurrency=2,
-        fallback_prompt_ids=lambda t: [3],
-        eos_id=1,
         trajectories_dir=tmp_path,
         on_rollouts=lambda ids, rewards: seen.extend(ids),
-        progress=False,
-        group_size=2,
         refill=refill,
         refill_rounds=2,
     )
@@ -395,16 +403,9 @@ def test_without_refill_or_with_split_groups_the_batch_is_left_alone():
         return [tasks["b"]]
 
     prompts = [row(tasks["a"])["prompt"]] * 3 + [row(tasks["b"])["prompt"]]
-    for kwargs in ({"group_size": 2}, {"group_size": 2, "refill": None}):
-        runner = RolloutRunner(
-            index,
-            _varying_rollout_fn(),
-            concurrency=2,
-            fallback_prompt_ids=lambda t: [3],
-            eos_id=1,
-            progress=False,
-            **{"refill": refill, **kwargs},
-        )
-        out = runner(prompts, trainer=None)  # groups of 2 would mix a and b: not whole
+    for refill_fn in (refill, None):
+        out = _varying_runner(index, refill=refill_fn)(
+            prompts, trainer=None
+        )  # groups of 2 would mix a and b: not whole
         assert out["task_id"] == ["a", "a", "a", "b"]
     assert calls == []
