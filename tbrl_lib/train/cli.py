@@ -1,6 +1,6 @@
 """`tbrl train ...`: run a preset, print its memory plan, write its launch files.
 
-tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR]
+tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR] [--resume latest|CHECKPOINT]
 tbrl train sft --family write_word --demos 96 --out DIR   (oracle demos -> SFT checkpoint)
 tbrl train presets
 tbrl train plan --preset 32xh100
@@ -41,11 +41,23 @@ def run_cmd(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print preflight, memory plan and launch commands; run nothing."
     ),
+    resume: str = typer.Option(
+        "",
+        "--resume",
+        help="Continue a run: `latest` (newest checkpoint of --out) or a checkpoint folder; "
+        "same preset and settings (max_steps may grow).",
+    ),
 ) -> None:
     """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary."""
     from tbrl_lib.sandbox.engine import require_engine
+    from tbrl_lib.train.resume import ResumeError, find_checkpoint
 
     config = _config(preset, overrides)
+    try:
+        checkpoint = find_checkpoint(resume, out, config) if resume else None
+    except ResumeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     from tbrl_lib.train.preflight import PreflightError, dry_run_text, require_preflight
 
     if dry_run:
@@ -63,7 +75,7 @@ def run_cmd(
     import_early(config)  # unsloth, when this run uses it, before transformers/TRL load
     from tbrl_lib.train.run import train  # torch and TRL: only once the engine answers
 
-    summary = train(config.name, out_dir=out, config=config)
+    summary = train(config.name, out_dir=out, config=config, resume=checkpoint or "")
     for key, value in summary.items():
         typer.echo(f"{key}: {value}")
 

@@ -18,15 +18,19 @@ does, gives zero advantage to all 16 rollouts and wastes their compute. So:
 `CurriculumSampler` feeds that order to TRL's dataloader in the layout TRL's own
 `RepeatSampler` uses (each task index `num_generations` times in a row, the chunk repeated
 for `steps_per_generation x num_iterations`), re-reading the curriculum before each chunk.
-What is left out: reweighting by learning progress. DAPO's dynamic sampling (dropping a
+Both save and load their state (`state_dict` / `load_state_dict`: plain JSON, written beside
+each checkpoint by `reporting.CheckpointState`), so a resumed run continues with the same
+counts, skips and schedule. What is left out: reweighting by learning progress. DAPO's dynamic sampling (dropping a
 zero-variance group in the step it happens and refilling the batch) is the rollout
 runner's (`trl_rollouts.RolloutRunner`); the curriculum acts across steps.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from torch.utils.data import Sampler
 
@@ -70,11 +74,35 @@ class Curriculum:
     """Skips and retries in order: {"step", "task_id", "event", "reason"}."""
     refills: dict[str, int] = field(default_factory=dict)
     """Times each task was drawn to refill a dropped group (dynamic sampling)."""
+    committed_refills: dict[str, int] = field(default_factory=dict)
+    """`refills` as agreed by every process at the last `commit_refills`."""
 
     def __post_init__(self) -> None:
         if not self.difficulties:
             raise ValueError("Curriculum needs at least one task")
         self.records = {task_id: TaskRecord() for task_id in self.difficulties}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a resumed run needs (JSON-ready): counts, skips, events, refills."""
+        return {
+            "step": self.step,
+            "records": {t: asdict(r) for t, r in self.records.items()},
+            "events": list(self.events),
+            "refills": dict(self.committed_refills),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()` of a run over the same tasks."""
+        if set(state["records"]) != set(self.records):
+            raise ValueError(
+                f"curriculum state covers tasks {sorted(state['records'])[:5]}..., this run "
+                f"{sorted(self.records)[:5]}...: resume with the run's own tasks"
+            )
+        self.step = state["step"]
+        self.records = {t: TaskRecord(**r) for t, r in state["records"].items()}
+        self.events = list(state["events"])
+        self.committed_refills = dict(state["refills"])
+        self.refills = dict(self.committed_refills)
 
     def record_group(self, task_id: str, rewards: Sequence[float | None]) -> None:
         """Count one group of rollouts of `task_id` (None = infra error, not counted)."""
@@ -144,6 +172,12 @@ class Curriculum:
         for task_id in chosen:
             self.refills[task_id] = self.refills.get(task_id, 0) + 1
         return chosen
+
+    def commit_refills(self, drawn: Sequence[str]) -> None:
+        """Make `refills` the same on every process: the last agreed counts plus the refill
+        draws of this step on all processes (`drawn`; one process: its own draws)."""
+        self.committed_refills = dict(Counter(self.committed_refills) + Counter(drawn))
+        self.refills = dict(self.committed_refills)
 
     def report(self) -> list[dict]:
         """The filtering table: one row per task that was ever skipped, with why and when."""
@@ -235,6 +269,21 @@ class CurriculumSampler(Sampler[int]):
         self.repeat_count = repeat_count
         self.scheduled = {task_id: 0 for task_id in task_ids}
         """Chunks each task was placed in (rotation works before any reward comes back)."""
+        self.drawn: list[list[str]] = []
+        """Every chunk drawn so far, in order (the sampler's state)."""
+        self.pending: list[list[str]] = []
+        """Chunks drawn before a checkpoint but not yet trained on: replayed first on resume."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"drawn": [list(chunk) for chunk in self.drawn]}
+
+    def load_state_dict(self, state: dict[str, Any], consumed_chunks: int) -> None:
+        """Continue after a checkpoint whose steps trained on the first `consumed_chunks`
+        drawn chunks; chunks drawn ahead of that (the dataloader prefetches) come next."""
+        self.drawn = [list(chunk) for chunk in state["drawn"]]
+        self.pending = self.drawn[consumed_chunks:]
+        counts = Counter(t for chunk in self.drawn for t in chunk)
+        self.scheduled = {task_id: counts.get(task_id, 0) for task_id in self.index}
 
     def __len__(self) -> int:
         chunks = -(-len(self.index) // self.tasks_per_chunk)
@@ -247,6 +296,8 @@ class CurriculumSampler(Sampler[int]):
                 yield from [self.index[task_id]] * self.mini_repeat_count
 
     def _next_chunk(self) -> list[str]:
+        if self.pending:
+            return self.pending.pop(0)
         order = self.curriculum.order() or list(self.index)
         # Round robin in curriculum order: the tasks scheduled least often go first.
         order = sorted(order, key=lambda t: self.scheduled[t])[: self.tasks_per_chunk]
@@ -254,4 +305,5 @@ class CurriculumSampler(Sampler[int]):
             order += order[: self.tasks_per_chunk - len(order)]
         for task_id in order:
             self.scheduled[task_id] += 1
+        self.drawn.append(order)
         return order

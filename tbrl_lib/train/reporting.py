@@ -15,6 +15,9 @@ Metric names (one line per logging step in `metrics.jsonl`):
     sampling/…    dynamic sampling: zero_std_groups (share before refill), zero_std_after,
                   refilled_groups, refill_rollouts
     eval/…        held-out evaluation at that step (solve_rate, mean_reward, accuracy_ci_*)
+With several processes every number above covers all of them (tbrl gathers its own; TRL
+gathers its own) and process 0 alone writes the file. A resumed run keeps the lines up to its
+checkpoint's step and appends after them (`MetricsWriter(resume_step=...)`).
 Left out: a live dashboard (wandb/tensorboard); point TRL's `report_to` at one if wanted.
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,7 @@ from transformers import TrainerCallback
 
 from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.presets import TrainConfig
+from tbrl_lib.train.resume import write_state
 
 OWN_PREFIXES = ("rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "eval/", "sampling/")
 
@@ -47,15 +52,27 @@ def write_config(path: Path, config: TrainConfig, grpo_args: Any = None) -> None
 
 
 class MetricsWriter(TrainerCallback):
-    """Appends every TRL log (plus `step`) to `metrics.jsonl` with prefixed names."""
+    """Appends every TRL log (plus `step`) to `metrics.jsonl` with prefixed names; only the
+    `main` process writes. With `resume_step`, lines up to that step are kept, later ones
+    (logged after the checkpoint by the run that died) dropped; else the file starts empty."""
 
-    def __init__(self, path: Path, curriculum: Curriculum | None = None) -> None:
-        self.path, self.curriculum = path, curriculum
+    def __init__(
+        self,
+        path: Path,
+        curriculum: Curriculum | None = None,
+        resume_step: int | None = None,
+        main: bool = True,
+    ) -> None:
+        self.path, self.curriculum, self.main = path, curriculum, main
         self.records: list[dict[str, Any]] = []
         self.pending: dict[str, Any] = {}
         """Metrics other callbacks computed this step (held-out eval): merged into the next line."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("")
+        if resume_step is not None and path.is_file():
+            lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            self.records = [r for r in lines if r.get("step", 0) <= resume_step]
+        if main:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(json.dumps(r, default=str) + "\n" for r in self.records))
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "train_runtime" in logs:
@@ -68,8 +85,24 @@ class MetricsWriter(TrainerCallback):
         record.update({k: _number(v) for k, v in self.pending.items()})
         self.pending.clear()
         self.records.append(record)
-        with self.path.open("a") as fh:
-            fh.write(json.dumps(record, default=str) + "\n")
+        if self.main:
+            with self.path.open("a") as fh:
+                fh.write(json.dumps(record, default=str) + "\n")
+
+
+class CheckpointState(TrainerCallback):
+    """Writes `tbrl_state.json` (see `resume.py`) into every checkpoint TRL saves: the run's
+    settings and `parts()` (name -> state dict: curriculum, sampler, runner counters)."""
+
+    def __init__(self, config: TrainConfig, parts: Callable[[], dict[str, Any]]) -> None:
+        self.config, self.parts = config, parts
+
+    def on_save(self, args, state, control, **kwargs):
+        if args.should_save:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            payload = {"step": state.global_step, "config": dataclasses.asdict(self.config)}
+            write_state(folder, {**payload, **self.parts()})
+        return control
 
 
 class CurriculumStop(TrainerCallback):

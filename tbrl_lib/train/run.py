@@ -1,6 +1,7 @@
 """`train(preset, overrides, out_dir)`: one GRPO run with TRL, from a preset to a run folder.
 
     tbrl train run --preset cpu-smoke                      # laptop: minutes, real sandboxes
+    tbrl train run --preset cpu-smoke --out RUN --resume latest   # continue RUN's newest checkpoint
     accelerate launch --config_file acc.yaml -m tbrl_lib.cli train run --preset 8xh100  # what `tbrl train launch` writes
 
 The run folder explains itself:
@@ -8,7 +9,9 @@ The run folder explains itself:
     memory_plan.txt    the per-GPU memory estimate of the preset
     metrics.jsonl      one line per logged step; names prefixed train/, rollout/, reward/,
                        sandbox/, curriculum/, sampling/, eval/ (TRL's own names go under train/)
-    trajectories/      every rollout (ids, env_mask, reward, messages, test outcomes)
+    trajectories/      every rollout (ids, env_mask, reward, messages, test outcomes); one file
+                       per step (and per process: `-rank<i>`, when several train)
+    checkpoints/       every `save_steps` steps: TRL's checkpoint + tbrl_state.json (resume.py)
     reward.png         reward over steps (components, held-out solve rate at eval steps)
     summary.json       headline numbers (read back by the notebook test)
 
@@ -18,6 +21,10 @@ With `sft_demos` > 0 an SFT warm start runs first (`sft/`: demos.parquet, checkp
 GRPO starts from it; with `family` and `eval_tasks` > 0 the base model, the warm start, the
 policy every `eval_every` steps and the final model are evaluated on held-out instances
 (`eval/<name>/`, `eval/...` metrics, the before/after table in summary.json `heldout`).
+
+Under accelerate every process runs its share of each step's rollouts; process 0 builds the
+tiny model and the task images while the others wait, and alone writes the run folder's
+files (trajectories: each process its own).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,13 @@ from typing import Any
 from tbrl_lib.policies.tiny_model import resolve_model, tiny_size
 from tbrl_lib.train.curriculum import Curriculum, CurriculumSampler
 from tbrl_lib.train.presets import TrainConfig, load_preset
+from tbrl_lib.train.resume import (
+    ResumeError,
+    checkpoint_step,
+    find_checkpoint,
+    read_state,
+    run_folder_of,
+)
 
 KEEP_PREFIXES = ("rollout/", "reward/", "sandbox/", "curriculum/", "train/")
 
@@ -143,6 +158,9 @@ def grpo_args(config: TrainConfig, out_dir: Path):
         "disable_tqdm": False,
         "save_strategy": "steps" if config.save_steps else "no",
         "save_steps": config.save_steps or 500,
+        # The curriculum sampler is no fixed order: a resumed run replays its saved state
+        # (`restore_run`) instead of skipping the batches already trained on.
+        "ignore_data_skip": config.curriculum,
         "shuffle_dataset": False,
         "dataloader_num_workers": 0,
         "use_vllm": vllm,
@@ -172,40 +190,58 @@ def train(
     overrides: dict[str, Any] | None = None,
     out_dir: str | Path = "",
     config: TrainConfig | None = None,
+    resume: str | Path = "",
 ) -> dict[str, Any]:
-    """Run GRPO for `preset` (+ `overrides`); returns the summary also written to summary.json."""
+    """Run GRPO for `preset` (+ `overrides`); returns the summary also written to summary.json.
+    `resume`: `latest` (the newest checkpoint of `out_dir`) or a checkpoint folder to continue."""
     from tbrl_lib.notebook_tools import record_summary, run_dir
     from tbrl_lib.train.heldout_eval import EvalPlan, HeldoutEval, before_after_table
     from tbrl_lib.train.memory import plan_text
     from tbrl_lib.train.reporting import MetricsWriter, plot_rewards, write_config
 
     config = config or load_preset(preset, overrides)
-    out = run_dir(out_dir, f"train-{config.name}")
+    checkpoint = find_checkpoint(resume, out_dir, config) if resume else None
+    out = run_dir(
+        out_dir or (run_folder_of(checkpoint) if checkpoint else ""), f"train-{config.name}"
+    )
     started = time.monotonic()
-    write_config(out / "config.json", config)
-    (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
+    main_process = main_process_state()
+    if main_process.is_main_process:
+        write_config(out / "config.json", config)
+        (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
     rollout = rollout_config(config, run_id=f"train-{config.name}-{os.getpid()}")
     plan = EvalPlan.for_run(config, rollout, out / "eval")
-    model_path = resolve_model(config.model)
+    with main_process.main_process_first():  # one process builds the tiny model
+        model_path = resolve_model(config.model)
     evals: dict[str, Any] = {}
     warm: dict[str, Any] | None = None
     try:
-        if plan:
+        if plan and not checkpoint:
             evals["base"] = plan.evaluate_checkpoint(model_path, "base", config.seed)
-        if config.sft_demos:
+        if checkpoint and (out / "sft" / "checkpoint").is_dir():  # GRPO started from it
+            model_path = str(out / "sft" / "checkpoint")
+        elif config.sft_demos:
             warm = warm_start(config, model_path, out / "sft", rollout)
             model_path = warm["checkpoint"]
             if plan:
                 evals["warm start"] = plan.evaluate_checkpoint(model_path, "sft", config.seed)
         trainer, state = build_trainer(config, out, rollout, model_path)
-        write_config(out / "config.json", config, trainer.args)
-        writer = MetricsWriter(out / "metrics.jsonl", state.get("curriculum"))
+        if checkpoint:
+            restore_run(trainer, state, checkpoint)
+        if main_process.is_main_process:
+            write_config(out / "config.json", config, trainer.args)
+        writer = MetricsWriter(
+            out / "metrics.jsonl",
+            state.get("curriculum"),
+            resume_step=checkpoint_step(checkpoint) if checkpoint else None,
+            main=main_process.is_main_process,
+        )
         trainer.add_callback(writer)
         if plan and config.eval_every:
             trainer.add_callback(
                 HeldoutEval(plan, state["policy_box"], config.eval_every, writer.pending)
             )
-        trainer.train()
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.save_steps or tiny_size(config.model) or plan:
             trainer.save_model(str(out / "final"))
         if plan:
@@ -213,7 +249,8 @@ def train(
     finally:
         _close_sandbox_pools()
     records = writer.records
-    plot_rewards(records, out / "reward.png")
+    if main_process.is_main_process:
+        plot_rewards(records, out / "reward.png")
     rewards = [r["reward/total"] for r in records if r.get("reward/total") is not None]
     summary = {
         "preset": config.name,
@@ -232,8 +269,31 @@ def train(
         "wall_seconds": round(time.monotonic() - started, 1),
         "run_dir": str(out),
     }
-    record_summary(out, summary)
+    if main_process.is_main_process:
+        record_summary(out, summary)
     return summary
+
+
+def main_process_state():
+    """accelerate's view of this process (one process: the main one); under `accelerate
+    launch` creating it joins the process group TRL's trainer then uses."""
+    from accelerate import PartialState  # comes with TRL; loads torch
+
+    return PartialState()
+
+
+def restore_run(trainer, state: dict[str, Any], checkpoint: Path) -> None:
+    """tbrl's part of a resume (TRL restores model, optimizer, scheduler and RNG): the
+    curriculum, the rollout runner's counters and, once TRL builds it, the sampler's state."""
+    saved = read_state(checkpoint)
+    if state.get("curriculum") is not None and saved.get("curriculum"):
+        state["curriculum"].load_state_dict(saved["curriculum"])
+    state["runner"].load_state_dict(saved["runner"])
+    if saved.get("sampler"):
+        args = trainer.args
+        per_chunk = trainer.num_iterations * args.steps_per_generation
+        consumed = saved["step"] * args.gradient_accumulation_steps // per_chunk
+        state["sampler_box"]["resume"] = (saved["sampler"], consumed)
 
 
 def warm_start(config: TrainConfig, base_path: str, out: Path, rollout) -> dict[str, Any]:
@@ -298,7 +358,7 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     from tbrl_lib.policies.hf import HFBackend
     from tbrl_lib.rollout import run_rollout
     from tbrl_lib.train.generation import VLLMBackend
-    from tbrl_lib.train.reporting import CurriculumStop
+    from tbrl_lib.train.reporting import CheckpointState, CurriculumStop
     from tbrl_lib.train.trl_compat import install_torch_logprob_head
     from tbrl_lib.train.trl_rollouts import RolloutRunner, TaskIndex, reward_funcs
 
@@ -306,7 +366,8 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     tasks = load_training_tasks(config)
     judge = make_training_judge(config)
     rows = dataset_rows(tasks, rollout.episode)
-    prebuild_images(tasks, config)
+    with main_process_state().main_process_first():  # one process builds, the others wait
+        prebuild_images(tasks, config)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     curriculum = Curriculum(
         {t.id: t.difficulty.value for t in tasks},
@@ -314,10 +375,12 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
         retry_after_steps=config.retry_skipped_after_steps,
     )
     policy_box: dict[str, TokenPolicy] = {}
+    sampler_box: dict[str, Any] = {}
     state: dict[str, Any] = {
         "curriculum": curriculum,
         "model_path": model_path,
         "policy_box": policy_box,
+        "sampler_box": sampler_box,
     }
     by_id = {t.id: t for t in tasks}
 
@@ -343,13 +406,17 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
             else None
         ),
         refill_rounds=config.refill_rounds,
+        on_refills=curriculum.commit_refills,
     )
+    state["runner"] = runner
     peft_config = lora_config(config) if config.use_lora else None
     from tbrl_lib.train.model_loader import load_policy  # unsloth on 1xh200 when installed
 
     model, peft_config = load_policy(config, model_path, peft_config)
     trainer_cls = (
-        curriculum_trainer(curriculum, [t.id for t in tasks]) if config.curriculum else GRPOTrainer
+        curriculum_trainer(curriculum, [t.id for t in tasks], sampler_box)
+        if config.curriculum
+        else GRPOTrainer
     )
     trainer = trainer_cls(
         model=model,
@@ -359,7 +426,10 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
         processing_class=tokenizer,
         rollout_func=runner,
         peft_config=peft_config,
-        callbacks=[CurriculumStop(curriculum, state)],
+        callbacks=[
+            CurriculumStop(curriculum, state),
+            CheckpointState(config, lambda: checkpoint_parts(state)),
+        ],
     )
     if config.generation_backend == "hf":
         backend = HFBackend(trainer.model, tokenizer, config.temperature, config.top_p)
@@ -377,19 +447,34 @@ def _without_task_json(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k != "task"}
 
 
-def curriculum_trainer(curriculum: Curriculum, task_ids: list[str]):
-    """A GRPOTrainer whose train sampler follows the curriculum (same layout as TRL's)."""
+def checkpoint_parts(state: dict[str, Any]) -> dict[str, Any]:
+    """What `CheckpointState` saves beside each checkpoint (see `restore_run`)."""
+    sampler = state["sampler_box"].get("sampler")
+    return {
+        "curriculum": state["curriculum"].state_dict(),
+        "sampler": sampler.state_dict() if sampler is not None else None,
+        "runner": state["runner"].state_dict(),
+    }
+
+
+def curriculum_trainer(curriculum: Curriculum, task_ids: list[str], box: dict[str, Any]):
+    """A GRPOTrainer whose train sampler follows the curriculum (same layout as TRL's); the
+    sampler goes into `box["sampler"]`, restored first from `box["resume"]` when set."""
     from trl import GRPOTrainer
 
     class CurriculumGRPOTrainer(GRPOTrainer):
         def _get_train_sampler(self, dataset=None):
-            return CurriculumSampler(
+            sampler = CurriculumSampler(
                 task_ids,
                 curriculum,
                 mini_repeat_count=self.num_generations,
                 tasks_per_chunk=self.args.generation_batch_size // self.num_generations,
                 repeat_count=self.num_iterations * self.args.steps_per_generation,
             )
+            if "resume" in box:
+                sampler.load_state_dict(*box.pop("resume"))
+            box["sampler"] = sampler
+            return sampler
 
     return CurriculumGRPOTrainer
 
@@ -441,15 +526,26 @@ def _mean(values) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m tbrl_lib.train.run --preset NAME [--set KEY=VALUE ...] [--out DIR]` (for accelerate)."""
+    """`python -m tbrl_lib.train.run --preset NAME [--set KEY=VALUE ...] [--out DIR]
+    [--resume latest|CHECKPOINT]` (for accelerate)."""
     from tbrl_lib.train.presets import parse_overrides
 
     parser = argparse.ArgumentParser(description="GRPO training of a terminal agent from a preset.")
     parser.add_argument("--preset", default="cpu-smoke")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default="")
+    parser.add_argument(
+        "--resume", default="", help="`latest` (newest checkpoint of --out) or a checkpoint folder"
+    )
     args = parser.parse_args(argv)
-    summary = train(args.preset, parse_overrides(args.overrides), args.out)
+    config = load_preset(args.preset, parse_overrides(args.overrides))
+    try:
+        if args.resume:  # refuse before anything is built
+            find_checkpoint(args.resume, args.out, config)
+    except ResumeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    summary = train(config.name, out_dir=args.out, config=config, resume=args.resume)
     print(json.dumps(summary, indent=2))
 
 

@@ -42,6 +42,11 @@ Log-probs: TRL needs the sampler's log-probs only for vLLM importance-sampling c
 Metrics (appended to TRL's own, averaged per logging step): `rollout/…` (turns, tokens,
 seconds, infra error rate, termination shares), `reward/…` (total, tests, judge, judge
 missing rate, solved share), `judge/cost_usd`, `sandbox/…` (startup, commands, seconds).
+
+Several processes (accelerate): each runs its slice's rollouts and saves them in its own
+file (`step-…-call-…-rank<i>.jsonl`); a small row per rollout is then gathered from every
+process (`gather_across`), so the metrics, the infra error check and the curriculum's counts
+cover all processes' rollouts and are the same on each (process 0 writes metrics.jsonl).
 """
 
 from __future__ import annotations
@@ -209,6 +214,7 @@ class RolloutRunner:
         group_size: int = 1,
         refill: Callable[[int, set[str]], list[Task]] | None = None,
         refill_rounds: int = 1,
+        on_refills: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.index, self.rollout_fn, self.concurrency = index, rollout_fn, concurrency
         self.fallback_prompt_ids, self.eos_id = fallback_prompt_ids, eos_id
@@ -219,9 +225,13 @@ class RolloutRunner:
         )
         self.max_infra_error_rate, self.infra_check_after = max_infra_error_rate, infra_check_after
         self.group_size, self.refill, self.refill_rounds = group_size, refill, refill_rounds
+        self.on_refills = on_refills
+        """Called each step with the refill draws of every process (the curriculum's count)."""
         self.calls = 0
         self.total = 0
         self.infra_errors: list[str] = []
+        self.last_draws: list[str] = []
+        """Tasks `refill` drew in the latest call (this process)."""
 
     def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
         tasks = [self.index.task_for(p) for p in prompts]
@@ -230,24 +240,46 @@ class RolloutRunner:
         self.calls += 1
         step = getattr(getattr(trainer, "state", None), "global_step", self.calls)
         if self.trajectories_dir is not None:
-            save_rollouts(
-                rollouts + extra,
-                self.trajectories_dir / f"step-{step:05d}-call-{self.calls:04d}.jsonl",
-            )
-        self._check_infra_rate(rollouts + extra)
-        metrics = {**rollout_metrics(rollouts), **sampling}
+            name = f"step-{step:05d}-call-{self.calls:04d}{rank_suffix(trainer)}.jsonl"
+            save_rollouts(rollouts + extra, self.trajectories_dir / name)
+        # Every decision below uses all processes' rollouts, so every process takes the same one.
+        reports = gather_across(
+            {
+                "kept": [rollout_row(r) for r in rollouts],
+                "dropped": [rollout_row(r) for r in extra],
+                "sampling": sampling,
+                "draws": self.last_draws,
+            },
+            trainer,
+        )
+        kept = [row for report in reports for row in report["kept"]]
+        seen = [row for report in reports for row in report["kept"] + report["dropped"]]
+        self._check_infra_rate(seen)
+        metrics = {
+            **metrics_of_rows(kept),
+            **combine_sampling([r["sampling"] for r in reports]),
+        }
         trainer_metrics = getattr(trainer, "_metrics", None)
         if trainer_metrics is not None:
             for name, value in metrics.items():
                 trainer_metrics["train"][name].append(value)
         if self.on_rollouts is not None:
-            task_ids, rewards = gather_results(rollouts + extra, trainer)
-            self.on_rollouts(task_ids, rewards)
+            self.on_rollouts([r["task_id"] for r in seen], [r["reward"] for r in seen])
+        if self.on_refills is not None:
+            self.on_refills([t for report in reports for t in report["draws"]])
         return to_trl_output(rollouts)
 
-    def _check_infra_rate(self, rollouts: list[Rollout]) -> None:
-        self.total += len(rollouts)
-        self.infra_errors += [f"{r.task_id}: {r.error}" for r in rollouts if r.infra_error]
+    def state_dict(self) -> dict[str, Any]:
+        """Counters a resumed run continues (trajectory file names, the infra error rate)."""
+        return {"calls": self.calls, "total": self.total, "infra_errors": self.infra_errors}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.calls, self.total = state["calls"], state["total"]
+        self.infra_errors = list(state["infra_errors"])
+
+    def _check_infra_rate(self, rows: list[dict[str, Any]]) -> None:
+        self.total += len(rows)
+        self.infra_errors += [f"{r['task_id']}: {r['error']}" for r in rows if r["infra_error"]]
         rate = len(self.infra_errors) / self.total if self.total else 0.0
         if self.total >= self.infra_check_after and rate > self.max_infra_error_rate:
             first = "\n  ".join(self.infra_errors[:5])
@@ -263,6 +295,7 @@ class RolloutRunner:
         """Replace flat groups by refill groups: (batch to train on, dropped rollouts,
         `sampling/...` metrics). A no-op without `refill` or when groups are not whole."""
         size = self.group_size
+        self.last_draws = []
         groups = [rollouts[i : i + size] for i in range(0, len(rollouts), size)]
         whole = (
             size > 1
@@ -285,6 +318,7 @@ class RolloutRunner:
             new_tasks = self.refill(len(flat), exclude)[: len(flat)]
             if not new_tasks:
                 break
+            self.last_draws += [t.id for t in new_tasks]
             fresh = await self.run_all([t for t in new_tasks for _ in range(size)])
             stats["sampling/refill_rollouts"] += len(fresh)
             still_flat = flat[len(new_tasks) :]
@@ -339,16 +373,32 @@ def flat_group(group: Sequence[Rollout]) -> bool:
     return len(scored) >= 2 and no_spread(scored)
 
 
-def gather_results(rollouts: list[Rollout], trainer: Any) -> tuple[list[str], list[float | None]]:
-    """(task id, reward or None) of every rollout on every process, in rank order, so each
-    rank's curriculum sees the same groups and samples the same tasks next."""
-    pairs = [(r.task_id, None if r.infra_error else r.reward) for r in rollouts]
+def gather_across(obj: Any, trainer: Any) -> list[Any]:
+    """`obj` of every process, in rank order (one process: `[obj]`)."""
     accelerator = getattr(trainer, "accelerator", None)
     if accelerator is not None and accelerator.num_processes > 1:
-        from accelerate.utils import gather_object
+        from accelerate.utils import gather_object  # accelerate comes with TRL
 
-        pairs = gather_object(pairs)
-    return [p[0] for p in pairs], [p[1] for p in pairs]
+        return gather_object([obj])
+    return [obj]
+
+
+def rank_suffix(trainer: Any) -> str:
+    """`-rank<i>` when several processes train (each writes its own trajectory file), else ''."""
+    accelerator = getattr(trainer, "accelerator", None)
+    if accelerator is not None and accelerator.num_processes > 1:
+        return f"-rank{accelerator.process_index}"
+    return ""
+
+
+def combine_sampling(per_process: list[dict[str, float]]) -> dict[str, float]:
+    """Dynamic sampling numbers of all processes: shares averaged, counts summed."""
+    reported = [s for s in per_process if s]
+    if not reported:
+        return {}
+    counts = ("sampling/refilled_groups", "sampling/refill_rollouts")
+    keys = sorted({k for s in reported for k in s})
+    return {k: (sum if k in counts else _mean)(s[k] for s in reported if k in s) for k in keys}
 
 
 REWARD_FUNCS = ("total", "tests", "judge")
@@ -395,39 +445,62 @@ def to_trl_output(rollouts: list[Rollout]) -> dict[str, list]:
     return out
 
 
+def rollout_row(r: Rollout) -> dict[str, Any]:
+    """What metrics and the curriculum need of a rollout (small: it crosses processes)."""
+    return {
+        "task_id": r.task_id,
+        "reward": None if r.infra_error else r.reward,
+        "infra_error": r.infra_error,
+        "error": r.error,
+        "breakdown": None if r.infra_error else r.breakdown,
+        "turns": r.turns,
+        "seconds": r.seconds,
+        "completion_tokens": len(r.completion_ids),
+        "assistant_tokens": sum(r.env_mask),
+        "judge_cost_usd": r.judge_cost_usd,
+        "termination": r.termination,
+        "sandbox": r.sandbox,
+    }
+
+
 def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float]:
-    """Per-call numbers. Reward metrics average the scored rollouts only and are absent
-    when none was scored (a 0.0 there would read as a failing model)."""
-    n = len(rollouts)
-    ok = [r for r in rollouts if not r.infra_error and r.breakdown is not None]
+    """Per-call numbers of `rollouts` (see `metrics_of_rows`)."""
+    return metrics_of_rows([rollout_row(r) for r in rollouts])
+
+
+def metrics_of_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Per-call numbers over `rollout_row`s. Reward metrics average the scored rollouts only
+    and are absent when none was scored (a 0.0 there would read as a failing model)."""
+    n = len(rows)
+    ok = [r["breakdown"] for r in rows if r["breakdown"] is not None]
     metrics = {
         "rollout/count": float(n),
         "rollout/infra_error_rate": (n - len(ok)) / n if n else 0.0,
-        "rollout/turns": _mean(r.turns for r in rollouts),
-        "rollout/seconds": _mean(r.seconds for r in rollouts),
-        "rollout/completion_tokens": _mean(len(r.completion_ids) for r in rollouts),
-        "rollout/assistant_tokens": _mean(sum(r.env_mask) for r in rollouts),
-        "judge/cost_usd": sum(r.judge_cost_usd for r in rollouts),
+        "rollout/turns": _mean(r["turns"] for r in rows),
+        "rollout/seconds": _mean(r["seconds"] for r in rows),
+        "rollout/completion_tokens": _mean(r["completion_tokens"] for r in rows),
+        "rollout/assistant_tokens": _mean(r["assistant_tokens"] for r in rows),
+        "judge/cost_usd": sum(r["judge_cost_usd"] for r in rows),
     }
     if ok:
-        judged = [r.breakdown["judge"] for r in ok if r.breakdown["judge"] is not None]
+        judged = [b["judge"] for b in ok if b["judge"] is not None]
         metrics.update(
             {
-                "reward/total": _mean(r.breakdown["total"] for r in ok),
-                "reward/tests": _mean(r.breakdown["tests"] for r in ok),
-                "reward/solved_rate": _mean(float(r.breakdown["tests"] >= 1.0) for r in ok),
+                "reward/total": _mean(b["total"] for b in ok),
+                "reward/tests": _mean(b["tests"] for b in ok),
+                "reward/solved_rate": _mean(float(b["tests"] >= 1.0) for b in ok),
                 "reward/judge_missing_rate": _mean(
-                    float(r.breakdown["judge"] is None and r.breakdown["w_judge"] > 0) for r in ok
+                    float(b["judge"] is None and b["w_judge"] > 0) for b in ok
                 ),
             }
         )
         if judged:
             metrics["reward/judge"] = _mean(judged)
-    for reason, count in Counter(r.termination for r in rollouts).items():
+    for reason, count in Counter(r["termination"] for r in rows).items():
         metrics[f"rollout/termination/{reason}"] = count / n
-    keys = sorted({k for r in rollouts for k in r.sandbox})
+    keys = sorted({k for r in rows for k in r["sandbox"]})
     for key in keys:
-        metrics[f"sandbox/{key}"] = _mean(r.sandbox.get(key, 0.0) for r in rollouts)
+        metrics[f"sandbox/{key}"] = _mean(r["sandbox"].get(key, 0.0) for r in rows)
     return metrics
 
 
