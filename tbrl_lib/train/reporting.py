@@ -98,11 +98,33 @@ class CheckpointState(TrainerCallback):
         self.config, self.parts = config, parts
 
     def on_save(self, args, state, control, **kwargs):
+        parts = self.parts()
+        require_same_on_every_process(parts, state.global_step)
         if args.should_save:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             payload = {"step": state.global_step, "config": dataclasses.asdict(self.config)}
-            write_state(folder, {**payload, **self.parts()})
+            write_state(folder, {**payload, **parts})
         return control
+
+
+def require_same_on_every_process(parts: dict[str, Any], step: int) -> None:
+    """Stop the run when a process's curriculum, sampler or runner state differs from
+    process 0's: they would sample different tasks from then on (one process: nothing)."""
+    from accelerate import PartialState
+    from accelerate.utils import gather_object
+
+    if PartialState().num_processes == 1:
+        return
+    texts = gather_object([json.dumps(parts, sort_keys=True, default=str)])
+    first = json.loads(texts[0])
+    for rank, text in enumerate(texts):
+        differ = [k for k, v in json.loads(text).items() if first.get(k) != v]
+        if differ:
+            raise RuntimeError(
+                f"at step {step} process {rank}'s {', '.join(differ)} state differs from "
+                "process 0's: the processes desynced (a decision was taken from one process's "
+                "rollouts); this is a bug in tbrl's gathering"
+            )
 
 
 class CurriculumStop(TrainerCallback):
