@@ -22,9 +22,9 @@ GRPO starts from it; with `family` and `eval_tasks` > 0 the base model, the warm
 policy every `eval_every` steps and the final model are evaluated on held-out instances
 (`eval/<name>/`, `eval/...` metrics, the before/after table in summary.json `heldout`).
 
-Under accelerate every process runs its share of each step's rollouts; process 0 builds the
-tiny model and the task images while the others wait, and alone writes the run folder's
-files (trajectories: each process its own).
+Under accelerate every process runs its share of each step's rollouts; the first process of
+each node builds the tiny model and the task images while the others wait; process 0 alone
+writes the run folder's files (trajectories: each process its own).
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def train(
         (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
     rollout = rollout_config(config, run_id=f"train-{config.name}-{os.getpid()}")
     plan = EvalPlan.for_run(config, rollout, out / "eval")
-    with main_process.main_process_first():  # one process builds the tiny model
+    with main_process.local_main_process_first():  # one process per node builds the tiny model
         model_path = resolve_model(config.model)
     evals: dict[str, Any] = {}
     warm: dict[str, Any] | None = None
@@ -366,7 +366,8 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     tasks = load_training_tasks(config)
     judge = make_training_judge(config)
     rows = dataset_rows(tasks, rollout.episode)
-    with main_process_state().main_process_first():  # one process builds, the others wait
+    # One process per node builds (its Docker engine's images), the others wait.
+    with main_process_state().local_main_process_first():
         prebuild_images(tasks, config)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     curriculum = Curriculum(
