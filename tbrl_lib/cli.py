@@ -205,16 +205,15 @@ def demo(
     out: str = typer.Option("", help="Run folder (default: outputs/<notebook>-<time>)."),
 ) -> None:
     """Run the main job headless on the embedded defaults; results land under outputs/."""
-    import yaml
-
     from tbrl_lib.notebook_tools.execute import execute_notebook, read_summary
+    from tbrl_lib.overrides import yaml_value
 
     params = {}
     for item in param:
         key, sep, value = item.partition("=")
         if not sep:
             raise typer.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
-        params[key] = yaml.safe_load(value)
+        params[key] = yaml_value(value)
     run = execute_notebook(notebook, params, out or None)
     typer.echo(f"run folder: {run}")
     typer.echo(f"report: {run / f'{notebook}.html'}")

@@ -1,14 +1,32 @@
 """`KEY=VALUE` settings from a command line, the one parser training and evaluation share.
 
-Values are read as YAML (`3`, `true`, `[a, b]`, `null`); dotted keys nest, so
+Values are read as YAML (`3`, `true`, `[a, b]`, `null`, `1e-3`); dotted keys nest, so
 `episode.tools.bash_default_timeout=60` becomes `{"episode": {"tools": {...: 60}}}`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
+
+
+class _ValueLoader(yaml.SafeLoader):
+    """PyYAML reads YAML 1.1, where `1e-3` is a string (a float needs a dot: `1.0e-3`);
+    this loader also reads exponent-only numbers as floats, as YAML 1.2 does."""
+
+
+_ValueLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def yaml_value(text: str) -> Any:
+    """One command-line value read as YAML (`2`, `true`, `1e-3`, `[a, b]`, `null`, `text`)."""
+    return yaml.load(text, Loader=_ValueLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
@@ -30,7 +48,7 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
                     f"override {item!r}: {'.'.join(parents[: i + 1])} was already set to a value"
                 )
             node = child
-        node[leaf] = yaml.safe_load(value)
+        node[leaf] = yaml_value(value)
     return out
 
 

@@ -94,6 +94,15 @@ def test_parse_overrides_reads_yaml_values():
         parse_overrides(["max_steps"])
 
 
+def test_a_learning_rate_in_exponent_notation_is_a_number_and_a_word_is_refused():
+    # YAML 1.1 (PyYAML) would read 1e-3 as the string "1e-3"
+    values = parse_overrides(["learning_rate=1e-3", "beta=4E-2", "name=e5"])
+    assert values == {"learning_rate": 0.001, "beta": 0.04, "name": "e5"}
+    assert load_preset("cpu-demo", {"learning_rate": values["learning_rate"]}).learning_rate == 1e-3
+    with pytest.raises(ValueError, match="learning_rate='fast' must be a number"):
+        load_preset("cpu-demo", {"learning_rate": "fast"})
+
+
 def test_tool_settings_reach_the_episodes_and_typos_are_named():
     from tbrl_lib.train.run import rollout_config
 
