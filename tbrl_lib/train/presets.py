@@ -139,7 +139,8 @@ class TrainConfig:
     sft_learning_rate: float = 1e-3
     """SFT learning rate (1e-3 suits a randomly initialised tiny model; ~1e-5 for 1B+)."""
     sft_teacher_accuracy: float = 1.0
-    """Share of demonstrations the teacher gets right (`demos.demo_teachers`)."""
+    """Share of demonstrations the teacher gets right; in the rest it writes its
+    output file in /tmp instead of where the task asks (`demos.demo_teachers`)."""
     sft_teacher_careful: float = 0.0
     """Share of demonstrations where the teacher plans, looks and checks before finishing
     (the process the judge rewards); the rest only run the solution."""
@@ -374,5 +375,7 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 def _positive(config: TrainConfig, *names: str) -> None:
     for name in names:
         value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{name}={value!r} must be a number")
         if not value > 0:
             raise ValueError(f"{name}={value!r} must be > 0")
