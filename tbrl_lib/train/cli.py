@@ -92,7 +92,7 @@ def sft_cmd(
     ),
     teacher_accuracy: float = typer.Option(
         1.0,
-        help="Share of demonstrations the teacher gets right (the rest: another instance's solution).",
+        help="Share of demonstrations the teacher gets right (in the rest it writes the file in /tmp instead).",
     ),
     out: Path = typer.Option(Path("outputs/sft"), help="Folder for demos.parquet and checkpoint/."),
 ) -> None:

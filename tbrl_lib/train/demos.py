@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,8 @@ from tbrl_lib.tasks.model import Task
 class ShortOracle:
     """Two replies: run the reference solution with `bash`, then `finish`.
 
-    `solution` replaces the task's own: a weaker teacher is the same oracle acting out
-    another instance's solution (`demo_teachers`)."""
+    `solution` replaces the task's own: a weaker teacher is the same oracle running a
+    slipped solution (`demo_teachers`)."""
 
     name = "short-oracle"
 
@@ -133,30 +134,40 @@ async def record_demos(
     return list(await asyncio.gather(*(one(t, p) for t, p in zip(tasks, chosen, strict=True))))
 
 
+def slipped(solution: str) -> str | None:
+    """The solution as a teacher that writes its output to the wrong folder would run it:
+    every output redirection (`> DIR/FILE`, `>> FILE`) sent to `/tmp/FILE` instead. The
+    file name is still copied from the instruction, so imitation still learns to read it;
+    only the folder is wrong. None when the solution redirects nothing outside /tmp."""
+    lines = solution.strip().splitlines()
+    moved = [REDIRECT.sub(r"\1/tmp/\3", line) for line in lines]
+    return "\n".join(moved) if moved != lines else None
+
+
+REDIRECT = re.compile(r"(>>?\s*)(\S*/)?([^/\s]+)\s*$")
+
+
 def demo_teachers(
     tasks: Sequence[Task],
     accuracy: float,
-    decoys: Sequence[Task],
     seed: int = 0,
     careful: float = 0.0,
 ) -> list[ShortOracle]:
     """A teacher per task, as a weaker model than the one being trained would demonstrate:
     with probability `careful` it works the way the judge rewards (`CarefulOracle`), else it
     just runs a solution and finishes (`ShortOracle`); that solution is the task's own with
-    probability `accuracy`, else a decoy's (another instance of the same family: a
-    well-formed mistake). GRPO then has to learn from reward what imitation did not teach."""
+    probability `accuracy`, else it slips (`slipped`: the right file, written in /tmp
+    instead of where the task asks), a mistake the tests catch and the reward alone can
+    teach away. Every demonstration still reads its answer from its own instruction."""
     for name, share in (("accuracy", accuracy), ("careful", careful)):
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"teacher {name} {share}: must be within [0, 1]")
-    if accuracy < 1.0 and not decoys:
-        raise ValueError("a teacher with accuracy < 1 needs decoy tasks to be wrong with")
     rng = random.Random(f"tbrl-teacher:{seed}")
     teachers: list[ShortOracle] = []
     for task in tasks:
         kind = CarefulOracle if rng.random() < careful else ShortOracle
-        wrong = [d for d in decoys if d.solution and d.solution != task.solution]
-        right = rng.random() < accuracy or not wrong
-        teachers.append(kind() if right else kind(rng.choice(wrong).solution))
+        slip = slipped(task.solution or "") if rng.random() >= accuracy else None
+        teachers.append(kind(slip))
     return teachers
 
 

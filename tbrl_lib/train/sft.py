@@ -55,9 +55,9 @@ class SFTSettings:
     batch_size: int = 8
     seed: int = 0
     teacher_accuracy: float = 1.0
-    """Share of demonstrations the teacher gets right; the rest act out another instance's
-    solution (`demos.demo_teachers`). Below 1 the warm start is right only sometimes, which
-    is where GRPO has signal."""
+    """Share of demonstrations the teacher gets right; in the rest it slips and writes its
+    output file in /tmp instead of where the task asks (`demos.demo_teachers`). Below 1
+    the warm start is right only sometimes, which is where GRPO has signal."""
 
     teacher_careful: float = 0.0
     """Share of demonstrations where the teacher plans, looks and checks (`CarefulOracle`);
@@ -162,15 +162,12 @@ def run_sft(
     rollout = rollout or RolloutConfig(episode=DEMO_EPISODE)
     model_path = resolve_model(settings.model)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    # Demonstrations may repeat an instance (a small family has few); decoys are any instances.
+    # Demonstrations may repeat an instance (a small family has few).
     tasks = training_tasks(
         settings.family, settings.demos, settings.difficulty, settings.first_seed, distinct=False
     )
-    decoys = training_tasks(
-        settings.family, 32, settings.difficulty, settings.first_seed + 10_000, distinct=False
-    )
     teachers = demo_teachers(
-        tasks, settings.teacher_accuracy, decoys, settings.seed, settings.teacher_careful
+        tasks, settings.teacher_accuracy, settings.seed, settings.teacher_careful
     )
     results = asyncio.run(
         record_demos(tasks, tokenizer, rollout, make_judge("rule"), teachers, concurrency=4)

@@ -37,21 +37,30 @@ def test_teacher_rollout_is_token_exact_and_solves(tmp_path, docker_client, base
     assert Dataset.from_parquet(str(path))[0]["completion_ids"] == row["completion_ids"]
 
 
-def test_weaker_teacher_is_right_at_its_accuracy_and_wrong_with_another_instance():
+def test_weaker_teacher_slips_at_its_accuracy_by_writing_to_the_wrong_folder():
     from tbrl_lib.train.demos import ShortOracle, demo_teachers
     from tbrl_lib.train.heldout import training_tasks
 
     tasks = training_tasks("write_word", 200, distinct=False)
-    decoys = training_tasks("write_word", 20, first_seed=50_000)
-    teachers = demo_teachers(tasks, 0.5, decoys, seed=3)
-    wrong = [t for t in teachers if t.solution is not None]
+    teachers = demo_teachers(tasks, 0.5, seed=3)
+    wrong = [(t, task) for t, task in zip(teachers, tasks, strict=True) if t.solution]
     assert all(isinstance(t, ShortOracle) for t in teachers)
     assert 70 <= len(wrong) <= 130  # ~half, from a seeded draw
-    assert {t.solution for t in wrong} <= {d.solution for d in decoys}
-    assert demo_teachers(tasks, 0.5, decoys, seed=3)[5].solution == teachers[5].solution
-    assert all(t.solution is None for t in demo_teachers(tasks, 1.0, []))
-    with pytest.raises(ValueError, match="needs decoy tasks"):
-        demo_teachers(tasks, 0.5, [])
+    for teacher, task in wrong:  # the same word and file name, in /tmp instead of /app
+        assert teacher.solution == task.solution.strip().replace("> /app/", "> /tmp/")
+    assert demo_teachers(tasks, 0.5, seed=3)[5].solution == teachers[5].solution
+    assert all(t.solution is None for t in demo_teachers(tasks, 1.0))
+    with pytest.raises(ValueError, match="accuracy 1.5"):
+        demo_teachers(tasks, 1.5)
+
+
+def test_a_slip_moves_each_lines_output_to_tmp_and_needs_one():
+    from tbrl_lib.train.demos import slipped
+
+    assert slipped("echo hi > /app/a.txt\n") == "echo hi > /tmp/a.txt"
+    assert slipped("mkdir -p /app\nsort x >>out.txt") == "mkdir -p /app\nsort x >>/tmp/out.txt"
+    assert slipped("ls /app") is None  # nothing to slip: the teacher stays right
+    assert slipped("echo x > /tmp/a") is None  # already where the slip would put it
 
 
 @pytest.mark.docker
@@ -61,20 +70,19 @@ def test_a_weaker_teachers_mistake_is_recorded_as_a_wrong_demonstration(docker_c
     from tbrl_lib.policies.tiny_model import build_tiny_qwen3
     from tbrl_lib.rewards.judges import make_judge
     from tbrl_lib.synth.generate import make_task
-    from tbrl_lib.train.demos import ShortOracle, demo_rows, record_demos
+    from tbrl_lib.train.demos import ShortOracle, demo_rows, record_demos, slipped
 
     tok = AutoTokenizer.from_pretrained(str(build_tiny_qwen3()))
-    task, decoy = make_task("write_word", 1, "easy"), make_task("write_word", 2, "easy")
-    assert task.solution != decoy.solution
+    task = make_task("write_word", 1, "easy")
     results = asyncio.run(
         record_demos(
             [task, task],
             tok,
             judge=make_judge("rule"),
-            teachers=[ShortOracle(), ShortOracle(decoy.solution)],
+            teachers=[ShortOracle(), ShortOracle(slipped(task.solution))],
         )
     )
-    assert [r.tests.score < 1.0 for r in results] == [False, True]
+    assert [r.tests.score for r in results] == [1.0, 0.0]  # /tmp/<file>: no credit
     assert len(demo_rows(results)) == 1  # by default only right demonstrations
     rows = demo_rows(results, min_reward=0.0)
     assert [r["tests_score"] < 1.0 for r in rows] == [False, True]
