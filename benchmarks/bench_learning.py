@@ -2,6 +2,7 @@
 
     python benchmarks/bench_learning.py                    # cpu-demo, seeds 0 1 2
     python benchmarks/bench_learning.py --seeds 0 --set max_steps=8
+    python benchmarks/bench_learning.py --reuse            # table again from finished runs
 
 Per seed, one full `train()` of the preset (SFT warm start, GRPO, held-out evaluations) and
 one row: TRL's `train/reward` averaged over the first 3 and the last 3 GRPO steps and their
@@ -19,33 +20,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 from rich.table import Table
 
 from tbrl_lib.console import console
 from tbrl_lib.overrides import parse_overrides
-from tbrl_lib.train.reporting import load_metrics
 from tbrl_lib.train.run import train
 
 RISE_GOAL, ZERO_STD_GOAL = 0.15, 0.5
 
 
-def seed_row(seed: int, preset: str, overrides: dict, out: Path) -> dict:
-    started = time.monotonic()
-    summary = train(preset, {**overrides, "seed": seed}, out / f"seed-{seed}")
-    metrics = load_metrics(Path(summary["run_dir"]))
-    rewards = metrics["train/reward"].dropna().tolist()
-    heldout = {row["model"]: row for row in summary["heldout"]}
+def run_seed(seed: int, preset: str, overrides: dict, out: Path, reuse: bool) -> dict:
+    """The seed's run summary: trained now, or read back from `out/seed-N` with `reuse`."""
+    saved = out / f"seed-{seed}" / "summary.json"
+    if reuse and saved.is_file():
+        return json.loads(saved.read_text())
+    return train(preset, {**overrides, "seed": seed}, out / f"seed-{seed}")
+
+
+def seed_row(seed: int, summary: dict) -> dict:
+    """One table row from a run summary (`train()`'s)."""
+    trend = summary["reward_trend"]
     return {
         "seed": seed,
-        "first3": sum(rewards[:3]) / len(rewards[:3]),
-        "last3": sum(rewards[-3:]) / len(rewards[-3:]),
-        "zero_std": float(metrics["train/frac_reward_zero_std"].mean()),
+        "first3": trend["reward_first3"],
+        "last3": trend["reward_last3"],
+        "zero_std": trend["zero_std_share"],
         "refilled": summary["dynamic_sampling"].get("refilled_groups", 0.0),
-        "heldout": heldout,
-        "seconds": time.monotonic() - started,
+        "heldout": {row["model"]: row for row in summary["heldout"]},
+        "seconds": summary["wall_seconds"],
     }
 
 
@@ -55,17 +59,9 @@ def heldout_cell(row: dict | None) -> str:
     return f"{row['solve_rate']:.2f} {row['interval (Wilson 95%)']}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="cpu-demo")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
-    parser.add_argument("--out", type=Path, default=Path("outputs/bench-learning"))
-    args = parser.parse_args()
-    overrides = parse_overrides(args.overrides)
-    rows = [seed_row(seed, args.preset, overrides, args.out) for seed in args.seeds]
-
-    table = Table(title=f"GRPO learning on {args.preset} ({len(rows)} seeds)")
+def report(rows: list[dict], preset: str) -> dict[str, bool]:
+    """Print the table and the goal lines; returns each goal and whether it was met."""
+    table = Table(title=f"GRPO learning on {preset} ({len(rows)} seeds)")
     for name in ("seed", "reward first 3", "reward last 3", "rise", "zero-std share", "refilled"):
         table.add_column(name, justify="right")
     for name in ("held-out base", "held-out sft", "held-out sft+grpo", "grpo - sft", "wall s"):
@@ -85,7 +81,8 @@ def main() -> None:
             (final or {}).get("vs_previous", "-"),
             f"{r['seconds']:.0f}",
         )
-    console.print(table)
+    out = console()
+    out.print(table)
     goals = {
         f"rise >= {RISE_GOAL} on every seed": all(
             r["last3"] - r["first3"] >= RISE_GOAL for r in rows
@@ -98,7 +95,28 @@ def main() -> None:
         ),
     }
     for goal, met in goals.items():
-        console.print(f"{'met ' if met else 'MISSED'}  {goal}")
+        out.print(f"{'met   ' if met else 'MISSED'}  {goal}")
+    return goals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="cpu-demo")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    parser.add_argument("--out", type=Path, default=Path("outputs/bench-learning"))
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="read a seed's finished run (out/seed-N/summary.json) instead of training it again",
+    )
+    args = parser.parse_args()
+    overrides = parse_overrides(args.overrides)
+    rows = []
+    for seed in args.seeds:
+        summary = run_seed(seed, args.preset, overrides, args.out, args.reuse)
+        rows.append(seed_row(seed, summary))
+    report(rows, args.preset)
     (args.out / "bench_learning.json").write_text(json.dumps(rows, indent=2, default=str))
 
 

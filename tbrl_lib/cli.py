@@ -195,7 +195,8 @@ def setup(
 
 
 DEMO_NOTEBOOK = "04_train"
-"""The biggest end-to-end path: GRPO with the cpu-smoke preset, real sandboxes, real TRL."""
+"""The main job: notebook 04 on its default preset, cpu-demo (SFT warm start, GRPO, held-out
+evaluations; real sandboxes, real TRL trainers)."""
 
 
 @app.command()

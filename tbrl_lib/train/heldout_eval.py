@@ -57,7 +57,8 @@ class HeldoutEval(TrainerCallback):
 
     def __init__(self, plan: EvalPlan, policy_box: dict[str, Any], every: int, sink: dict) -> None:
         self.plan, self.policy_box, self.every, self.sink = plan, policy_box, every, sink
-        self.points: list[dict[str, Any]] = []
+        self.results: dict[int, dict[str, Any]] = {}
+        """Step -> the evaluation's result (`metrics`, `results`), as `EvalPlan.run` returns it."""
 
     def on_step_end(self, args, state, control, **kwargs):
         step = state.global_step
@@ -65,13 +66,14 @@ class HeldoutEval(TrainerCallback):
             return control
         result = self.plan.run(self.policy_box["policy"], f"step-{step:05d}")
         self.sink.update(result["metrics"])
-        self.points.append({"step": step, **result["metrics"]})
+        self.results[step] = result
         return control
 
 
 def before_after_table(evals: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per evaluated model (base, warm start, final): solve rate with its interval,
-    mean reward; then the paired difference of each model against the one before it."""
+    mean reward, its folder under `eval/`; then the paired difference of each model against
+    the one before it."""
     from tbrl_lib.evaluate.report import compare_runs
 
     rows = []
@@ -85,6 +87,7 @@ def before_after_table(evals: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
                 f"[{metrics['eval/accuracy_ci_low']:.2f}, {metrics['eval/accuracy_ci_high']:.2f}]"
             ),
             "mean_reward": metrics["eval/mean_reward"],
+            "folder": Path(evals[name]["out"]).name,  # under the run's eval/: its episodes
         }
         if i:
             cmp = compare_runs(evals[name]["results"], evals[names[i - 1]]["results"])

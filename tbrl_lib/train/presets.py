@@ -27,6 +27,7 @@ DISTRIBUTED = ("none", "ddp", "zero3", "fsdp2")
 DTYPES = ("bf16", "fp16", "fp32")
 VLLM_IS_LEVELS = ("token", "sequence")
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo")
+LR_SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
 
 
 @dataclass
@@ -75,6 +76,13 @@ class TrainConfig:
     # --- optimisation
     learning_rate: float = 1e-6
     """AdamW learning rate."""
+    lr_scheduler: str = "linear"
+    """Schedule after warm-up (transformers' names): `linear` decays to 0 at `max_steps`,
+    `constant_with_warmup` holds the rate."""
+    warmup_steps: int = 0
+    """Steps the rate ramps up from 0. Adam's first updates move every weight by about the
+    learning rate whatever its gradient (its second-moment estimate starts empty): a ramp
+    keeps those early steps small."""
     max_grad_norm: float = 0.1
     """Gradient clipping threshold (global norm)."""
     max_steps: int = 200
@@ -204,6 +212,7 @@ class TrainConfig:
         _choice("distributed", self.distributed, DISTRIBUTED)
         _choice("dtype", self.dtype, DTYPES)
         _choice("loss_type", self.loss_type, LOSS_TYPES)
+        _choice("lr_scheduler", self.lr_scheduler, LR_SCHEDULERS)
         _positive(
             self,
             "num_generations",
@@ -304,7 +313,13 @@ class TrainConfig:
                 f"{', '.join(needs)} > 0 needs `family` (demonstrations and held-out instances "
                 "come from a procedural family); set family=write_word or set them to 0"
             )
-        for key in ("sft_demos", "eval_every", "eval_tasks", "retry_skipped_after_steps"):
+        for key in (
+            "sft_demos",
+            "eval_every",
+            "eval_tasks",
+            "retry_skipped_after_steps",
+            "warmup_steps",
+        ):
             if getattr(self, key) < 0:
                 raise ValueError(f"{key}={getattr(self, key)} must be >= 0")
         for key in ("sft_teacher_accuracy", "sft_teacher_careful"):

@@ -137,6 +137,8 @@ def grpo_args(config: TrainConfig, out_dir: Path):
         "output_dir": str(out_dir / "checkpoints"),
         "max_steps": config.max_steps,
         "learning_rate": config.learning_rate,
+        "lr_scheduler_type": config.lr_scheduler,
+        "warmup_steps": config.warmup_steps,
         "max_grad_norm": config.max_grad_norm,
         "per_device_train_batch_size": config.per_device_batch_size,
         "gradient_accumulation_steps": config.gradient_accumulation_steps,
@@ -237,15 +239,16 @@ def train(
             main=main_process.is_main_process,
         )
         trainer.add_callback(writer)
+        during = None
         if plan and config.eval_every:
-            trainer.add_callback(
-                HeldoutEval(plan, state["policy_box"], config.eval_every, writer.pending)
-            )
+            during = HeldoutEval(plan, state["policy_box"], config.eval_every, writer.pending)
+            trainer.add_callback(during)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.save_steps or tiny_size(config.model) or plan:
             trainer.save_model(str(out / "final"))
-        if plan:
-            evals["grpo"] = plan.evaluate_checkpoint(out / "final", "final", config.seed)
+        if plan:  # the last step's evaluation already measured the final weights
+            last = during.results.get(trainer.state.global_step) if during else None
+            evals["grpo"] = last or plan.evaluate_checkpoint(out / "final", "final", config.seed)
     finally:
         _close_sandbox_pools()
     records = writer.records
@@ -263,6 +266,7 @@ def train(
         "skipped_tasks": state["curriculum"].skipped() if state.get("curriculum") else {},
         "stopped_early": state.get("stop_reason"),
         "filtering": state["curriculum"].report() if state.get("curriculum") else [],
+        "reward_trend": reward_trend(records),
         "dynamic_sampling": sampling_totals(records),
         "warm_start": _warm_summary(warm),
         "heldout": before_after_table(evals) if evals else [],
@@ -341,6 +345,24 @@ def sampling_totals(records: list[dict[str, Any]]) -> dict[str, float]:
         "zero_std_groups_after": _mean(r.get("sampling/zero_std_after", 0.0) for r in rows),
         "refilled_groups": sum(r.get("sampling/refilled_groups", 0.0) for r in rows),
         "refill_rollouts": sum(r.get("sampling/refill_rollouts", 0.0) for r in rows),
+    }
+
+
+def reward_trend(records: list[dict[str, Any]], window: int = 3) -> dict[str, float]:
+    """Did GRPO raise the reward: TRL's `train/reward` averaged over the first and the last
+    `window` steps, their difference, and the mean share of groups with no reward variance
+    (`train/frac_reward_zero_std`, after dynamic sampling's refill)."""
+    rewards = [r["train/reward"] for r in records if r.get("train/reward") is not None]
+    if not rewards:
+        return {}
+    first, last = _mean(rewards[:window]), _mean(rewards[-window:])
+    return {
+        f"reward_first{window}": first,
+        f"reward_last{window}": last,
+        "rise": last - first,
+        "zero_std_share": _mean(
+            r["train/frac_reward_zero_std"] for r in records if "train/frac_reward_zero_std" in r
+        ),
     }
 
 

@@ -32,8 +32,8 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
         out,
     )
     warm = summary["warm_start"]
-    assert warm["demos"] == warm["demos_right"] == 16  # cpu-demo's teacher always gets it right
-    assert 0 < warm["demos_careful"] < 16  # ... but works carefully only sometimes
+    assert warm["demos"] == 16
+    assert 0 < warm["demos_right"] < 16  # cpu-demo's teacher slips (writes to /tmp) sometimes
     assert warm["loss_after"] < warm["loss_before"]
     before = load_file(f"{warm['checkpoint']}/model.safetensors")
     after = load_file(str(out / "final" / "model.safetensors"))
@@ -41,6 +41,12 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
 
     metrics = load_metrics(out)
     assert list(metrics["step"]) == [1, 2]
+    # cpu-demo ramps up over 3 steps (transformers' ramp starts at 0: step 1 at lr 0)
+    rates = metrics["train/learning_rate"].tolist()
+    assert 0 <= rates[0] < rates[1] < 5e-4
+    assert {"reward_first3", "reward_last3", "rise", "zero_std_share"} <= set(
+        summary["reward_trend"]
+    )
     assert (metrics["train/frac_reward_zero_std"] < 1.0).any(), "no group had reward variance"
     assert metrics["eval/solve_rate"].notna().all()  # an evaluation at every step
     assert {"sampling/zero_std_groups", "sampling/zero_std_after"} <= set(metrics.columns)
@@ -49,8 +55,11 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
     assert [row["model"] for row in table] == ["base", "warm start", "grpo"]
     assert all(0.0 <= row["solve_rate"] <= 1.0 for row in table)
     assert "vs_previous" in table[2]
-    for name in ("base", "sft", "final", "step-00001", "step-00002"):
+    # the last step's evaluation measured the final weights: it is the table's last row
+    assert [row["folder"] for row in table] == ["base", "sft", "step-00002"]
+    for name in ("base", "sft", "step-00001", "step-00002"):
         assert (out / "eval" / name / "results.json").is_file(), name
+    assert not (out / "eval" / "final").exists()
 
 
 def test_every_rollout_of_the_demo_uses_the_presets_episode():

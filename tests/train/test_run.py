@@ -55,3 +55,19 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
     assert not [
         c for c in leftovers if c["Labels"].get("tbrl.run", "").startswith("train-cpu-smoke")
     ]
+
+
+def test_reward_trend_compares_the_first_and_last_steps_and_the_flat_share():
+    from tbrl_lib.train.run import reward_trend, sampling_totals
+
+    records = [
+        {"step": s, "train/reward": r, "train/frac_reward_zero_std": z}
+        for s, (r, z) in enumerate([(0.1, 0.0), (0.2, 0.5), (0.3, 0.0), (0.7, 0.0), (0.8, 0.5)])
+    ]
+    records.append({"step": 6, "eval/solve_rate": 0.5})  # an evaluation-only line
+    trend = reward_trend(records)
+    assert trend["reward_first3"] == pytest.approx(0.2)
+    assert trend["reward_last3"] == pytest.approx(0.6)
+    assert trend["rise"] == pytest.approx(0.4)
+    assert trend["zero_std_share"] == pytest.approx(0.2)
+    assert reward_trend([]) == {} and sampling_totals([]) == {}

@@ -1,0 +1,50 @@
+"""benchmarks/bench_learning.py without training: a row from a run summary, the table, and
+the issue's goals judged per seed (the measured numbers are in the README)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+from tests.conftest import REPO
+
+spec = importlib.util.spec_from_file_location(
+    "bench_learning", REPO / "benchmarks" / "bench_learning.py"
+)
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def summary(first: float, last: float, sft: float, grpo: float) -> dict:
+    def heldout(model: str, rate: float) -> dict:
+        return {"model": model, "solve_rate": rate, "interval (Wilson 95%)": "[0.1, 0.9]"}
+
+    return {
+        "reward_trend": {"reward_first3": first, "reward_last3": last, "zero_std_share": 0.1},
+        "dynamic_sampling": {"refilled_groups": 3.0},
+        "heldout": [heldout("base", 0.0), heldout("warm start", sft), heldout("grpo", grpo)],
+        "wall_seconds": 480.0,
+    }
+
+
+def test_goals_are_met_only_when_every_seed_meets_them(capsys):
+    good = [
+        bench.seed_row(0, summary(0.2, 0.5, 0.3, 0.6)),
+        bench.seed_row(1, summary(0.1, 0.4, 0.2, 0.2)),
+    ]
+    assert all(bench.report(good, "cpu-demo").values())
+    printed = capsys.readouterr().out
+    assert "+0.300" in printed and "0.60 [0.1, 0.9]" in printed and "MISSED" not in printed
+
+    flat = bench.seed_row(2, summary(0.3, 0.4, 0.5, 0.4))  # rose 0.1; held-out fell
+    goals = bench.report([*good, flat], "cpu-demo")
+    assert not goals["rise >= 0.15 on every seed"] and not goals["held-out sft+grpo >= sft"]
+    assert goals["zero-std share < 0.5"]
+    assert capsys.readouterr().out.count("MISSED") == 2
+
+
+def test_a_finished_seed_is_read_back_with_reuse(tmp_path):
+    saved = summary(0.2, 0.5, 0.3, 0.6)
+    (tmp_path / "seed-4").mkdir()
+    (tmp_path / "seed-4" / "summary.json").write_text(json.dumps(saved))
+    assert bench.run_seed(4, "cpu-demo", {}, tmp_path, reuse=True) == saved
