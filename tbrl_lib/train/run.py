@@ -48,8 +48,6 @@ from tbrl_lib.train.resume import (
     run_folder_of,
 )
 
-KEEP_PREFIXES = ("rollout/", "reward/", "sandbox/", "curriculum/", "train/")
-
 
 def load_training_tasks(config: TrainConfig) -> list:
     """The tasks of the run: the family's training instances when `family` is set, else
