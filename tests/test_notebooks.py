@@ -21,7 +21,19 @@ SMOKE_PARAMETERS: dict[str, dict] = {
     "01_data_synthesis": {"n_tasks": 2, "llm_tasks": 0},
     "02_tool_design": {},
     "03_judge_comparison": {"attempts": 1},
-    "04_train": {"preset": "cpu-smoke"},
+    # the main job's preset, shrunk: demonstrations + SFT, one GRPO step, held-out evaluations
+    "04_train": {
+        "preset": "cpu-demo",
+        "max_steps": 1,
+        "settings": {
+            "sft_demos": 8,
+            "sft_epochs": 1,
+            "family_tasks": 8,
+            "gradient_accumulation_steps": 2,  # 8 rollouts: one task's group
+            "eval_tasks": 2,
+            "eval_every": 1,
+        },
+    },
     "05_eval": {"policy": "oracle", "limit": 2, "concurrency": 2},
 }
 
@@ -54,6 +66,9 @@ def test_notebook_runs_headless(notebook, tmp_path, monkeypatch):
         held_out = summary["rule_leave_one_out"]
         assert held_out["pass_rate"] >= 0.75 and held_out["spearman"] >= 0.8, held_out
         assert "leave-one-out (cross-validated)" in (out_dir / "report.md").read_text()
+    if notebook.stem == "04_train":  # in a kernel: demonstrations, SFT, held-out table
+        assert summary["warm_start"]["demos"] == 8
+        assert [row["model"] for row in summary["heldout"]] == ["base", "warm start", "grpo"]
     if notebook.stem in OFFLINE_TRAJECTORIES:
         assert_report_shows_trajectories(notebook.stem, tmp_path / notebook.name, out_dir)
 

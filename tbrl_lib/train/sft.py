@@ -15,7 +15,6 @@ the same loss before and after instead).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -28,6 +27,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import SFTConfig, SFTTrainer
 
 from tbrl_lib.agent.config import EpisodeLimits
+from tbrl_lib.aio import run_sync
 from tbrl_lib.policies.tiny_model import resolve_model
 from tbrl_lib.rewards.judges import make_judge
 from tbrl_lib.rollout import RolloutConfig
@@ -169,7 +169,7 @@ def run_sft(
     teachers = demo_teachers(
         tasks, settings.teacher_accuracy, settings.seed, settings.teacher_careful
     )
-    results = asyncio.run(
+    results = run_sync(  # a notebook kernel runs a loop already
         record_demos(tasks, tokenizer, rollout, make_judge("rule"), teachers, concurrency=4)
     )
     rows = demo_rows(results, min_reward=1.0 if settings.teacher_accuracy >= 1.0 else 0.0)
