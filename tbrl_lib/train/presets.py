@@ -28,6 +28,7 @@ DTYPES = ("bf16", "fp16", "fp32")
 VLLM_IS_LEVELS = ("token", "sequence")
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo")
 LR_SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
+REWARD_SCALINGS = ("group", "batch", "none")
 
 
 @dataclass
@@ -95,6 +96,11 @@ class TrainConfig:
     """TRL loss: token-level normalised `dapo` suits long multi-turn episodes."""
     beta: float = 0.0
     """KL coefficient against the reference model (0: no reference model is loaded)."""
+    scale_rewards: str = "group"
+    """How TRL scales advantages (reward - group mean): by the group's std (`group`, GRPO),
+    by the batch's (`batch`) or not at all (`none`, Dr. GRPO). With `group`, a group whose
+    rewards differ only by small judge noise gets advantages as large as one where half the
+    rollouts succeeded."""
     dtype: str = "bf16"
     """Training precision: bf16 (GPU), fp32 (CPU smoke runs), fp16."""
     gradient_checkpointing: bool = True
@@ -213,6 +219,7 @@ class TrainConfig:
         _choice("dtype", self.dtype, DTYPES)
         _choice("loss_type", self.loss_type, LOSS_TYPES)
         _choice("lr_scheduler", self.lr_scheduler, LR_SCHEDULERS)
+        _choice("scale_rewards", self.scale_rewards, REWARD_SCALINGS)
         _positive(
             self,
             "num_generations",

@@ -146,6 +146,7 @@ def grpo_args(config: TrainConfig, out_dir: Path):
         "max_completion_length": config.max_context_tokens,
         "loss_type": config.loss_type,
         "beta": config.beta,
+        "scale_rewards": config.scale_rewards,
         "bf16": config.dtype == "bf16" and not cpu,
         "fp16": config.dtype == "fp16",
         "use_cpu": cpu,

@@ -110,3 +110,20 @@ def test_tool_settings_reach_the_episodes_and_typos_are_named():
     assert rollout_config(config).episode.tools.bash_default_timeout == 7
     with pytest.raises(ValueError, match="bash_default_timout"):
         load_preset("cpu-smoke", parse_overrides(["tools.bash_default_timout=7"]))
+
+
+def test_optimiser_schedule_and_reward_scaling_reach_trl(tmp_path):
+    from tbrl_lib.train.run import grpo_args
+
+    config = load_preset(
+        "cpu-demo", {"scale_rewards": "none", "lr_scheduler": "cosine", "warmup_steps": 2}
+    )
+    args = grpo_args(config, tmp_path)
+    assert (args.scale_rewards, args.lr_scheduler_type.value, args.warmup_steps) == (
+        "none",
+        "cosine",
+        2,
+    )
+    assert grpo_args(load_preset("cpu-demo"), tmp_path).scale_rewards == "group"
+    with pytest.raises(ValueError, match="scale_rewards='std' is not one of"):
+        load_preset("cpu-demo", {"scale_rewards": "std"})
