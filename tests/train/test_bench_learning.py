@@ -20,7 +20,12 @@ def summary(first: float, last: float, sft: float, grpo: float) -> dict:
         return {"model": model, "solve_rate": rate, "interval (Wilson 95%)": "[0.1, 0.9]"}
 
     return {
-        "reward_trend": {"reward_first3": first, "reward_last3": last, "zero_std_share": 0.1},
+        "reward_trend": {
+            "reward_first3": first,
+            "reward_last3": last,
+            "rise": last - first,
+            "zero_std_share": 0.1,
+        },
         "dynamic_sampling": {"refilled_groups": 3.0},
         "heldout": [heldout("base", 0.0), heldout("warm start", sft), heldout("grpo", grpo)],
         "wall_seconds": 480.0,
