@@ -110,7 +110,9 @@ def test_timeout_kills_the_command_tree_and_the_shell_stays(task):
             t0 = time.monotonic()
             r = await sb.run("sleep 1000", timeout=2)
             elapsed = time.monotonic() - t0
-            assert r.timed_out and r.exit_code is None and 1.9 < elapsed < 6
+            # ends at the limit, not at the command's 1000 s; the upper bound leaves room
+            # for a loaded machine (a suite beside `make demo` on 2 cores took over 6 s)
+            assert r.timed_out and r.exit_code is None and 1.9 < elapsed < 20
             assert "timed out after 2s" in r.output
             # a list, a loop and a subshell: the rest of the command must not run on
             for cmd in (
@@ -139,7 +141,7 @@ def test_busy_shell_loop_is_interrupted(task):
             await sb.run("export KEEP=1")
             t0 = time.monotonic()
             r = await sb.run("while :; do :; done", timeout=1)
-            assert r.timed_out and time.monotonic() - t0 < 5
+            assert r.timed_out and time.monotonic() - t0 < 20  # the limit, not a hang
             assert (await sb.run("echo $KEEP")).output == "1\n"  # interrupted, not restarted
 
     run(body())
