@@ -34,6 +34,7 @@ from transformers import TrainerCallback
 
 from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.presets import TrainConfig
+from tbrl_lib.train.processes import require_same_on_every_process
 from tbrl_lib.train.resume import write_state
 
 OWN_PREFIXES = ("rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "eval/", "sampling/")
@@ -105,26 +106,6 @@ class CheckpointState(TrainerCallback):
             payload = {"step": state.global_step, "config": dataclasses.asdict(self.config)}
             write_state(folder, {**payload, **parts})
         return control
-
-
-def require_same_on_every_process(parts: dict[str, Any], step: int) -> None:
-    """Stop the run when a process's curriculum, sampler or runner state differs from
-    process 0's: they would sample different tasks from then on (one process: nothing)."""
-    from accelerate import PartialState
-    from accelerate.utils import gather_object
-
-    if PartialState().num_processes == 1:
-        return
-    texts = gather_object([json.dumps(parts, sort_keys=True, default=str)])
-    first = json.loads(texts[0])
-    for rank, text in enumerate(texts):
-        differ = [k for k, v in json.loads(text).items() if first.get(k) != v]
-        if differ:
-            raise RuntimeError(
-                f"at step {step} process {rank}'s {', '.join(differ)} state differs from "
-                "process 0's: the processes desynced (a decision was taken from one process's "
-                "rollouts); this is a bug in tbrl's gathering"
-            )
 
 
 class CurriculumStop(TrainerCallback):

@@ -40,6 +40,7 @@ from typing import Any
 from tbrl_lib.policies.tiny_model import resolve_model, tiny_size
 from tbrl_lib.train.curriculum import Curriculum, CurriculumSampler
 from tbrl_lib.train.presets import TrainConfig, load_preset
+from tbrl_lib.train.processes import process_state
 from tbrl_lib.train.resume import (
     ResumeError,
     checkpoint_step,
@@ -206,7 +207,7 @@ def train(
         out_dir or (run_folder_of(checkpoint) if checkpoint else ""), f"train-{config.name}"
     )
     started = time.monotonic()
-    main_process = main_process_state()
+    main_process = process_state()
     if main_process.is_main_process:
         write_config(out / "config.json", config)
         (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
@@ -275,14 +276,6 @@ def train(
     if main_process.is_main_process:
         record_summary(out, summary)
     return summary
-
-
-def main_process_state():
-    """accelerate's view of this process (one process: the main one); under `accelerate
-    launch` creating it joins the process group TRL's trainer then uses."""
-    from accelerate import PartialState  # comes with TRL; loads torch
-
-    return PartialState()
 
 
 def restore_run(trainer, state: dict[str, Any], checkpoint: Path) -> None:
@@ -388,7 +381,7 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     judge = make_training_judge(config)
     rows = dataset_rows(tasks, rollout.episode)
     # One process per node builds (its Docker engine's images), the others wait.
-    with main_process_state().local_main_process_first():
+    with process_state().local_main_process_first():
         prebuild_images(tasks, config)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     curriculum = Curriculum(

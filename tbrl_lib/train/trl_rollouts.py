@@ -64,6 +64,7 @@ from tbrl_lib.aio import run_sync
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutResult
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.train.curriculum import no_spread
+from tbrl_lib.train.processes import gather_across, rank_suffix
 
 
 def prompt_key(messages: Sequence[dict[str, Any]] | str) -> str:
@@ -240,7 +241,7 @@ class RolloutRunner:
         self.calls += 1
         step = getattr(getattr(trainer, "state", None), "global_step", self.calls)
         if self.trajectories_dir is not None:
-            name = f"step-{step:05d}-call-{self.calls:04d}{rank_suffix(trainer)}.jsonl"
+            name = f"step-{step:05d}-call-{self.calls:04d}{rank_suffix()}.jsonl"
             save_rollouts(rollouts + extra, self.trajectories_dir / name)
         # Every decision below uses all processes' rollouts, so every process takes the same one.
         reports = gather_across(
@@ -249,8 +250,7 @@ class RolloutRunner:
                 "dropped": [rollout_row(r) for r in extra],
                 "sampling": sampling,
                 "draws": self.last_draws,
-            },
-            trainer,
+            }
         )
         kept = [row for report in reports for row in report["kept"]]
         seen = [row for report in reports for row in report["kept"] + report["dropped"]]
@@ -371,24 +371,6 @@ def flat_group(group: Sequence[Rollout]) -> bool:
     """True when the scored rollouts of a group all have the same reward (zero advantage)."""
     scored = [r.reward for r in group if not r.infra_error and r.reward is not None]
     return len(scored) >= 2 and no_spread(scored)
-
-
-def gather_across(obj: Any, trainer: Any) -> list[Any]:
-    """`obj` of every process, in rank order (one process: `[obj]`)."""
-    accelerator = getattr(trainer, "accelerator", None)
-    if accelerator is not None and accelerator.num_processes > 1:
-        from accelerate.utils import gather_object  # accelerate comes with TRL
-
-        return gather_object([obj])
-    return [obj]
-
-
-def rank_suffix(trainer: Any) -> str:
-    """`-rank<i>` when several processes train (each writes its own trajectory file), else ''."""
-    accelerator = getattr(trainer, "accelerator", None)
-    if accelerator is not None and accelerator.num_processes > 1:
-        return f"-rank{accelerator.process_index}"
-    return ""
 
 
 def combine_sampling(per_process: list[dict[str, float]]) -> dict[str, float]:
