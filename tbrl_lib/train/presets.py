@@ -28,6 +28,7 @@ DTYPES = ("bf16", "fp16", "fp32")
 VLLM_IS_LEVELS = ("token", "sequence")
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo")
 LR_SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup")
+OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "sgd")
 REWARD_SCALINGS = ("group", "batch", "none")
 
 
@@ -75,8 +76,11 @@ class TrainConfig:
     """`full` (every tool, with examples, ~2k tokens) or `compact` (a few lines: tiny models)."""
 
     # --- optimisation
+    optimizer: str = "adamw_torch"
+    """transformers' optimizer name: `adamw_torch` (`_fused` on GPUs), or `sgd`, whose step
+    follows the gradient's size (Adam moves every weight by about the learning rate)."""
     learning_rate: float = 1e-6
-    """AdamW learning rate."""
+    """The optimizer's learning rate."""
     lr_scheduler: str = "linear"
     """Schedule after warm-up (transformers' names): `linear` decays to 0 at `max_steps`,
     `constant_with_warmup` holds the rate."""
@@ -219,6 +223,7 @@ class TrainConfig:
         _choice("dtype", self.dtype, DTYPES)
         _choice("loss_type", self.loss_type, LOSS_TYPES)
         _choice("lr_scheduler", self.lr_scheduler, LR_SCHEDULERS)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("scale_rewards", self.scale_rewards, REWARD_SCALINGS)
         _positive(
             self,

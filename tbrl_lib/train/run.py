@@ -135,6 +135,7 @@ def grpo_args(config: TrainConfig, out_dir: Path):
     kwargs: dict[str, Any] = {
         "output_dir": str(out_dir / "checkpoints"),
         "max_steps": config.max_steps,
+        "optim": config.optimizer,
         "learning_rate": config.learning_rate,
         "lr_scheduler_type": config.lr_scheduler,
         "warmup_steps": config.warmup_steps,

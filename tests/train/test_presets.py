@@ -115,15 +115,16 @@ def test_tool_settings_reach_the_episodes_and_typos_are_named():
 def test_optimiser_schedule_and_reward_scaling_reach_trl(tmp_path):
     from tbrl_lib.train.run import grpo_args
 
-    config = load_preset(
-        "cpu-demo", {"scale_rewards": "none", "lr_scheduler": "cosine", "warmup_steps": 2}
-    )
-    args = grpo_args(config, tmp_path)
+    settings = {"scale_rewards": "none", "lr_scheduler": "cosine", "warmup_steps": 2}
+    args = grpo_args(load_preset("cpu-demo", {**settings, "optimizer": "sgd"}), tmp_path)
     assert (args.scale_rewards, args.lr_scheduler_type.value, args.warmup_steps) == (
         "none",
         "cosine",
         2,
     )
-    assert grpo_args(load_preset("cpu-demo"), tmp_path).scale_rewards == "group"
+    assert args.optim.value == "sgd"
+    assert grpo_args(load_preset("cpu-smoke"), tmp_path).optim.value == "adamw_torch"
     with pytest.raises(ValueError, match="scale_rewards='std' is not one of"):
         load_preset("cpu-demo", {"scale_rewards": "std"})
+    with pytest.raises(ValueError, match="optimizer='adam' is not one of"):
+        load_preset("cpu-demo", {"optimizer": "adam"})
