@@ -8,7 +8,8 @@ training dtype):
 - gradients: trainable parameters x b / S
 - optimizer (AdamW): trainable x 12 B / S (fp32 master + two fp32 moments) with ZeRO-3/FSDP2
   mixed precision and for LoRA adapters (PEFT keeps them in fp32); trainable x 2b for plain
-  full bf16/fp16 training (moments in the parameter dtype); trainable x 8 B in fp32.
+  full bf16/fp16 training (moments in the parameter dtype); trainable x 8 B in fp32. SGD
+  (no momentum) keeps no state: only the fp32 master where AdamW has one, 4 B / S.
 - activations: with gradient checkpointing, the layer inputs (layers x C x hidden x b) plus
   one layer's working set; without, every layer's working set. A layer's working set is
   C x b x (8 hidden + 3 intermediate) (flash attention: no C^2 term).
@@ -171,7 +172,10 @@ def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryP
     shards = config.num_processes if config.distributed in ("zero3", "fsdp2") else 1
     params = shape.parameters()
     trainable = shape.lora_parameters(config.lora_rank) if config.use_lora else params
-    if config.dtype == "fp32":
+    if config.optimizer == "sgd":  # torch's SGD without momentum keeps no state
+        mixed = config.dtype != "fp32" and (shards > 1 or config.use_lora)
+        opt_bytes, opt_basis = (4, "fp32 master, SGD") if mixed else (0, "none (SGD)")
+    elif config.dtype == "fp32":
         opt_bytes, opt_basis = 8, "2 fp32 moments"
     elif shards > 1 or config.use_lora:
         opt_bytes, opt_basis = 12, "fp32 master + 2 fp32 moments"

@@ -102,3 +102,17 @@ def test_plan_knows_the_local_tiny_model():
 
     assert model_shape("tiny").parameters() > 0
     assert "total" in plan_text(load_preset("cpu-smoke"))
+
+
+def test_sgd_keeps_no_optimizer_state():
+    # cpu-demo trains with plain SGD (fp32): no moments, so its optimizer row is empty;
+    # AdamW on the same preset keeps two fp32 moments, twice the fp32 gradients
+    from tbrl_lib.train.memory import plan_memory
+    from tbrl_lib.train.presets import load_preset
+
+    def rows(config) -> dict[str, float]:
+        return {name: gib for name, gib, _ in plan_memory(config).rows}
+
+    assert rows(load_preset("cpu-demo"))["optimizer"] == 0
+    adam = rows(load_preset("cpu-demo", {"optimizer": "adamw_torch"}))
+    assert adam["optimizer"] == pytest.approx(2 * adam["gradients"]) and adam["optimizer"] > 0
