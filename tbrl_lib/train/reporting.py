@@ -130,8 +130,25 @@ CURVES = (
 )
 
 
-def plot_rewards(records: list[dict[str, Any]], path: Path) -> Path | None:
-    """The reward and its components per step, as a PNG."""
+def heldout_points(
+    records: list[dict[str, Any]], before: dict[str, float] | None = None
+) -> list[tuple[int, float, str]]:
+    """(step, held-out solve rate, label): the models evaluated before GRPO (`before`, e.g.
+    base and warm start) at step 0, then every evaluation during training at its step."""
+    points = [(0, rate, name) for name, rate in (before or {}).items()]
+    points += [
+        (r["step"], r["eval/solve_rate"], "")
+        for r in records
+        if r.get("eval/solve_rate") is not None
+    ]
+    return points
+
+
+def plot_rewards(
+    records: list[dict[str, Any]], path: Path, before: dict[str, float] | None = None
+) -> Path | None:
+    """The reward and its components per step, and the held-out solve rate (with the models
+    evaluated `before` GRPO at step 0), as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -145,14 +162,15 @@ def plot_rewards(records: list[dict[str, Any]], path: Path) -> Path | None:
             steps, values = zip(*points)
             ax.plot(steps, values, marker="o", markersize=3, linestyle=style, label=label)
             drawn += 1
-    evals = [
-        (r["step"], r["eval/solve_rate"]) for r in records if r.get("eval/solve_rate") is not None
-    ]
+    evals = heldout_points(records, before)
     if evals:
-        steps, values = zip(*evals)
+        steps, values, names = zip(*evals)
         ax.plot(
             steps, values, marker="s", linestyle="none", color="black", label="held-out solve rate"
         )
+        for step, value, name in evals:
+            if name:
+                ax.annotate(name, (step, value), textcoords="offset points", xytext=(6, -3))
         drawn += 1
     if drawn:
         ax.legend(loc="best")

@@ -254,7 +254,8 @@ def train(
         _close_sandbox_pools()
     records = writer.records
     if main_process.is_main_process:
-        plot_rewards(records, out / "reward.png")
+        before = {n: e["metrics"]["eval/solve_rate"] for n, e in evals.items() if n != "grpo"}
+        plot_rewards(records, out / "reward.png", before)
     rewards = [r["reward/total"] for r in records if r.get("reward/total") is not None]
     summary = {
         "preset": config.name,

@@ -11,6 +11,7 @@ from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.reporting import (
     CurriculumStop,
     MetricsWriter,
+    heldout_points,
     metric_name,
     plot_rewards,
 )
@@ -49,6 +50,20 @@ def test_plot_is_written_with_and_without_points(tmp_path):
         plot_rewards([{"step": 1, "reward/total": 0.5}], tmp_path / "a.png").stat().st_size > 1000
     )
     assert plot_rewards([], tmp_path / "b.png").is_file()
+    records = [{"step": 1, "reward/total": 0.2}, {"step": 2, "eval/solve_rate": 0.75}]
+    before = {"base": 0.0, "warm start": 0.25}
+    assert plot_rewards(records, tmp_path / "c.png", before).stat().st_size > 1000
+
+
+def test_models_evaluated_before_grpo_are_the_curves_step_0():
+    records = [{"step": 1, "eval/solve_rate": 0.5}, {"step": 2}, {"step": 3, "eval/solve_rate": 1}]
+    assert heldout_points(records, {"base": 0.0, "warm start": 0.25}) == [
+        (0, 0.0, "base"),
+        (0, 0.25, "warm start"),
+        (1, 0.5, ""),
+        (3, 1, ""),
+    ]
+    assert heldout_points(records) == [(1, 0.5, ""), (3, 1, "")]  # a resumed run: none before
 
 
 def test_training_stops_when_every_task_is_filtered():
