@@ -164,7 +164,7 @@ def plot_rewards(
             drawn += 1
     evals = heldout_points(records, before)
     if evals:
-        steps, values, names = zip(*evals)
+        steps, values, _ = zip(*evals)
         ax.plot(
             steps, values, marker="s", linestyle="none", color="black", label="held-out solve rate"
         )

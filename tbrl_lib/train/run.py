@@ -355,7 +355,9 @@ def reward_trend(records: list[dict[str, Any]], window: int = 3) -> dict[str, fl
         f"reward_last{window}": last,
         "rise": last - first,
         "zero_std_share": _mean(
-            r["train/frac_reward_zero_std"] for r in records if "train/frac_reward_zero_std" in r
+            r["train/frac_reward_zero_std"]
+            for r in records
+            if r.get("train/frac_reward_zero_std") is not None
         ),
     }
 
