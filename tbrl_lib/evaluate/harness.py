@@ -41,7 +41,7 @@ from tbrl_lib.evaluate.results import (
     TrialResult,
 )
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
-from tbrl_lib.sandbox.engine import EngineUnavailable
+from tbrl_lib.sandbox.engine import wait_for_engine
 from tbrl_lib.tasks.model import Task
 
 TERMINATION_MODES: dict[str, FailureMode] = {
@@ -57,11 +57,6 @@ TERMINATION_MODES: dict[str, FailureMode] = {
 episode's token limit) counts as a context overflow; `finished`, `max_turns`,
 `resource_limit` and `sandbox_broken` are `unresolved` when the tests fail. `agent_timeout`
 is the rollout's own stop, for an episode that overran its limit by the grace period."""
-
-
-class EngineOutage(EngineUnavailable):
-    """The Docker engine stopped answering and did not come back within `engine_wait_s`.
-    An `EngineUnavailable`, so `tbrl` ends it in one line (what happened, how to resume)."""
 
 
 def failure_mode(termination: str | None, resolved: bool, test_timed_out: bool) -> FailureMode:
@@ -283,29 +278,12 @@ class TrialRunner:
 
     async def _wait_for_engine(self, why: str) -> None:
         """Return at once while the engine answers; else wait for it (saying so), bounded."""
-        from tbrl_lib.sandbox.engine import ping
-
-        deadline = time.monotonic() + self.engine_wait_s
-        said = False
-        while True:
-            if await asyncio.to_thread(ping) is not None:
-                if said:
-                    tqdm.write("tbrl eval: the Docker engine answers again; retrying the trial")
-                return
-            if not said:
-                tqdm.write(
-                    f"tbrl eval: the Docker engine does not answer ({why}); waiting up to "
-                    f"{self.engine_wait_s:.0f}s for it before retrying"
-                )
-                said = True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            await asyncio.sleep(min(5.0, left))
-        raise EngineOutage(
-            f"the Docker engine stopped answering ({why}) and did not come back within "
-            f"{self.engine_wait_s:.0f}s; finished trials are saved: start the engine and "
-            "rerun the same command to resume"
+        await wait_for_engine(
+            why,
+            self.engine_wait_s,
+            who="tbrl eval",
+            resume="finished trials are saved: start the engine and rerun the same command "
+            "to resume",
         )
 
     def _trial(

@@ -153,7 +153,7 @@ def test_an_engine_that_stays_down_stops_the_run_with_a_way_to_resume(monkeypatc
     runner = harness.TrialRunner(
         None, None, RunConfig(policy="noop").rollout_config(), tmp_path, engine_wait_s=0.5
     )
-    with pytest.raises(harness.EngineOutage, match="rerun the same command to resume"):
+    with pytest.raises(engine.EngineOutage, match="rerun the same command to resume"):
         asyncio.run(runner._wait_for_engine("sandbox: daemon_unreachable: refused"))
     assert len(pings) >= 2  # it kept asking for the whole wait
 
