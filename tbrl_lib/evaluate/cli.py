@@ -146,6 +146,7 @@ def run(
     console().print(summary_table(results))
     typer.echo(f"results: {run_folder / 'results.json'}")
     for task_id, reason in results.summary.get("task_error_tasks", {}).items():
+        reason = reason.removeprefix(f"task {task_id}: ")
         typer.echo(f"task error (not scored): {task_id}: {reason}", err=True)
     infra = results.summary.get("infra_errors", 0)
     if infra:

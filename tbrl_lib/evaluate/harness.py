@@ -292,7 +292,7 @@ class TrialRunner:
                 )
             except SandboxError as err:
                 if err.task_fault:
-                    self._defects[key] = f"{err.kind}: {err}"
+                    self._defects[key] = str(err)
                     return RolloutResult(task.id, None, task_error=self._defects[key])
                 if not err.infra:
                     raise

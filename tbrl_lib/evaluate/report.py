@@ -85,14 +85,18 @@ def summary_table(results: RunResults, title: str | None = None) -> Table:
 
 def _infra_text(summary: dict) -> str:
     text = f"{summary['infra_errors']} of {summary['n_trials']} trials"
-    if summary["unscored_tasks"]:
-        text += f"; {len(summary['unscored_tasks'])} task(s) with no scored trial"
+    broken = summary.get("task_error_tasks", {})
+    unscored = [t for t in summary["unscored_tasks"] if t not in broken]
+    if unscored:
+        text += f"; {len(unscored)} task(s) with no scored trial"
     return text
 
 
 def _task_errors_text(summary: dict) -> str:
     broken = summary["task_error_tasks"]
-    return f"{summary['task_errors']} trials of {len(broken)} task(s): {', '.join(sorted(broken))}"
+    return (
+        f"{summary['task_errors']} trial(s) of {len(broken)} task(s): {', '.join(sorted(broken))}"
+    )
 
 
 def compare_runs(

@@ -137,7 +137,8 @@ async def validate_task(task: Task, config: ValidationConfig | None = None) -> V
         except SandboxError as err:
             if err.task_fault:
                 result.build_error = str(err)
-                result.fail(f"{BUILD_FAILED}: {_short(str(err).splitlines()[0])}")
+                first = str(err).splitlines()[0].removeprefix(f"task {task.id}: ")
+                result.fail(f"{BUILD_FAILED}: {_short(first)}")
             elif err.infra:
                 result.infra(f"image: {_short(str(err).splitlines()[0])}")
             else:

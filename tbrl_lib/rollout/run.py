@@ -81,7 +81,7 @@ async def run_rollout(
             result.sandbox = _numbers(asdict(sandbox.stats))
     except SandboxError as err:
         if err.task_fault:
-            result.task_error = f"{err.kind}: {err}"
+            result.task_error = str(err)
         elif err.infra:
             result.infra_error, result.infra_kind = f"sandbox: {err.kind}: {err}", err.kind
         else:

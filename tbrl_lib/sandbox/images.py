@@ -204,7 +204,8 @@ def _build(host: Host, task: Task, tag: str) -> None:
     if failure.keyword == "FROM":
         image = next((k for k, v in bases.items() if f"FROM {v}" in failure.instruction), "")
         summary = (
-            f"base image {image or failure.instruction.split()[-1]} is not on this engine and "
+            f"step {failure.step.split('/')[0]} `{failure.instruction}`: base image "
+            f"{image or failure.instruction.split()[-1]} is not on this engine and "
             f"could not be pulled ({failure.error}); tbrl substitutes only "
             f"{', '.join(f.repository + ':*' for f in FAMILIES)}: load the image onto the "
             "engine (docker load) or start the Dockerfile from one of those"

@@ -542,7 +542,7 @@ def prebuild_images(tasks: list, config: TrainConfig) -> tuple[list, dict[str, s
             except SandboxError as err:
                 if not err.task_fault:
                     raise
-                defects[task.id] = str(err).split("\n", 1)[0]
+                defects[task.id] = str(err).split("\n", 1)[0].removeprefix(f"task {task.id}: ")
                 tqdm.write(f"skipping task {task.id}: its image does not build: {defects[task.id]}")
 
     run_sync(build_all())

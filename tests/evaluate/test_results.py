@@ -103,7 +103,7 @@ def test_infra_errors_are_counted_apart_not_in_the_denominator():
 
 def test_task_errors_are_counted_apart_with_their_reason():
     broken = FailureMode.task_error
-    why = "task_build_failed: step 2 `RUN pip3 install x==9` exited 1: ERROR: ...\nengine: ..."
+    why = "task b: Dockerfile build failed at step 2 `RUN pip3 install x==9` exited 1: ERROR: ...\nengine: ..."
     trials = [trial("a", 0, True), trial("b", 0, False, broken, error=why)]
     s = summarize(trials, CONFIG)
     assert s["accuracy"] == 1.0 and s["n_scored"] == 1 and s["infra_errors"] == 0
