@@ -92,9 +92,8 @@ def run(
     if result.trajectory is not None:
         Trajectory.save_jsonl(result.trajectory, out, append=True)
     if result.task_error:
-        typer.echo(
-            f"{task.id}: the task cannot run here, not scored: {result.task_error}", err=True
-        )
+        why = result.task_error.removeprefix(f"task {task.id}: ")
+        typer.echo(f"{task.id}: the task cannot run here, not scored: {why}", err=True)
         raise typer.Exit(1)
     if result.infra_error:
         typer.echo(f"{task.id}: infrastructure error, not scored: {result.infra_error}", err=True)
