@@ -29,6 +29,7 @@ from rich.table import Table
 from tbrl_lib.console import console
 from tbrl_lib.rewards.verifier import verify
 from tbrl_lib.sandbox import open_sandbox, pristine_volume
+from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.sandbox.files import tar_of
 from tbrl_lib.tasks.model import Environment, Task, Tests
 
@@ -38,7 +39,7 @@ def make_task(n_tests: int) -> Task:
     return Task(
         id="bench-verify",
         instruction="nothing to do",
-        environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
+        environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\nWORKDIR /app\n"),
         tests=Tests(pytest=body),
     )
 
@@ -65,7 +66,7 @@ def make_script_task() -> Task:
     return Task(
         id="bench-verify-script",
         instruction="nothing to do",
-        environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
+        environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\nWORKDIR /app\n"),
         tests=Tests(script="#!/bin/bash\npython3 /tests/check.py\n", files={"check.py": check}),
     )
 

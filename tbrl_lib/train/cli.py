@@ -1,6 +1,7 @@
 """`tbrl train ...`: run a preset, print its memory plan, write its launch files.
 
 tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR] [--resume latest|CHECKPOINT]
+tbrl train run --preset cpu-smoke --tasks DIR [--lenient]   (a task set of one's own)
 tbrl train sft --family write_word --demos 96 --out DIR   (oracle demos -> SFT checkpoint)
 tbrl train presets
 tbrl train plan --preset 32xh100
@@ -9,9 +10,12 @@ tbrl train launch 32xh100 --out launch/   (accelerate.yaml, commands.sh, job.sba
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
+
+from tbrl_lib.tasks.console import LENIENT_HELP
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -28,6 +32,40 @@ def _config(preset: str, overrides: list[str]):
 PresetOpt = typer.Option("cpu-smoke", "--preset", help="Preset name (see `tbrl train presets`).")
 PresetArg = typer.Argument("", show_default=False, help="Preset name; same as --preset.")
 SetOpt = typer.Option([], "--set", help="Override a setting: KEY=VALUE (YAML value).")
+TasksOpt = typer.Option(
+    None,
+    "--tasks",
+    help="Train on this task source (a Harbor/TB1 dir or a dir of them, a CSV, a Parquet) "
+    "instead of the preset's: `--set tasks=DIR task_ids=[]`.",
+)
+LenientOpt = typer.Option(False, "--lenient", help=LENIENT_HELP + " (`--set lenient=true`)")
+
+
+def task_overrides(tasks: Path | None, lenient: bool, overrides: list[str]) -> list[str]:
+    """`--tasks` / `--lenient` as the `--set` items they stand for (so launch files repeat
+    them): a task source of one's own replaces the preset's, and its task_ids (unless set)."""
+    extra = []
+    if tasks is not None:
+        extra.append(f"tasks={json.dumps(str(tasks))}")
+        if not any(item.partition("=")[0].strip() == "task_ids" for item in overrides):
+            extra.append("task_ids=[]")
+    if lenient:
+        extra.append("lenient=true")
+    return [*overrides, *extra]
+
+
+def refuse_family_with_tasks(config, tasks: Path | None) -> None:
+    """A preset that trains on a procedural family never reads `tasks`: say so, not ignore it."""
+    if tasks is not None and config.family:
+        raise typer.BadParameter(
+            f"preset {config.name} trains on instances of the procedural family "
+            f"{config.family!r} (its warm start and held-out evaluation need them), not on a "
+            "task folder: use a preset without a family (e.g. --preset cpu-smoke), or add "
+            "--set family=null sft_demos=0 eval_tasks=0",
+            param_hint="--tasks",
+        )
+
+
 LaunchOutOpt = typer.Option(
     Path("launch"), "--out", help="Folder for accelerate.yaml and commands.sh."
 )
@@ -47,12 +85,17 @@ def run_cmd(
         help="Continue a run: `latest` (newest checkpoint of --out) or a checkpoint folder; "
         "same preset and settings (max_steps may grow).",
     ),
+    tasks: Path | None = TasksOpt,
+    lenient: bool = LenientOpt,
 ) -> None:
-    """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary."""
+    """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary.
+    Tasks whose own image does not build are skipped before step 1 (one line each)."""
     from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.train.resume import ResumeError, find_checkpoint
 
+    overrides = task_overrides(tasks, lenient, overrides)
     config = _config(preset, overrides)
+    refuse_family_with_tasks(config, tasks)
     try:
         checkpoint = find_checkpoint(resume, out, config) if resume else None
     except ResumeError as exc:

@@ -49,6 +49,9 @@ class TrainConfig:
     """Train only on these task ids (empty: all tasks in `tasks`)."""
     max_tasks: int | None = None
     """Use only the first N tasks (after `task_ids`); None: all."""
+    lenient: bool = False
+    """Read `tasks` leniently: skip tasks that do not load and read loosely written weights,
+    each change printed (`--lenient`); False: the first bad task stops the run."""
     family: str | None = None
     """Train on instances of this procedural family (`tbrl synth families`) instead of `tasks`;
     held-out instances (`train/heldout.py`) are never among them."""

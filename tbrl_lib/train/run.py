@@ -52,7 +52,8 @@ from tbrl_lib.train.resume import (
 
 def load_training_tasks(config: TrainConfig) -> list:
     """The tasks of the run: the family's training instances when `family` is set, else
-    `config.tasks`, narrowed by `task_ids` and `max_tasks`."""
+    `config.tasks` (read leniently when `lenient`, printing what was skipped or changed),
+    narrowed by `task_ids` and `max_tasks`."""
     from tbrl_lib.tasks import load_tasks
 
     if config.family:
@@ -60,7 +61,9 @@ def load_training_tasks(config: TrainConfig) -> list:
 
         return training_tasks(config.family, config.family_tasks, config.family_difficulty)
 
-    tasks = load_tasks(config.tasks, mode="strict").tasks
+    tasks, report = load_tasks(config.tasks, mode="lenient" if config.lenient else "strict")
+    if report.skipped or report.warnings:
+        print(report.summary(), flush=True)
     if config.task_ids:
         by_id = {t.id: t for t in tasks}
         missing = [t for t in config.task_ids if t not in by_id]
@@ -266,6 +269,7 @@ def train(
         "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
         "infra_error_rate": _mean(r.get("rollout/infra_error_rate", 0.0) for r in records),
         "skipped_tasks": state["curriculum"].skipped() if state.get("curriculum") else {},
+        "task_defects": state.get("task_defects", {}),
         "stopped_early": state.get("stop_reason"),
         "filtering": state["curriculum"].report() if state.get("curriculum") else [],
         "reward_trend": reward_trend(records),
@@ -383,10 +387,10 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     install_torch_logprob_head()
     tasks = load_training_tasks(config)
     judge = make_training_judge(config)
-    rows = dataset_rows(tasks, rollout.episode)
     # One process per node builds (its Docker engine's images), the others wait.
     with process_state().local_main_process_first():
-        prebuild_images(tasks, config)
+        tasks, defects = prebuild_images(tasks, config)
+    rows = dataset_rows(tasks, rollout.episode)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     curriculum = Curriculum(
         {t.id: t.difficulty.value for t in tasks},
@@ -400,6 +404,7 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
         "model_path": model_path,
         "policy_box": policy_box,
         "sampler_box": sampler_box,
+        "task_defects": defects,
     }
     by_id = {t.id: t for t in tasks}
 
@@ -518,18 +523,42 @@ def lora_config(config: TrainConfig):
     )
 
 
-def prebuild_images(tasks: list, config: TrainConfig) -> None:
-    """Build (or find cached) every task image before step 1, with progress."""
+def prebuild_images(tasks: list, config: TrainConfig) -> tuple[list, dict[str, str]]:
+    """Build (or find cached) every task image before step 1, with progress. Returns the
+    tasks that built and, per task whose own image does not build here (`task_fault`), the
+    reason: those are skipped, one line each and a count. An infrastructure failure stops the
+    run as before; so does a task set none of whose tasks builds."""
     from tqdm.auto import tqdm
 
     from tbrl_lib.aio import run_sync
-    from tbrl_lib.sandbox import ensure_image
+    from tbrl_lib.sandbox import SandboxError, ensure_image
+
+    defects: dict[str, str] = {}
 
     async def build_all():
         for task in tqdm(tasks, desc="task images", leave=False):
-            await ensure_image(task)
+            try:
+                await ensure_image(task)
+            except SandboxError as err:
+                if not err.task_fault:
+                    raise
+                defects[task.id] = str(err).split("\n", 1)[0].removeprefix(f"task {task.id}: ")
+                tqdm.write(f"skipping task {task.id}: its image does not build: {defects[task.id]}")
 
     run_sync(build_all())
+    built = [t for t in tasks if t.id not in defects]
+    if defects:
+        print(
+            f"{len(defects)} of {len(tasks)} tasks skipped (their own images do not build, see "
+            f"above); training on {len(built)}",
+            flush=True,
+        )
+    if not built:
+        raise ValueError(
+            f"none of the {len(tasks)} tasks of {config.tasks} builds here (first: "
+            f"{next(iter(defects.values()))}); fix their Dockerfiles or train on other tasks"
+        )
+    return built, defects
 
 
 def _close_sandbox_pools() -> None:
