@@ -114,6 +114,7 @@ def run(
     from tbrl_lib.console import console
     from tbrl_lib.evaluate.harness import require_credentials, run_eval
     from tbrl_lib.evaluate.report import summary_table
+    from tbrl_lib.models import resolve_model
     from tbrl_lib.notebook_tools import run_dir
     from tbrl_lib.policies import make_policy
     from tbrl_lib.sandbox.engine import require_engine
@@ -131,6 +132,8 @@ def run(
     )
     if policy.startswith("anthropic:"):  # an API policy is cheap to build: check its key now
         require_credentials(make_policy(policy))
+    if policy.startswith("hf:"):  # a model not fetched: one line naming the fetch, at once
+        resolve_model(policy.removeprefix("hf:"))
     require_engine("tbrl eval run")
     loaded = load_tasks(tasks)
     run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")

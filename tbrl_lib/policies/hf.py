@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tbrl_lib.models.resolve import resolve_model
 from tbrl_lib.policies.batching import BatchingGenerator
 from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_ids
 
@@ -83,7 +84,8 @@ class HFBackend:
 
 
 class HFPolicy(TokenPolicy):
-    """A local checkpoint (`hf:PATH`), sampled through a `BatchingGenerator`."""
+    """A local model (`hf:SPEC`: a folder, a packaged name such as `smollm2-135m`, `tiny`, a
+    hub id; `tbrl_lib.models.resolve_model`), sampled through a `BatchingGenerator`."""
 
     def __init__(
         self,
@@ -97,8 +99,9 @@ class HFPolicy(TokenPolicy):
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-        model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
+        folder = resolve_model(str(path))
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
         self.model = model
         self.backend = HFBackend(model, tokenizer, temperature, top_p, seed=seed)
         super().__init__(

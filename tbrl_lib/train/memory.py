@@ -30,12 +30,9 @@ fine-tuning, one 32k-token trajectory per micro-batch, checkpointing): measured 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
-from tbrl_lib.policies.tiny_model import SIZES, tiny_size
-from tbrl_lib.policies.tiny_model import VOCAB_SIZE as TINY_VOCAB
+from tbrl_lib.models import PACKAGED, model_config
 from tbrl_lib.train.presets import TrainConfig
 
 GIB = 2**30
@@ -82,6 +79,9 @@ KNOWN_SHAPES: dict[str, ModelShape] = {
     "Qwen/Qwen3-8B": ModelShape(4096, 36, 12288, 32, 8, 128, 151_936, False),
     "Qwen/Qwen3-14B": ModelShape(5120, 40, 17408, 40, 8, 128, 151_936, False),
     "Qwen/Qwen3-32B": ModelShape(5120, 64, 25600, 64, 8, 128, 151_936, False),
+    # Packaged models, so a plan needs no fetch (`tbrl_lib.models.PACKAGED`); the fetched
+    # folder's config.json says the same (tests/models check it).
+    "smollm2-135m": ModelShape(576, 30, 1536, 9, 3, 64, 49_152, True),
 }
 
 
@@ -101,18 +101,18 @@ def shape_from_hf_config(config: dict) -> ModelShape:
 
 
 def model_shape(model: str) -> ModelShape:
-    """Shape of a known model id, or read from `<model>/config.json` for a local path."""
+    """Shape of a known hub id, else from the model's `config.json` through the resolver
+    (`tiny...`: the builder's shape; a packaged name: its shape before or after the fetch;
+    a folder: its file)."""
     if model in KNOWN_SHAPES:
         return KNOWN_SHAPES[model]
-    size = tiny_size(model)
-    if size:  # built locally on demand; its shape is a constant of the builder
-        return shape_from_hf_config({**SIZES[size], "vocab_size": TINY_VOCAB})
-    config = Path(model) / "config.json"
-    if config.is_file():
-        return shape_from_hf_config(json.loads(config.read_text()))
+    config = model_config(model)
+    if config is not None:
+        return shape_from_hf_config(config)
     raise ValueError(
-        f"memory planner does not know model {model!r}; use one of {sorted(KNOWN_SHAPES)} "
-        "or a local model folder with a config.json"
+        f"memory planner does not know model {model!r}; use one of {sorted(KNOWN_SHAPES)}, "
+        f"a packaged name ({', '.join(sorted(PACKAGED))}), `tiny[:size]` or a local model "
+        "folder with a config.json"
     )
 
 

@@ -37,8 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tbrl_lib.policies.tiny_model import resolve_model, tiny_size
+from tbrl_lib.models import resolve_model, tiny_size
 from tbrl_lib.train.curriculum import Curriculum, CurriculumSampler
+from tbrl_lib.train.model_loader import LORA_TARGETS
 from tbrl_lib.train.presets import TrainConfig, load_preset
 from tbrl_lib.train.processes import process_state
 from tbrl_lib.train.resume import (
@@ -246,7 +247,7 @@ def train(
             trainer.add_callback(during)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.save_steps or tiny_size(config.model) or plan:
-            trainer.save_model(str(out / "final"))
+            save_final(trainer, config, out / "final")
         if plan:  # the last step's evaluation already measured the final weights
             last = during.results.get(trainer.state.global_step) if during else None
             evals["grpo"] = last or plan.evaluate_checkpoint(out / "final", "final", config.seed)
@@ -280,6 +281,17 @@ def train(
     return summary
 
 
+def save_final(trainer, config: TrainConfig, path: Path) -> None:
+    """The final model as an ordinary model folder (what `hf:PATH`, `model:` and the held-out
+    evaluation load): a one-process LoRA run merges its adapter into the weights first
+    (training is over); other runs save what TRL saves."""
+    if not (config.use_lora and config.num_processes == 1):
+        trainer.save_model(str(path))
+        return
+    trainer.model.merge_and_unload().save_pretrained(str(path))
+    trainer.processing_class.save_pretrained(str(path))
+
+
 def restore_run(trainer, state: dict[str, Any], checkpoint: Path) -> None:
     """tbrl's part of a resume (TRL restores model, optimizer, scheduler and RNG): the
     curriculum, the rollout runner's counters and, once TRL builds it, the sampler's state."""
@@ -308,6 +320,11 @@ def warm_start(config: TrainConfig, base_path: str, out: Path, rollout) -> dict[
         seed=config.seed,
         teacher_accuracy=config.sft_teacher_accuracy,
         teacher_careful=config.sft_teacher_careful,
+        # A LoRA run warm-starts with LoRA too (merged into the checkpoint GRPO loads).
+        lora_rank=config.lora_rank if config.use_lora else 0,
+        lora_alpha=config.lora_alpha,
+        enable_thinking=config.enable_thinking,
+        teacher_thinks=config.sft_teacher_thinks,
     )
     return run_sft(settings, out, rollout)
 
@@ -410,7 +427,7 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
         TaskIndex(rows),
         one_rollout,
         config.sandbox_concurrency,
-        fallback_prompt_ids=lambda t: TokenChat(tokenizer).prompt_ids(
+        fallback_prompt_ids=lambda t: TokenChat(tokenizer, config.enable_thinking).prompt_ids(
             initial_messages(t, rollout.episode)
         ),
         eos_id=tokenizer.eos_token_id,
@@ -455,7 +472,10 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     else:
         backend = VLLMBackend(trainer, config.temperature, config.top_p)
     policy_box["policy"] = TokenPolicy(
-        "trainer", TokenChat(tokenizer), BatchingGenerator(backend), config.max_context_tokens
+        "trainer",
+        TokenChat(tokenizer, config.enable_thinking),
+        BatchingGenerator(backend),
+        config.max_context_tokens,
     )
     return trainer, state
 
@@ -506,15 +526,7 @@ def lora_config(config: TrainConfig):
         lora_alpha=config.lora_alpha,
         lora_dropout=0.0,
         task_type="CAUSAL_LM",
-        target_modules=[
-            "q_proj",
-            "k_proj",
-            "v_proj",
-            "o_proj",
-            "gate_proj",
-            "up_proj",
-            "down_proj",
-        ],
+        target_modules=list(LORA_TARGETS),
     )
 
 
