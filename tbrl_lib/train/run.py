@@ -200,7 +200,7 @@ def train(
     `resume`: `latest` (the newest checkpoint of `out_dir`) or a checkpoint folder to continue."""
     from tbrl_lib.notebook_tools import record_summary, run_dir
     from tbrl_lib.train.heldout_eval import EvalPlan, HeldoutEval, before_after_table
-    from tbrl_lib.train.memory import plan_text
+    from tbrl_lib.train.memory import memory_report, plan_text
     from tbrl_lib.train.reporting import MetricsWriter, plot_rewards, write_config
 
     config = config or load_preset(preset, overrides)
@@ -273,6 +273,7 @@ def train(
         "dynamic_sampling": sampling_totals(records),
         "warm_start": _warm_summary(warm),
         "heldout": before_after_table(evals) if evals else [],
+        "memory": memory_report(config),
         "wall_seconds": round(time.monotonic() - started, 1),
         "run_dir": str(out),
     }
