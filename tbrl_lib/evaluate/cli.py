@@ -31,7 +31,11 @@ TasksOpt = Annotated[
 ]
 PolicyOpt = Annotated[
     str,
-    typer.Option("--policy", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL."),
+    typer.Option(
+        "--policy",
+        help="oracle, noop, hf:MODEL (a folder, smollm2-135m, tiny, a hub id), "
+        "openai:BASE_URL+MODEL, anthropic:MODEL.",
+    ),
 ]
 AttemptsOpt = Annotated[
     int, typer.Option("--attempts", min=1, help="Attempts per task (pass@k up to this k).")
