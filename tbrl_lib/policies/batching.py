@@ -6,19 +6,28 @@ batch, in a worker thread, so the event loop keeps driving sandboxes meanwhile. 
 `Sampler` of `TokenPolicy` for local HF models (`tbrl_lib.policies.hf.HFBackend`) and for
 the trainer's vLLM engine (`tbrl_lib.train.generation.VLLMBackend`).
 
-A backend failure is handed to every episode waiting on that batch.
+A backend failure is handed to every episode waiting on that batch. A batch whose every
+episode stopped waiting (its time limit passed, it was cancelled) is `abandoned`: the
+backend may stop generating for it (`HFBackend` does, between two tokens), so a dead
+episode's reply never holds up the next batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
 from tbrl_lib.policies.chat import Sample
 
 
 class GenerationBackend(Protocol):
-    def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]: ...
+    def generate(
+        self,
+        prompts: list[list[int]],
+        max_new_tokens: int,
+        abandoned: Callable[[], bool] | None = None,
+    ) -> list[Sample]: ...
 
 
 class BatchingGenerator:
@@ -59,9 +68,13 @@ class BatchingGenerator:
             # One call per max_new_tokens value keeps each backend call homogeneous.
             for budget in sorted({item[1] for item in batch}):
                 group = [item for item in batch if item[1] == budget]
+                futures = [g[2] for g in group]
                 try:
                     results = await asyncio.to_thread(
-                        self.backend.generate, [g[0] for g in group], budget
+                        self.backend.generate,
+                        [g[0] for g in group],
+                        budget,
+                        lambda futures=futures: all(f.done() for f in futures),
                     )
                 except Exception as exc:  # noqa: BLE001 - handed to every waiting episode
                     for _, _, future in group:

@@ -14,6 +14,7 @@ generation goes through vLLM, which caches prefixes).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,20 @@ class HFBackend:
         )
         self._lock = threading.Lock()
 
-    def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]:
+    def generate(
+        self,
+        prompts: list[list[int]],
+        max_new_tokens: int,
+        abandoned: Callable[[], bool] | None = None,
+    ) -> list[Sample]:
+        """Sample each prompt; stops early (between tokens) once `abandoned()` says nobody
+        waits for the batch any more."""
         import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        class Abandoned(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                return torch.full((input_ids.shape[0],), bool(abandoned()), dtype=torch.bool)
 
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
@@ -68,6 +81,9 @@ class HFBackend:
                         eos_token_id=sorted(self.eos_ids),
                         output_scores=True,
                         return_dict_in_generate=True,
+                        stopping_criteria=StoppingCriteriaList([Abandoned()])
+                        if abandoned
+                        else None,
                     )
             finally:
                 self.model.train(was_training)

@@ -146,3 +146,16 @@ def test_a_reply_cut_by_the_token_limit_gets_the_end_of_turn_added(tiny_model):
         tok.decode(policy.chat.turn_ids(conv))
         == "\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
     )
+
+
+def test_an_abandoned_batch_stops_generating(tiny_model):
+    policy = HFPolicy(tiny_model, seed=0)
+    prompt = policy.tokenizer.encode("<|im_start|>user\nhi<|im_end|>\n", add_special_tokens=False)
+    calls = []
+
+    def abandoned():  # nobody waits after the second token
+        calls.append(1)
+        return len(calls) >= 2
+
+    (sample,) = policy.backend.generate([prompt], 500, abandoned)
+    assert 1 <= len(sample.ids) <= 2 and len(calls) <= 2  # not 500 tokens
