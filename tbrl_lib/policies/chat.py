@@ -27,6 +27,7 @@ context limit.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -59,7 +60,11 @@ class Sample:
 
 
 class Sampler(Protocol):
-    async def sample(self, prompt_ids: list[int], max_new_tokens: int) -> Sample: ...
+    async def sample(
+        self, prompt_ids: list[int], max_new_tokens: int, deadline: float | None = None
+    ) -> Sample:
+        """Sample up to `max_new_tokens`; one that can stops at `deadline` (monotonic)."""
+        ...
 
 
 class TokenChat:
@@ -136,7 +141,12 @@ class TokenChat:
 
 
 class TokenPolicy:
-    """A `Policy` that works in tokens: exact ids in, exact ids out, never re-tokenized."""
+    """A `Policy` that works in tokens: exact ids in, exact ids out, never re-tokenized.
+    At the conversation's deadline its sampler stops and the reply so far comes back
+    (`finish_reason="time_limit"`), so an episode out of time still records what the model
+    wrote."""
+
+    stops_at_deadline = True
 
     def __init__(self, name: str, chat: TokenChat, sampler: Sampler, max_context: int) -> None:
         self.name, self.chat, self.sampler, self.max_context = name, chat, sampler, max_context
@@ -154,7 +164,11 @@ class TokenPolicy:
                 f"{self.name}: the conversation has {len(context)} tokens; the context holds "
                 f"{self.max_context}"
             )
-        sample = await self.sampler.sample(context, min(max_new_tokens, room))
+        sample = await self.sampler.sample(
+            context, min(max_new_tokens, room), deadline=conversation.deadline
+        )
+        late = conversation.deadline is not None and time.monotonic() >= conversation.deadline
+        finish = "stop" if sample.stopped else ("time_limit" if late else "length")
         return Generation(
             text=self.chat.reply_text(sample.ids, sample.stopped),
             completion_ids=sample.ids,
@@ -162,5 +176,5 @@ class TokenPolicy:
             logprobs=sample.logprobs,
             prompt_tokens=len(context),
             completion_tokens=len(sample.ids),
-            finish_reason="stop" if sample.stopped else "length",
+            finish_reason=finish,
         )

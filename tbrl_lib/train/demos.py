@@ -97,7 +97,9 @@ class TeacherSampler:
         self.chat = chat
         self.queue: list[str] = []
 
-    async def sample(self, prompt_ids: list[int], max_new_tokens: int) -> Sample:
+    async def sample(
+        self, prompt_ids: list[int], max_new_tokens: int, deadline: float | None = None
+    ) -> Sample:
         end = _im_end(self.chat)
         ids = self.chat.encode(self.queue.pop(0)) + [
             end if end is not None else self.chat.stop_ids[-1]

@@ -53,7 +53,7 @@ class Scripted:
     def __init__(self, chat: TokenChat, replies: list[list[int]]) -> None:
         self.chat, self.replies, self.prompts = chat, replies, []
 
-    async def sample(self, prompt_ids: list[int], max_new_tokens: int) -> Sample:
+    async def sample(self, prompt_ids: list[int], max_new_tokens: int, deadline=None) -> Sample:
         self.prompts.append(list(prompt_ids))
         end = self.chat.tokenizer.convert_tokens_to_ids("<|im_end|>")
         return Sample(self.replies[len(self.prompts) - 1] + [end], stopped=True)

@@ -37,7 +37,7 @@ class ScriptedTokens(HFPolicy):
         self.replies, self.prompts = replies, []
         self.sampler = self
 
-    async def sample(self, prompt, max_new_tokens):
+    async def sample(self, prompt, max_new_tokens, deadline=None):
         self.prompts.append(list(prompt))
         text = self.replies[len(self.prompts) - 1]
         ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
