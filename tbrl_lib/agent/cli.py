@@ -47,12 +47,20 @@ def run(
     ),
     task_id: str = typer.Option("", help="Which task; empty means the first."),
     policy: str = typer.Option(
-        "oracle", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL"
+        "oracle",
+        help="oracle, noop, hf:MODEL (a folder, smollm2-135m, tiny, a hub id), "
+        "openai:BASE_URL+MODEL, anthropic:MODEL",
     ),
     out: str = typer.Option(
         "outputs/agent/trajectory.jsonl", help="Where the trajectory JSONL is appended."
     ),
     max_turns: int = typer.Option(50, help="Turn limit of the episode."),
+    max_new_tokens: int = typer.Option(
+        4096, help="Tokens one reply may generate (a CPU-run model: ~100)."
+    ),
+    system_prompt: str = typer.Option(
+        "full", help="`full` (every tool, ~2k tokens) or `compact` (a few lines)."
+    ),
     judge: str = typer.Option("rule", help="Judge of the reward (rule, anthropic:MODEL, none)."),
     lenient: bool = typer.Option(False, help=LENIENT_HELP),
 ) -> None:
@@ -85,7 +93,9 @@ def run(
     if judge_obj is not None:
         require_available(judge_obj)
     config = RolloutConfig(
-        episode=EpisodeLimits(max_turns=max_turns),
+        episode=EpisodeLimits(
+            max_turns=max_turns, max_tokens_per_turn=max_new_tokens, system_prompt=system_prompt
+        ),
         reward=RewardConfig() if judge_obj is not None else RewardConfig(w_judge=0.0),
     )
     result = asyncio.run(run_rollout(task, policy_obj, config, judge_obj))

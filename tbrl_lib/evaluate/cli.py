@@ -33,7 +33,11 @@ TasksOpt = Annotated[
 ]
 PolicyOpt = Annotated[
     str,
-    typer.Option("--policy", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL."),
+    typer.Option(
+        "--policy",
+        help="oracle, noop, hf:MODEL (a folder, smollm2-135m, tiny, a hub id), "
+        "openai:BASE_URL+MODEL, anthropic:MODEL.",
+    ),
 ]
 AttemptsOpt = Annotated[
     int, typer.Option("--attempts", min=1, help="Attempts per task (pass@k up to this k).")
@@ -120,6 +124,7 @@ def run(
     from tbrl_lib.console import console
     from tbrl_lib.evaluate.harness import require_credentials, run_eval
     from tbrl_lib.evaluate.report import summary_table
+    from tbrl_lib.models import resolve_model
     from tbrl_lib.notebook_tools import run_dir
     from tbrl_lib.policies import make_policy
     from tbrl_lib.sandbox.engine import require_engine
@@ -138,6 +143,8 @@ def run(
     )
     if policy.startswith("anthropic:"):  # an API policy is cheap to build: check its key now
         require_credentials(make_policy(policy))
+    if policy.startswith("hf:"):  # a model not fetched: one line naming the fetch, at once
+        resolve_model(policy.removeprefix("hf:"))
     require_engine("tbrl eval run")
     loaded = load_tasks(tasks, "lenient" if lenient else "strict")
     print_load_report(console(), loaded.report)

@@ -125,7 +125,10 @@ def run_cmd(
 
 @app.command("sft")
 def sft_cmd(
-    model: str = typer.Option("tiny", help="Model folder, or `tiny` (the local tiny Qwen3)."),
+    model: str = typer.Option(
+        "tiny",
+        help="Model folder, packaged name (smollm2-135m), hub id, or `tiny` (the local tiny Qwen3).",
+    ),
     family: str = typer.Option("write_word", help="Procedural family of the demonstrations."),
     demos: int = typer.Option(32, help="Oracle demonstrations to record (seeds --first-seed ...)."),
     first_seed: int = typer.Option(1000, help="First training seed; held-out seeds stay below it."),
@@ -137,9 +140,14 @@ def sft_cmd(
         1.0,
         help="Share of demonstrations the teacher gets right (in the rest it writes the file in /tmp instead).",
     ),
+    lora_rank: int = typer.Option(
+        0, help="0: full fine-tuning; > 0: a LoRA adapter of this rank, merged into checkpoint/."
+    ),
+    lora_alpha: int = typer.Option(16, help="LoRA alpha (with --lora-rank)."),
     out: Path = typer.Option(Path("outputs/sft"), help="Folder for demos.parquet and checkpoint/."),
 ) -> None:
     """Record teacher demonstrations in sandboxes, then SFT on assistant tokens; prints the checkpoint."""
+    from tbrl_lib.models import resolve_model
     from tbrl_lib.sandbox.engine import require_engine
 
     require_engine("tbrl train sft")
@@ -155,11 +163,15 @@ def sft_cmd(
             epochs=epochs,
             learning_rate=lr,
             teacher_accuracy=teacher_accuracy,
+            lora_rank=lora_rank,
+            lora_alpha=lora_alpha,
         )
+        resolve_model(model)  # a missing model: one line naming the fetch, before any sandbox
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     summary = run_sft(settings, out)
-    for key in ("checkpoint", "demos", "demos_right", "steps", "loss_before", "loss_after"):
+    keys = ("checkpoint", "demos", "demos_right", "trainable_parameters", "steps")
+    for key in (*keys, "loss_before", "loss_after", "seconds"):
         typer.echo(f"{key}: {summary[key]}")
 
 

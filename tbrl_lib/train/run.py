@@ -37,8 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tbrl_lib.policies.tiny_model import resolve_model, tiny_size
+from tbrl_lib.models import resolve_model, tiny_size
 from tbrl_lib.train.curriculum import Curriculum, CurriculumSampler
+from tbrl_lib.train.model_loader import LORA_TARGETS
 from tbrl_lib.train.presets import TrainConfig, load_preset
 from tbrl_lib.train.processes import process_state
 from tbrl_lib.train.resume import (
@@ -202,7 +203,7 @@ def train(
     `resume`: `latest` (the newest checkpoint of `out_dir`) or a checkpoint folder to continue."""
     from tbrl_lib.notebook_tools import record_summary, run_dir
     from tbrl_lib.train.heldout_eval import EvalPlan, HeldoutEval, before_after_table
-    from tbrl_lib.train.memory import plan_text
+    from tbrl_lib.train.memory import memory_report, plan_text
     from tbrl_lib.train.reporting import MetricsWriter, plot_rewards, write_config
 
     config = config or load_preset(preset, overrides)
@@ -249,7 +250,7 @@ def train(
             trainer.add_callback(during)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.save_steps or tiny_size(config.model) or plan:
-            trainer.save_model(str(out / "final"))
+            save_final(trainer, config, out / "final")
         if plan:  # the last step's evaluation already measured the final weights
             last = during.results.get(trainer.state.global_step) if during else None
             evals["grpo"] = last or plan.evaluate_checkpoint(out / "final", "final", config.seed)
@@ -276,12 +277,24 @@ def train(
         "dynamic_sampling": sampling_totals(records),
         "warm_start": _warm_summary(warm),
         "heldout": before_after_table(evals) if evals else [],
+        "memory": memory_report(config),
         "wall_seconds": round(time.monotonic() - started, 1),
         "run_dir": str(out),
     }
     if main_process.is_main_process:
         record_summary(out, summary)
     return summary
+
+
+def save_final(trainer, config: TrainConfig, path: Path) -> None:
+    """The final model as an ordinary model folder (what `hf:PATH`, `model:` and the held-out
+    evaluation load): a one-process LoRA run merges its adapter into the weights first
+    (training is over); other runs save what TRL saves."""
+    if not (config.use_lora and config.num_processes == 1):
+        trainer.save_model(str(path))
+        return
+    trainer.model.merge_and_unload().save_pretrained(str(path))
+    trainer.processing_class.save_pretrained(str(path))
 
 
 def restore_run(trainer, state: dict[str, Any], checkpoint: Path) -> None:
@@ -312,6 +325,11 @@ def warm_start(config: TrainConfig, base_path: str, out: Path, rollout) -> dict[
         seed=config.seed,
         teacher_accuracy=config.sft_teacher_accuracy,
         teacher_careful=config.sft_teacher_careful,
+        # A LoRA run warm-starts with LoRA too (merged into the checkpoint GRPO loads).
+        lora_rank=config.lora_rank if config.use_lora else 0,
+        lora_alpha=config.lora_alpha,
+        enable_thinking=config.enable_thinking,
+        teacher_thinks=config.sft_teacher_thinks,
     )
     return run_sft(settings, out, rollout)
 
@@ -415,7 +433,7 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
         TaskIndex(rows),
         one_rollout,
         config.sandbox_concurrency,
-        fallback_prompt_ids=lambda t: TokenChat(tokenizer).prompt_ids(
+        fallback_prompt_ids=lambda t: TokenChat(tokenizer, config.enable_thinking).prompt_ids(
             initial_messages(t, rollout.episode)
         ),
         eos_id=tokenizer.eos_token_id,
@@ -460,7 +478,10 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     else:
         backend = VLLMBackend(trainer, config.temperature, config.top_p)
     policy_box["policy"] = TokenPolicy(
-        "trainer", TokenChat(tokenizer), BatchingGenerator(backend), config.max_context_tokens
+        "trainer",
+        TokenChat(tokenizer, config.enable_thinking),
+        BatchingGenerator(backend),
+        config.max_context_tokens,
     )
     return trainer, state
 
@@ -511,15 +532,7 @@ def lora_config(config: TrainConfig):
         lora_alpha=config.lora_alpha,
         lora_dropout=0.0,
         task_type="CAUSAL_LM",
-        target_modules=[
-            "q_proj",
-            "k_proj",
-            "v_proj",
-            "o_proj",
-            "gate_proj",
-            "up_proj",
-            "down_proj",
-        ],
+        target_modules=list(LORA_TARGETS),
     )
 
 
