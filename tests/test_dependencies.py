@@ -35,6 +35,7 @@ USED_WITHOUT_IMPORT = {
     "tensorboard": "TRL writes `report_to: tensorboard` event files through it",
     "pytest-timeout": "pytest plugin: the suite's per-test time limit (pyproject `timeout`)",
     "ruff": "`make lint`",
+    "gguf": "transformers' GGUF loader imports it when `tbrl models fetch` converts a packaged model",
     "tabulate": "pandas imports it for `DataFrame.to_markdown` (synth batch validation)",
     "deepspeed": "accelerate loads it for the ZeRO-3 presets (`distributed: zero3`)",
     "ipython": "installed with ipykernel; notebooks import IPython.display",
