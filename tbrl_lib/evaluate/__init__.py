@@ -1,7 +1,7 @@
 """tbrl_lib.evaluate: the benchmark harness (Terminal-Bench style runs, pass@k, intervals).
 
 Public API:
-- `run_eval(tasks, RunConfig(policy=..., attempts=..., judge=..., episode=...), out_dir)`
+- `run_eval(tasks, RunConfig(policy=..., attempts=..., episode=..., reward=...), out_dir)`
   (and `run_eval_async` inside an event loop) -> `RunResults`, resumable from `out_dir`;
   every trial is one `tbrl_lib.rollout.run_rollout`, the rollout training uses;
 - `RunResults.load(run_dir)`, `.summary`, `.task_rates()`; `TrialResult`, `FailureMode`,

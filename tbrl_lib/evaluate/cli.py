@@ -126,7 +126,7 @@ def run(
         concurrency=concurrency,
         timeout_scale=timeout_scale,
         limit=limit,
-        judge=judge,
+        reward={"judge": judge},
         settings=settings or [],
     )
     if policy.startswith("anthropic:"):  # an API policy is cheap to build: check its key now

@@ -4,7 +4,7 @@
 task validation call it). A trial is one `tbrl_lib.rollout.run_rollout` - the rollout
 training uses: build the task's image (once per task), open a fresh sandbox, run the
 episode with the task's own agent timeout, then the verifier (task's test timeout) and the
-judge (`RunConfig.judge`, the offline rule judge by default) -> one `TrialResult` with the
+judge (`RunConfig.reward.judge`, the offline rule judge by default) -> one `TrialResult` with the
 test score, the judge score and the reward. Terminal-Bench forbids changing the timeouts;
 `timeout_scale` multiplies both and the summary then says the numbers are not comparable.
 
@@ -40,6 +40,7 @@ from tbrl_lib.evaluate.results import (
     RunResults,
     TrialResult,
 )
+from tbrl_lib.rewards.judges import judge_for
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
 from tbrl_lib.sandbox.engine import EngineUnavailable
 from tbrl_lib.tasks.model import Task
@@ -112,7 +113,7 @@ async def run_eval_async(
         config.policy
     )  # a bad spec fails here, before anything is written
     require_credentials(policy)
-    judge = _judge(config)
+    judge = judge_for(config.reward)
     selected = list(tasks)[: config.limit] if config.limit else list(tasks)
     if not selected:
         raise ValueError(f"no tasks to evaluate in {config.tasks_source!r}")
@@ -188,16 +189,6 @@ def require_credentials(policy: Any) -> None:
     if getattr(client, "api_key", None) or getattr(client, "auth_token", None):
         return
     raise ValueError(f"policy {name} needs an API key: set ANTHROPIC_API_KEY")
-
-
-def _judge(config: RunConfig) -> Any | None:
-    if config.judge == "none" or config.reward.w_judge == 0:
-        return None
-    from tbrl_lib.rewards.judges import make_judge, require_available
-
-    judge = make_judge(config.judge)
-    require_available(judge)
-    return judge
 
 
 def _check_tasks_unchanged(results: RunResults, tasks: Sequence[Task]) -> None:

@@ -1,8 +1,9 @@
 """`tbrl train ...`: run a preset, print its memory plan, write its launch files.
 
-tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR] [--resume latest|CHECKPOINT]
-tbrl train sft --family write_word --demos 96 --out DIR   (oracle demos -> SFT checkpoint)
+tbrl train run --preset cpu-smoke [--set grpo.max_steps=1] [--out DIR] [--resume latest|CHECKPOINT]
+tbrl train sft --preset cpu-demo [--set sft.demos=96] --out DIR   (teacher demos -> SFT checkpoint)
 tbrl train presets
+tbrl train settings [SECTION]   (every --set key: default and meaning)
 tbrl train plan --preset 32xh100
 tbrl train launch 32xh100 --out launch/   (accelerate.yaml, commands.sh, job.sbatch)
 """
@@ -17,7 +18,8 @@ app = typer.Typer(no_args_is_help=True)
 
 
 def _config(preset: str, overrides: list[str]):
-    from tbrl_lib.train.presets import load_preset, parse_overrides
+    from tbrl_lib.overrides import parse_overrides
+    from tbrl_lib.train.presets import load_preset
 
     try:
         return load_preset(preset, parse_overrides(overrides))
@@ -27,7 +29,12 @@ def _config(preset: str, overrides: list[str]):
 
 PresetOpt = typer.Option("cpu-smoke", "--preset", help="Preset name (see `tbrl train presets`).")
 PresetArg = typer.Argument("", show_default=False, help="Preset name; same as --preset.")
-SetOpt = typer.Option([], "--set", help="Override a setting: KEY=VALUE (YAML value).")
+SetOpt = typer.Option(
+    [],
+    "--set",
+    help="Override a setting: SECTION.KEY=VALUE (YAML value), e.g. grpo.max_steps=2; "
+    "`tbrl train settings` lists every key with its default and meaning.",
+)
 LaunchOutOpt = typer.Option(
     Path("launch"), "--out", help="Folder for accelerate.yaml and commands.sh."
 )
@@ -63,7 +70,7 @@ def run_cmd(
     if dry_run:
         typer.echo(dry_run_text(config, overrides))
         return
-    if not config.docker_hosts:  # the local engine: the one-line error every command gives
+    if not any(h.base_url for h in config.rollout.sandbox.hosts):  # the local engine's one line
         require_engine("tbrl train run")
     try:
         require_preflight(config)  # before any image build or download
@@ -75,66 +82,74 @@ def run_cmd(
     import_early(config)  # unsloth, when this run uses it, before transformers/TRL load
     from tbrl_lib.train.run import train  # torch and TRL: only once the engine answers
 
-    summary = train(config.name, out_dir=out, config=config, resume=checkpoint or "")
+    summary = train(config.preset, out_dir=out, config=config, resume=checkpoint or "")
     for key, value in summary.items():
         typer.echo(f"{key}: {value}")
 
 
 @app.command("sft")
 def sft_cmd(
-    model: str = typer.Option("tiny", help="Model folder, or `tiny` (the local tiny Qwen3)."),
-    family: str = typer.Option("write_word", help="Procedural family of the demonstrations."),
-    demos: int = typer.Option(32, help="Oracle demonstrations to record (seeds --first-seed ...)."),
-    first_seed: int = typer.Option(1000, help="First training seed; held-out seeds stay below it."),
-    epochs: float = typer.Option(3.0, help="SFT epochs over the demonstrations."),
-    lr: float = typer.Option(
-        1e-3, "--lr", help="Learning rate (1e-3 suits the random tiny model)."
-    ),
-    teacher_accuracy: float = typer.Option(
-        1.0,
-        help="Share of demonstrations the teacher gets right (in the rest it writes the file in /tmp instead).",
-    ),
+    preset: str = typer.Option("cpu-demo", "--preset", help="Preset whose warm start to run."),
+    overrides: list[str] = SetOpt,
     out: Path = typer.Option(Path("outputs/sft"), help="Folder for demos.parquet and checkpoint/."),
 ) -> None:
-    """Record teacher demonstrations in sandboxes, then SFT on assistant tokens; prints the checkpoint."""
+    """The warm start of a preset alone: teacher demonstrations recorded in sandboxes (its
+    `sft`, `data` and `rollout` sections), then SFT on their assistant tokens."""
     from tbrl_lib.sandbox.engine import require_engine
 
+    config = _config(preset, overrides)
+    if not (config.sft.demos and config.data.family):
+        raise typer.BadParameter(
+            f"preset {config.preset} has no warm start (sft.demos={config.sft.demos}, "
+            f"data.family={config.data.family}); --set sft.demos=32 --set data.family=write_word",
+            param_hint="--preset/--set",
+        )
     require_engine("tbrl train sft")
     # torch and TRL: only once the engine answers
-    from tbrl_lib.train.sft import SFTSettings, run_sft
+    from tbrl_lib.policies.tiny_model import resolve_model
+    from tbrl_lib.train.sft import warm_start
 
-    try:
-        settings = SFTSettings(
-            model=model,
-            family=family,
-            demos=demos,
-            first_seed=first_seed,
-            epochs=epochs,
-            learning_rate=lr,
-            teacher_accuracy=teacher_accuracy,
-        )
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    summary = run_sft(settings, out)
+    summary = warm_start(config, resolve_model(config.model.name), out)
     for key in ("checkpoint", "demos", "demos_right", "steps", "loss_before", "loss_after"):
         typer.echo(f"{key}: {summary[key]}")
 
 
 @app.command("presets")
 def presets_cmd() -> None:
-    """The shipped presets with their model, GPUs and rollouts per step."""
+    """The shipped presets with their model, GPUs and rollouts per step (every setting a
+    preset or --set may change: `tbrl train settings`)."""
     from tbrl_lib.train.presets import load_preset, preset_names
 
     header = ("preset", 10), ("model", 16), ("hardware", 10), ("dist", 6), ("generation", 14)
     typer.echo(" ".join(f"{name:<{width}}" for name, width in header) + " per step")
     for name in preset_names():
         c = load_preset(name)
-        nodes = c.num_nodes + c.vllm_server_nodes  # training nodes + vLLM server nodes
-        gpus = "CPU" if c.gpus_per_node == 0 else f"{nodes}x{c.gpus_per_node} GPU"
+        launch = c.launch
+        nodes = launch.num_nodes + launch.vllm_server_nodes  # training + vLLM server nodes
+        gpus = "CPU" if launch.cpu else f"{nodes}x{launch.gpus_per_node} GPU"
         typer.echo(
-            f"{name:<10} {c.model:<16} {gpus:<10} {c.distributed:<6} {c.generation_backend:<14} "
-            f"{c.tasks_per_step} tasks x {c.num_generations} rollouts/step"
+            f"{name:<10} {c.model.name:<16} {gpus:<10} {launch.distributed:<6} "
+            f"{launch.generation_backend:<14} "
+            f"{c.tasks_per_step} tasks x {c.grpo.num_generations} rollouts/step"
         )
+
+
+@app.command("settings")
+def settings_cmd(
+    section: str = typer.Argument("", help="Only keys under this section, e.g. grpo."),
+) -> None:
+    """Every setting of a training config, as `--set` and preset files name it, with its
+    default and what it does."""
+    from tbrl_lib.overrides import settings_reference
+    from tbrl_lib.train.config import TrainConfig
+
+    rows = [r for r in settings_reference(TrainConfig) if r[0].startswith(section)]
+    if not rows:
+        raise typer.BadParameter(f"no setting starts with {section!r}", param_hint="SECTION")
+    for key, default, doc in rows:
+        typer.echo(f"{key}  (default {default})")
+        if doc:
+            typer.echo(f"    {doc}")
 
 
 @app.command("preflight")
@@ -150,7 +165,7 @@ def preflight_cmd(
     except PreflightError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"preset {config.name}: preflight ok")
+    typer.echo(f"preset {config.preset}: preflight ok")
 
 
 @app.command("plan")
@@ -188,7 +203,7 @@ def launch_cmd(
         raise typer.BadParameter(str(exc), param_hint="--nodes") from exc
     typer.echo("wrote " + ", ".join(str(p) for p in files.values()))
     commands = launch_commands(
-        config, str(files["accelerate"]), f"outputs/train-{config.name}", overrides
+        config, str(files["accelerate"]), f"outputs/train-{config.preset}", overrides
     )
     for role, cmd in commands.items():
         typer.echo(f"{role}: {cmd}")

@@ -20,8 +20,8 @@ from transformers import TrainerCallback
 
 from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.tasks.model import Task
+from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.heldout import evaluate_policy, heldout_tasks
-from tbrl_lib.train.presets import TrainConfig
 
 
 @dataclass
@@ -34,10 +34,11 @@ class EvalPlan:
 
     @classmethod
     def for_run(cls, config: TrainConfig, rollout: RolloutConfig, out: Path) -> EvalPlan | None:
-        if not (config.family and config.eval_tasks):
+        data = config.data
+        if not (data.family and config.heldout.instances):
             return None
-        tasks = heldout_tasks(config.family, config.eval_tasks, config.family_difficulty)
-        return cls(tasks, rollout, config.temperature, out, config.sandbox_concurrency)
+        tasks = heldout_tasks(data.family, config.heldout.instances, data.family_difficulty)
+        return cls(tasks, rollout, config.grpo.temperature, out, config.launch.sandbox_concurrency)
 
     def run(self, policy: Any, name: str) -> dict[str, Any]:
         """Evaluate `policy` on the held-out instances; results under `out/<name>/`."""

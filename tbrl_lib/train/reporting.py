@@ -23,7 +23,6 @@ Left out: a live dashboard (wandb/tensorboard); point TRL's `report_to` at one i
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -32,8 +31,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.curriculum import Curriculum
-from tbrl_lib.train.presets import TrainConfig
 from tbrl_lib.train.processes import require_same_on_every_process
 from tbrl_lib.train.resume import write_state
 
@@ -46,7 +45,7 @@ def metric_name(key: str) -> str:
 
 
 def write_config(path: Path, config: TrainConfig, grpo_args: Any = None) -> None:
-    payload: dict[str, Any] = {"tbrl": dataclasses.asdict(config)}
+    payload: dict[str, Any] = {"tbrl": config.to_dict()}
     if grpo_args is not None:
         payload["trl"] = {k: v for k, v in grpo_args.to_dict().items() if _jsonable(v)}
     path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str))
@@ -103,7 +102,7 @@ class CheckpointState(TrainerCallback):
         require_same_on_every_process(parts, state.global_step)
         if args.should_save:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            payload = {"step": state.global_step, "config": dataclasses.asdict(self.config)}
+            payload = {"step": state.global_step, "config": self.config.to_dict()}
             write_state(folder, {**payload, **parts})
         return control
 

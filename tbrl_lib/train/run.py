@@ -38,8 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from tbrl_lib.policies.tiny_model import resolve_model, tiny_size
+from tbrl_lib.rewards.judges import judge_for
+from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.curriculum import Curriculum, CurriculumSampler
-from tbrl_lib.train.presets import TrainConfig, load_preset
+from tbrl_lib.train.presets import load_preset
 from tbrl_lib.train.processes import process_state
 from tbrl_lib.train.resume import (
     ResumeError,
@@ -51,70 +53,32 @@ from tbrl_lib.train.resume import (
 
 
 def load_training_tasks(config: TrainConfig) -> list:
-    """The tasks of the run: the family's training instances when `family` is set, else
-    `config.tasks`, narrowed by `task_ids` and `max_tasks`."""
+    """The tasks of the run: the family's training instances when `data.family` is set, else
+    `data.tasks`, narrowed by `task_ids` and `max_tasks`."""
     from tbrl_lib.tasks import load_tasks
 
-    if config.family:
+    data = config.data
+    if data.family:
         from tbrl_lib.train.heldout import training_tasks
 
-        return training_tasks(config.family, config.family_tasks, config.family_difficulty)
+        return training_tasks(
+            data.family, data.family_tasks, data.family_difficulty, data.first_seed
+        )
 
-    tasks = load_tasks(config.tasks, mode="strict").tasks
-    if config.task_ids:
+    tasks = load_tasks(data.tasks, mode="strict").tasks
+    if data.task_ids:
         by_id = {t.id: t for t in tasks}
-        missing = [t for t in config.task_ids if t not in by_id]
+        missing = [t for t in data.task_ids if t not in by_id]
         if missing:
             raise ValueError(
-                f"task_ids {missing} are not in {config.tasks} (it has {sorted(by_id)[:10]}...)"
+                f"task_ids {missing} are not in {data.tasks} (it has {sorted(by_id)[:10]}...)"
             )
-        tasks = [by_id[t] for t in config.task_ids]
-    if config.max_tasks:
-        tasks = tasks[: config.max_tasks]
+        tasks = [by_id[t] for t in data.task_ids]
+    if data.max_tasks:
+        tasks = tasks[: data.max_tasks]
     if not tasks:
-        raise ValueError(f"no tasks to train on in {config.tasks}")
+        raise ValueError(f"no tasks to train on in {data.tasks}")
     return tasks
-
-
-def rollout_config(config: TrainConfig, run_id: str = ""):
-    """The `RolloutConfig` every training rollout runs with."""
-    from tbrl_lib.agent.config import EpisodeLimits, ToolConfig
-    from tbrl_lib.rewards import RewardConfig
-    from tbrl_lib.rollout import RolloutConfig
-    from tbrl_lib.sandbox import SandboxConfig
-
-    hosts = [(h, max(1, config.sandbox_concurrency)) for h in config.docker_hosts]
-    sandbox = SandboxConfig(
-        run_id=run_id or f"train-{config.name}",
-        start_timeout_s=config.sandbox_start_timeout_s,
-        **({"hosts": hosts} if hosts else {}),
-    )
-    episode = EpisodeLimits(
-        max_turns=config.max_turns,
-        max_total_tokens=config.max_context_tokens,
-        max_tokens_per_turn=config.max_new_tokens_per_turn,
-        time_limit_s=config.episode_time_limit_s,
-        tools=ToolConfig(**config.tools),
-        system_prompt=config.system_prompt,
-    )
-    reward = RewardConfig(
-        w_tests=config.reward_w_tests,
-        w_judge=config.reward_w_judge,
-        on_judge_missing=config.on_judge_missing,
-    )
-    return RolloutConfig(episode=episode, sandbox=sandbox, reward=reward)
-
-
-def make_training_judge(config: TrainConfig):
-    """The judge of the run (None when the reward is tests only); refuses, before step 1, a
-    judge that cannot run here (no API key, no CLI)."""
-    if config.reward_w_judge == 0 or config.judge == "none":
-        return None
-    from tbrl_lib.rewards.judges import make_judge, require_available
-
-    judge = make_judge(config.judge)
-    require_available(judge)
-    return judge
 
 
 def dataset_rows(tasks: list, limits) -> list[dict[str, Any]]:
@@ -125,67 +89,29 @@ def dataset_rows(tasks: list, limits) -> list[dict[str, Any]]:
 
 
 def grpo_args(config: TrainConfig, out_dir: Path):
-    """The TRL `GRPOConfig` for `config`."""
+    """The TRL `GRPOConfig` for `config`: each section's own keys, and the run's."""
     from trl import GRPOConfig
 
     from tbrl_lib.train.trl_rollouts import REWARD_WEIGHTS
 
-    cpu = config.gpus_per_node == 0
-    vllm = config.generation_backend.startswith("vllm")
-    kwargs: dict[str, Any] = {
-        "output_dir": str(out_dir / "checkpoints"),
-        "max_steps": config.max_steps,
-        "optim": config.optimizer,
-        "learning_rate": config.learning_rate,
-        "lr_scheduler_type": config.lr_scheduler,
-        "warmup_steps": config.warmup_steps,
-        "max_grad_norm": config.max_grad_norm,
-        "per_device_train_batch_size": config.per_device_batch_size,
-        "gradient_accumulation_steps": config.gradient_accumulation_steps,
-        "num_generations": config.num_generations,
-        "temperature": config.temperature,
-        "top_p": config.top_p,
-        "max_completion_length": config.max_context_tokens,
-        "loss_type": config.loss_type,
-        "beta": config.beta,
-        "scale_rewards": config.scale_rewards,
-        "bf16": config.dtype == "bf16" and not cpu,
-        "fp16": config.dtype == "fp16",
-        "use_cpu": cpu,
-        "gradient_checkpointing": config.gradient_checkpointing,
-        "seed": config.seed,
-        "logging_steps": 1,
-        "report_to": config.report_to or "none",  # event files under checkpoints/runs/
-        "push_to_hub": config.push_to_hub,
-        "hub_model_id": config.hub_model_id,
-        "disable_tqdm": False,
-        "save_strategy": "steps" if config.save_steps else "no",
-        "save_steps": config.save_steps or 500,
+    launch, episode = config.launch, config.rollout.episode
+    return GRPOConfig(
+        output_dir=str(out_dir / "checkpoints"),
+        seed=config.seed,
+        max_completion_length=episode.max_total_tokens,
         # The curriculum sampler is no fixed order: a resumed run replays its saved state
         # (`restore_run`) instead of skipping the batches already trained on.
-        "ignore_data_skip": config.curriculum,
-        "shuffle_dataset": False,
-        "dataloader_num_workers": 0,
-        "use_vllm": vllm,
-        "log_completions": False,
-        "reward_weights": list(REWARD_WEIGHTS),
-    }
-    if vllm:
-        kwargs.update(
-            vllm_mode="colocate" if config.generation_backend == "vllm-colocate" else "server",
-            vllm_gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-            vllm_tensor_parallel_size=config.vllm_tensor_parallel_size,
-            vllm_max_model_length=config.max_context_tokens,
-            vllm_importance_sampling_mode=f"{config.vllm_is_level}_truncate",
-            vllm_importance_sampling_clip_max=config.vllm_is_cap,
-        )
-        if config.vllm_server_url:
-            kwargs["vllm_server_base_url"] = os.path.expandvars(config.vllm_server_url)
-    if cpu:
-        kwargs["model_init_kwargs"] = {"dtype": "float32"}
-    elif config.dtype == "bf16":
-        kwargs["model_init_kwargs"] = {"dtype": "bfloat16"}
-    return GRPOConfig(**kwargs)
+        ignore_data_skip=config.curriculum.enabled,
+        shuffle_dataset=False,
+        dataloader_num_workers=0,
+        logging_steps=1,
+        disable_tqdm=False,
+        log_completions=False,
+        reward_weights=list(REWARD_WEIGHTS),
+        **config.grpo.trl_kwargs(vllm=launch.uses_vllm),
+        **config.model.trl_kwargs(cpu=launch.cpu),
+        **launch.trl_kwargs(max_model_length=episode.max_total_tokens),
+    )
 
 
 def train(
@@ -201,21 +127,22 @@ def train(
     from tbrl_lib.train.heldout_eval import EvalPlan, HeldoutEval, before_after_table
     from tbrl_lib.train.memory import plan_text
     from tbrl_lib.train.reporting import MetricsWriter, plot_rewards, write_config
+    from tbrl_lib.train.sft import warm_start
 
     config = config or load_preset(preset, overrides)
     checkpoint = find_checkpoint(resume, out_dir, config) if resume else None
     out = run_dir(
-        out_dir or (run_folder_of(checkpoint) if checkpoint else ""), f"train-{config.name}"
+        out_dir or (run_folder_of(checkpoint) if checkpoint else ""), f"train-{config.preset}"
     )
     started = time.monotonic()
     main_process = process_state()
     if main_process.is_main_process:
         write_config(out / "config.json", config)
         (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
-    rollout = rollout_config(config, run_id=f"train-{config.name}-{os.getpid()}")
+    rollout = config.rollout.for_run(f"train-{config.preset}-{os.getpid()}")
     plan = EvalPlan.for_run(config, rollout, out / "eval")
     with main_process.local_main_process_first():  # one process per node builds the tiny model
-        model_path = resolve_model(config.model)
+        model_path = resolve_model(config.model.name)
     evals: dict[str, Any] = {}
     warm: dict[str, Any] | None = None
     try:
@@ -223,7 +150,7 @@ def train(
             evals["base"] = plan.evaluate_checkpoint(model_path, "base", config.seed)
         if checkpoint and (out / "sft" / "checkpoint").is_dir():  # GRPO started from it
             model_path = str(out / "sft" / "checkpoint")
-        elif config.sft_demos:
+        elif config.sft.demos:
             warm = warm_start(config, model_path, out / "sft", rollout)
             model_path = warm["checkpoint"]
             if plan:
@@ -241,11 +168,11 @@ def train(
         )
         trainer.add_callback(writer)
         during = None
-        if plan and config.eval_every:
-            during = HeldoutEval(plan, state["policy_box"], config.eval_every, writer.pending)
+        if plan and config.heldout.every:
+            during = HeldoutEval(plan, state["policy_box"], config.heldout.every, writer.pending)
             trainer.add_callback(during)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-        if config.save_steps or tiny_size(config.model) or plan:
+        if config.grpo.save_steps or tiny_size(config.model.name) or plan:
             trainer.save_model(str(out / "final"))
         if plan:  # the last step's evaluation already measured the final weights
             last = during.results.get(trainer.state.global_step) if during else None
@@ -258,8 +185,8 @@ def train(
         plot_rewards(records, out / "reward.png", before)
     rewards = [r["reward/total"] for r in records if r.get("reward/total") is not None]
     summary = {
-        "preset": config.name,
-        "model": config.model,
+        "preset": config.preset,
+        "model": config.model.name,
         "model_path": state["model_path"],
         "steps": trainer.state.global_step,
         "rollouts": sum(r.get("rollout/count", 0) for r in records),
@@ -292,24 +219,6 @@ def restore_run(trainer, state: dict[str, Any], checkpoint: Path) -> None:
         per_chunk = trainer.num_iterations * args.steps_per_generation
         consumed = saved["step"] * args.gradient_accumulation_steps // per_chunk
         state["sampler_box"]["resume"] = (saved["sampler"], consumed)
-
-
-def warm_start(config: TrainConfig, base_path: str, out: Path, rollout) -> dict[str, Any]:
-    """SFT on `sft_demos` teacher demonstrations of the family, in the run's episode."""
-    from tbrl_lib.train.sft import SFTSettings, run_sft
-
-    settings = SFTSettings(
-        model=base_path,
-        family=config.family or "",
-        difficulty=config.family_difficulty,
-        demos=config.sft_demos,
-        epochs=config.sft_epochs,
-        learning_rate=config.sft_learning_rate,
-        seed=config.seed,
-        teacher_accuracy=config.sft_teacher_accuracy,
-        teacher_careful=config.sft_teacher_careful,
-    )
-    return run_sft(settings, out, rollout)
 
 
 def _warm_summary(warm: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -382,7 +291,7 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
 
     install_torch_logprob_head()
     tasks = load_training_tasks(config)
-    judge = make_training_judge(config)
+    judge = judge_for(config.rollout.reward)
     rows = dataset_rows(tasks, rollout.episode)
     # One process per node builds (its Docker engine's images), the others wait.
     with process_state().local_main_process_first():
@@ -390,8 +299,8 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     curriculum = Curriculum(
         {t.id: t.difficulty.value for t in tasks},
-        config.filter_after_groups,
-        retry_after_steps=config.retry_skipped_after_steps,
+        config.curriculum.filter_after_groups,
+        retry_after_steps=config.curriculum.retry_skipped_after_steps,
     )
     policy_box: dict[str, TokenPolicy] = {}
     sampler_box: dict[str, Any] = {}
@@ -409,32 +318,31 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     runner = RolloutRunner(
         TaskIndex(rows),
         one_rollout,
-        config.sandbox_concurrency,
+        config.launch.sandbox_concurrency,
         fallback_prompt_ids=lambda t: TokenChat(tokenizer).prompt_ids(
             initial_messages(t, rollout.episode)
         ),
         eos_id=tokenizer.eos_token_id,
         trajectories_dir=out / "trajectories",
         on_rollouts=curriculum.record_rollouts,
-        max_infra_error_rate=config.max_infra_error_rate,
+        max_infra_error_rate=config.grpo.max_infra_error_rate,
         infra_check_after=config.rollouts_per_step,
-        group_size=config.num_generations,
+        group_size=config.grpo.num_generations,
         refill=(
             (lambda n, exclude: [by_id[t] for t in curriculum.refill_ids(n, exclude)])
-            if config.dynamic_sampling
+            if config.curriculum.dynamic_sampling
             else None
         ),
-        refill_rounds=config.refill_rounds,
+        refill_rounds=config.curriculum.refill_rounds,
         on_refills=curriculum.commit_refills,
     )
     state["runner"] = runner
-    peft_config = lora_config(config) if config.use_lora else None
     from tbrl_lib.train.model_loader import load_policy  # unsloth on 1xh200 when installed
 
-    model, peft_config = load_policy(config, model_path, peft_config)
+    model, peft_config = load_policy(config, model_path)
     trainer_cls = (
         curriculum_trainer(curriculum, [t.id for t in tasks], sampler_box)
-        if config.curriculum
+        if config.curriculum.enabled
         else GRPOTrainer
     )
     trainer = trainer_cls(
@@ -450,12 +358,16 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
             CheckpointState(config, lambda: checkpoint_parts(state)),
         ],
     )
-    if config.generation_backend == "hf":
-        backend = HFBackend(trainer.model, tokenizer, config.temperature, config.top_p)
+    grpo = config.grpo
+    if config.launch.generation_backend == "hf":
+        backend = HFBackend(trainer.model, tokenizer, grpo.temperature, grpo.top_p)
     else:
-        backend = VLLMBackend(trainer, config.temperature, config.top_p)
+        backend = VLLMBackend(trainer, grpo.temperature, grpo.top_p)
     policy_box["policy"] = TokenPolicy(
-        "trainer", TokenChat(tokenizer), BatchingGenerator(backend), config.max_context_tokens
+        "trainer",
+        TokenChat(tokenizer),
+        BatchingGenerator(backend),
+        config.rollout.episode.max_total_tokens,
     )
     return trainer, state
 
@@ -498,26 +410,6 @@ def curriculum_trainer(curriculum: Curriculum, task_ids: list[str], box: dict[st
     return CurriculumGRPOTrainer
 
 
-def lora_config(config: TrainConfig):
-    from peft import LoraConfig
-
-    return LoraConfig(
-        r=config.lora_rank,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=0.0,
-        task_type="CAUSAL_LM",
-        target_modules=[
-            "q_proj",
-            "k_proj",
-            "v_proj",
-            "o_proj",
-            "gate_proj",
-            "up_proj",
-            "down_proj",
-        ],
-    )
-
-
 def prebuild_images(tasks: list, config: TrainConfig) -> None:
     """Build (or find cached) every task image before step 1, with progress."""
     from tqdm.auto import tqdm
@@ -547,7 +439,7 @@ def _mean(values) -> float:
 def main(argv: list[str] | None = None) -> None:
     """`python -m tbrl_lib.train.run --preset NAME [--set KEY=VALUE ...] [--out DIR]
     [--resume latest|CHECKPOINT]` (for accelerate)."""
-    from tbrl_lib.train.presets import parse_overrides
+    from tbrl_lib.overrides import parse_overrides
 
     parser = argparse.ArgumentParser(description="GRPO training of a terminal agent from a preset.")
     parser.add_argument("--preset", default="cpu-smoke")
@@ -564,7 +456,7 @@ def main(argv: list[str] | None = None) -> None:
     except ResumeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    summary = train(config.name, out_dir=args.out, config=config, resume=args.resume)
+    summary = train(config.preset, out_dir=args.out, config=config, resume=args.resume)
     print(json.dumps(summary, indent=2))
 
 

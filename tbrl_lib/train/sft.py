@@ -7,7 +7,12 @@ pre-tokenised dataset: `input_ids = prompt_ids + completion_ids` and
 everywhere else. Nothing is re-rendered, so the chat template is by construction the one
 generation uses. The checkpoint (model + tokenizer) is a folder GRPO's `model:` accepts.
 
-    tbrl train sft --family write_word --demos 96 --teacher-accuracy 0.5 --out outputs/sft-words
+    tbrl train sft --preset cpu-demo --set sft.demos=96 --set sft.teacher_accuracy=0.5 --out DIR
+
+`warm_start(config, base_model, out)` reads the run's own sections: `sft` (demonstrations,
+epochs, learning rate, teachers), `data` (the family, its difficulty, the first seed),
+`seed`, and `rollout`, whose episode the demonstrations are recorded in (GRPO must run with
+the same limits: the prompt states them).
 
 Left out: packing, LoRA for SFT, evaluation inside the trainer (`assistant_loss` measures
 the same loss before and after instead).
@@ -17,7 +22,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,51 +30,13 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import SFTConfig, SFTTrainer
 
-from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.aio import run_sync
-from tbrl_lib.policies.tiny_model import resolve_model
 from tbrl_lib.rewards.judges import make_judge
 from tbrl_lib.rollout import RolloutConfig
+from tbrl_lib.train.config import SFTSettings, TrainConfig
 from tbrl_lib.train.demos import demo_rows, demo_teachers, record_demos, write_demos
 from tbrl_lib.train.heldout import training_tasks
 from tbrl_lib.train.trl_compat import install_torch_logprob_head
-
-
-@dataclass
-class SFTSettings:
-    """What `tbrl train sft` runs."""
-
-    model: str = "tiny"
-    """A model folder, `tiny` (the locally built tiny Qwen3) or `tiny:<size>` (`tiny_model.SIZES`)."""
-    family: str = "write_word"
-    """Procedural family the demonstrations come from."""
-    difficulty: str = "easy"
-    demos: int = 32
-    """Number of oracle demonstrations (seeds `first_seed` ...)."""
-    first_seed: int = 1000
-    """Training seeds start here; held-out evaluation uses seeds below it."""
-    epochs: float = 3.0
-    learning_rate: float = 1e-3
-    """Full fine-tuning of a random tiny model: large on purpose (a 1B+ model wants ~1e-5)."""
-    batch_size: int = 8
-    seed: int = 0
-    teacher_accuracy: float = 1.0
-    """Share of demonstrations the teacher gets right; in the rest it slips and writes its
-    output file in /tmp instead of where the task asks (`demos.demo_teachers`). Below 1
-    the warm start is right only sometimes, which is where GRPO has signal."""
-
-    teacher_careful: float = 0.0
-    """Share of demonstrations where the teacher plans, looks and checks (`CarefulOracle`);
-    the rest run the solution and finish. The judge scores the careful ones higher."""
-
-    def __post_init__(self) -> None:
-        if self.demos < 1:
-            raise ValueError(f"demos={self.demos}: need at least one demonstration")
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate={self.learning_rate}: must be positive")
-        for name in ("teacher_accuracy", "teacher_careful"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name}={getattr(self, name)}: must be within [0, 1]")
 
 
 def sft_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
@@ -102,7 +68,11 @@ def assistant_loss(model: Any, dataset: Dataset) -> float:
 
 
 def train_sft(
-    rows: Sequence[dict[str, Any]], model_path: str, out_dir: str | Path, settings: SFTSettings
+    rows: Sequence[dict[str, Any]],
+    model_path: str,
+    out_dir: str | Path,
+    settings: SFTSettings,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Fine-tune on `rows`; saves model + tokenizer to `out_dir/checkpoint`; returns a summary."""
     out = Path(out_dir)
@@ -120,7 +90,7 @@ def train_sft(
         logging_steps=1,
         save_strategy="no",
         report_to=[],
-        seed=settings.seed,
+        seed=seed,
         use_cpu=not torch.cuda.is_available(),
         lr_scheduler_type="constant",
         warmup_steps=0,
@@ -142,41 +112,42 @@ def train_sft(
         "demos_right": sum(r["tests_score"] >= 1.0 for r in rows),
         "demos_careful": sum(r["careful"] for r in rows),
         "seconds": round(time.monotonic() - started, 1),
-        "settings": asdict(settings),
+        "settings": settings.model_dump(),
     }
 
 
-DEMO_EPISODE = EpisodeLimits(
-    max_turns=4, max_tokens_per_turn=64, max_total_tokens=2048, system_prompt="compact"
-)
-"""The episode demonstrations are recorded in when the caller gives none: the short prompt
-and budget of the CPU demo. GRPO must run with the same limits (the prompt states them)."""
-
-
-def run_sft(
-    settings: SFTSettings, out_dir: str | Path, rollout: RolloutConfig | None = None
+def warm_start(
+    config: TrainConfig,
+    base_model: str,
+    out_dir: str | Path,
+    rollout: RolloutConfig | None = None,
 ) -> dict[str, Any]:
-    """Record teacher demonstrations on the family (real sandboxes, `rollout`'s episode and
-    reward), write them, fine-tune."""
+    """Record `config.sft.demos` teacher demonstrations of `config.data.family` (real
+    sandboxes, `rollout`'s episode and reward: the run's own by default), write them,
+    fine-tune `base_model` (a folder) on them; returns the summary with the checkpoint."""
+    sft, data = config.sft, config.data
+    if not (sft.demos and data.family):
+        raise ValueError(
+            f"preset {config.preset!r} has no warm start (sft.demos={sft.demos}, "
+            f"data.family={data.family!r}); set sft.demos > 0 and data.family"
+        )
     out = Path(out_dir)
-    rollout = rollout or RolloutConfig(episode=DEMO_EPISODE)
-    model_path = resolve_model(settings.model)
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
     # Demonstrations may repeat an instance (a small family has few).
     tasks = training_tasks(
-        settings.family, settings.demos, settings.difficulty, settings.first_seed, distinct=False
+        data.family, sft.demos, data.family_difficulty, data.first_seed, distinct=False
     )
-    teachers = demo_teachers(
-        tasks, settings.teacher_accuracy, settings.seed, settings.teacher_careful
-    )
+    teachers = demo_teachers(tasks, sft.teacher_accuracy, config.seed, sft.teacher_careful)
     results = run_sync(  # a notebook kernel runs a loop already
-        record_demos(tasks, tokenizer, rollout, make_judge("rule"), teachers, concurrency=4)
+        record_demos(
+            tasks, tokenizer, rollout or config.rollout, make_judge("rule"), teachers, concurrency=4
+        )
     )
-    rows = demo_rows(results, min_reward=1.0 if settings.teacher_accuracy >= 1.0 else 0.0)
+    rows = demo_rows(results, min_reward=1.0 if sft.teacher_accuracy >= 1.0 else 0.0)
     if not rows:
         raise RuntimeError(
-            f"no teacher demonstration of {settings.family} was recorded "
+            f"no teacher demonstration of {data.family} was recorded "
             f"({[r.infra_error or r.termination for r in results][:3]}); check Docker and the family"
         )
     write_demos(rows, out / "demos.parquet")
-    return train_sft(rows, model_path, out, settings)
+    return train_sft(rows, base_model, out, sft, config.seed)

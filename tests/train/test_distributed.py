@@ -19,12 +19,12 @@ import torch.multiprocessing as mp
 from tbrl_lib.train.resume import read_state
 
 SETTINGS = [
-    "max_steps=2",
-    "save_steps=1",
-    "num_generations=2",
-    "gradient_accumulation_steps=4",  # each rank: 2 tasks x 2 rollouts per step
-    "max_turns=1",
-    "max_new_tokens_per_turn=16",
+    "grpo.max_steps=2",
+    "grpo.save_steps=1",
+    "grpo.num_generations=2",
+    "grpo.gradient_accumulation_steps=4",  # each rank: 2 tasks x 2 rollouts per step
+    "rollout.episode.max_turns=1",
+    "rollout.episode.max_tokens_per_turn=16",
 ]
 
 

@@ -20,9 +20,12 @@ def test_dataset_masks_prompt_and_observations():
 def test_sft_lowers_assistant_loss_and_saves_checkpoint(tmp_path, docker_client, base_image):
     from transformers import AutoModelForCausalLM
 
-    from tbrl_lib.train.sft import SFTSettings, run_sft
+    from tbrl_lib.policies.tiny_model import resolve_model
+    from tbrl_lib.train.presets import load_preset
+    from tbrl_lib.train.sft import warm_start
 
-    summary = run_sft(SFTSettings(demos=4, epochs=2, batch_size=2), tmp_path)
+    config = load_preset("cpu-demo", {"sft": {"demos": 4, "epochs": 2, "batch_size": 2}})
+    summary = warm_start(config, resolve_model("tiny"), tmp_path)  # the smoke shape: fastest
     assert summary["demos"] == 4 and summary["steps"] == 4
     assert summary["loss_after"] < summary["loss_before"]
     AutoModelForCausalLM.from_pretrained(summary["checkpoint"])  # a `model:` GRPO can start from
