@@ -52,7 +52,13 @@ def run_cmd(
         "",
         "--resume",
         help="Continue a run: `latest` (newest checkpoint of --out) or a checkpoint folder; "
-        "same preset and settings (max_steps may grow).",
+        "same preset and settings (grpo.max_steps may grow).",
+    ),
+    no_preflight: bool = typer.Option(
+        False,
+        "--no-preflight",
+        help="Skip the preflight: for launchers that start processes the preset does not "
+        "count (several CPU processes under accelerate).",
     ),
 ) -> None:
     """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary."""
@@ -73,7 +79,8 @@ def run_cmd(
     if not any(h.base_url for h in config.rollout.sandbox.hosts):  # the local engine's one line
         require_engine("tbrl train run")
     try:
-        require_preflight(config)  # before any image build or download
+        if not no_preflight:
+            require_preflight(config)  # before any image build or download
     except PreflightError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None

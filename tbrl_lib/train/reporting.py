@@ -108,15 +108,17 @@ class CheckpointState(TrainerCallback):
 
 
 class CurriculumStop(TrainerCallback):
-    """Ends training when the curriculum has skipped every task (nothing left to learn from)."""
+    """Ends training when the curriculum has skipped every task (nothing left to learn from);
+    `reason` then says why."""
 
-    def __init__(self, curriculum: Curriculum, state: dict[str, Any]) -> None:
-        self.curriculum, self.state = curriculum, state
+    def __init__(self, curriculum: Curriculum) -> None:
+        self.curriculum = curriculum
+        self.reason: str | None = None
 
     def on_step_end(self, args, state, control, **kwargs):
         if not self.curriculum.active():
             reasons = "; ".join(f"{t}: {why}" for t, why in self.curriculum.skipped().items())
-            self.state["stop_reason"] = f"every task is filtered out ({reasons})"
+            self.reason = f"every task is filtered out ({reasons})"
             control.should_training_stop = True
         return control
 

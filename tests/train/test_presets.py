@@ -213,7 +213,7 @@ def test_tool_settings_reach_the_episodes_and_typos_are_named():
 
 
 def test_optimiser_schedule_and_reward_scaling_reach_trl(tmp_path):
-    from tbrl_lib.train.run import grpo_args
+    from tbrl_lib.train.trainer import grpo_args
 
     settings = {"scale_rewards": "none", "lr_scheduler": "cosine", "warmup_steps": 2}
     args = grpo_args(load_preset("cpu-demo", {"grpo": {**settings, "optimizer": "sgd"}}), tmp_path)

@@ -94,7 +94,10 @@ def test_a_killed_run_resumes_at_the_next_step_with_its_curriculum(
     log = tmp_path / "first.log"
     with log.open("w") as fh:
         first = subprocess.Popen(
-            _command(["tbrl_lib.train.run"], out), stdout=fh, stderr=subprocess.STDOUT, env=_env()
+            _command(["tbrl_lib.cli", "train", "run"], out),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=_env(),
         )
         try:
             _wait_for_checkpoint(first, out, log, limit_s=400)

@@ -9,7 +9,7 @@ import pytest
 
 from tbrl_lib.overrides import parse_overrides
 from tbrl_lib.train.presets import load_preset
-from tbrl_lib.train.run import grpo_args
+from tbrl_lib.train.trainer import grpo_args
 
 # test_run.py's one-step cpu-smoke shape (2 rollouts of one task, one short turn)
 SHORT_RUN = {

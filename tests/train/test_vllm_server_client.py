@@ -168,7 +168,7 @@ def test_sampled_logprobs_looks_the_sampled_token_up_by_id():
 
 
 def test_importance_sampling_settings_reach_grpo_config(tmp_path: Path):
-    from tbrl_lib.train.run import grpo_args
+    from tbrl_lib.train.trainer import grpo_args
 
     # dtype fp32: TrainingArguments refuses bf16 on a machine without a GPU
     args = grpo_args(load_preset("2xa100", {"model.dtype": "fp32"}), tmp_path)
