@@ -8,7 +8,7 @@ Public API:
   `RunConfig`; `eval_metrics(summary)` -> flat `eval/...` metrics for a trainer's log;
 - `report.compare_runs(a, b)` -> paired `stats.Comparison`; tables and plots in `report`;
 - `stats`: `pass_at_k`, `wilson_interval`, `bootstrap_mean_interval`, `paired_comparison`.
-CLI: `tbrl eval run|show|compare` (`evaluate/cli.py`); notebook: `notebooks/05_eval.ipynb`.
+CLI: `tbrl eval run|show|compare` (`tbrl_lib/cli/evaluate.py`); notebook: `notebooks/05_eval.ipynb`.
 """
 
 from tbrl_lib.evaluate.harness import run_eval, run_eval_async

@@ -107,7 +107,7 @@ async def run_eval_async(
     engine_wait_s: float = 300.0,
 ) -> RunResults:
     """`run_eval` for callers that already run an event loop (notebooks, the trainer)."""
-    from tbrl_lib.policies import make_policy
+    from tbrl_lib.agent.policy_spec import make_policy
 
     policy = policy or make_policy(
         config.policy

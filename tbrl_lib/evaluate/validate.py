@@ -160,7 +160,7 @@ def _rollout_config(config: ValidationConfig, repeats: int = 1):
 
 
 async def _nop_phase(task: Task, config: ValidationConfig, result: ValidationResult) -> None:
-    from tbrl_lib.policies.scripted import NoopPolicy
+    from tbrl_lib.agent.scripted import NoopPolicy
     from tbrl_lib.rollout import run_rollout
 
     phase = time.monotonic()
@@ -181,7 +181,7 @@ async def _nop_phase(task: Task, config: ValidationConfig, result: ValidationRes
 
 
 async def _solution_phase(task: Task, config: ValidationConfig, result: ValidationResult) -> None:
-    from tbrl_lib.policies.scripted import OraclePolicy
+    from tbrl_lib.agent.scripted import OraclePolicy
     from tbrl_lib.rollout import run_rollout
 
     rollout = await run_rollout(task, OraclePolicy(), _rollout_config(config, config.repeats))
@@ -225,7 +225,7 @@ async def _solution_phase(task: Task, config: ValidationConfig, result: Validati
 def _solve_outcome(trajectory) -> str | None:
     """Why the oracle's run of solve.sh failed (exit code, time limit), read from its bash
     tool result; None when it succeeded."""
-    from tbrl_lib.policies.scripted import SOLUTION_PATH
+    from tbrl_lib.agent.scripted import SOLUTION_PATH
 
     for turn in trajectory.turns if trajectory else []:
         for call in turn.calls:

@@ -42,7 +42,7 @@ class Verdict(Protocol):
 
 Validator = Callable[[Task], Awaitable[Verdict]]
 """Code, not an LLM: build, no-op must fail, solution must pass, stable, within limits
-(`tbrl_lib.synth.batch_validate.task_validator`)."""
+(`tbrl_lib.evaluate.batch_validate.task_validator`)."""
 
 
 @dataclass

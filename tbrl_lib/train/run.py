@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tbrl_lib.notebook_tools import run_dir
-from tbrl_lib.policies.tiny_model import resolve_model, tiny_size
+from tbrl_lib.policies.tiny_model import tiny_size
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.heldout_eval import HeldoutEvaluator
 from tbrl_lib.train.memory import plan_text
@@ -45,6 +45,7 @@ from tbrl_lib.train.session import TrainingSession
 from tbrl_lib.train.sft import warm_start
 from tbrl_lib.train.summary import summarize_run
 from tbrl_lib.train.task_set import close_sandboxes
+from tbrl_lib.train.tiny_corpus import resolve_model
 from tbrl_lib.train.trainer import SessionTrainer
 
 

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+from tbrl_lib.agent.policy_spec import make_policy
 from tbrl_lib.agent.prompts import initial_messages
-from tbrl_lib.policies import make_policy
 from tbrl_lib.policies.api import AnthropicPolicy, OpenAIPolicy
 from tbrl_lib.policies.base import ContextOverflow, Conversation, PolicyError
 from tbrl_lib.testing.llm_server import LLMServer, Reply

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tbrl_lib.train.cli import app
+from tbrl_lib.cli.train import app
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -145,7 +145,7 @@ def test_every_preset_script_runs_with_every_variable_set(name, stubs, tmp_path)
 def test_launch_cli_writes_all_three_files(tmp_path):
     from typer.testing import CliRunner
 
-    from tbrl_lib.train.cli import app
+    from tbrl_lib.cli.train import app
 
     out = tmp_path / "launch"
     result = CliRunner().invoke(

@@ -11,7 +11,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from tbrl_lib.train.cli import app
+from tbrl_lib.cli.train import app
 from tbrl_lib.train.preflight import preflight, sandbox_problems, setting_problems
 from tbrl_lib.train.presets import load_preset
 

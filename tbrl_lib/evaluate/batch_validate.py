@@ -1,10 +1,11 @@
 """Validation of synthesized tasks at scale, on top of `tbrl_lib.evaluate.validate`.
 
 One validator for everything (bundled, generated, LLM-written tasks): this module only
-adds what synthesis needs around it: a per-task async validator for the LLM pipeline, a
-batch run that streams results to JSONL and times itself, and tables by family.
+adds what synthesis needs around it: a per-task async validator for the LLM pipeline (which
+takes it as an argument: synthesis sits below the agent and evaluation), a batch run that
+streams results to JSONL and times itself, and tables by family.
 
-    python -m tbrl_lib.synth.batch_validate --n 200 --concurrency 4 --out outputs/synth-validate
+    python -m tbrl_lib.evaluate.batch_validate --n 200 --concurrency 4 --out outputs/synth-validate
 
 Left out: the checks themselves (see `tbrl_lib.evaluate.validate`).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import time
 from pathlib import Path
@@ -27,6 +29,9 @@ from tbrl_lib.evaluate.validate import (
     validate_task,
     validate_tasks_async,
 )
+from tbrl_lib.synth.generate import generate
+from tbrl_lib.synth.llm import AnthropicLLM
+from tbrl_lib.synth.pipeline import PipelineConfig, run_pipeline
 from tbrl_lib.tasks.model import Task
 
 
@@ -116,9 +121,6 @@ def run_llm_pipeline(
     categories: list[str] | None = None,
 ) -> dict[str, Any]:
     """The LLM pipeline with Anthropic, `n` requests spread over categories and difficulties."""
-    from tbrl_lib.synth.llm import AnthropicLLM
-    from tbrl_lib.synth.pipeline import PipelineConfig, run_pipeline
-
     cats = categories or [
         "system-administration",
         "data-processing",
@@ -136,8 +138,6 @@ def run_llm_pipeline(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tbrl_lib.synth.generate import generate
-
     parser = argparse.ArgumentParser(description="Generate and validate procedural tasks.")
     parser.add_argument("--family", default="all")
     parser.add_argument("--n", type=int, default=200)
@@ -170,11 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("tabulate") is not None
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from tbrl_lib.train.cli import app
+from tbrl_lib.cli.train import app
 
 runner = CliRunner()
 

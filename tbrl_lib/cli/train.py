@@ -1,4 +1,5 @@
-"""`tbrl train ...`: run a preset, print its memory plan, write its launch files.
+"""`tbrl train ...`: run a preset, print its memory plan, write its launch files (thin over
+`tbrl_lib.train`; torch and TRL load only once a run is accepted: `run.py`, `sft.py`).
 
 tbrl train run --preset cpu-smoke [--set grpo.max_steps=1] [--out DIR] [--resume latest|CHECKPOINT]
 tbrl train sft --preset cpu-demo [--set sft.demos=96] --out DIR   (teacher demos -> SFT checkpoint)
@@ -14,13 +15,22 @@ from pathlib import Path
 
 import typer
 
+from tbrl_lib.overrides import parse_overrides, settings_reference
+from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.train.config import TrainConfig
+from tbrl_lib.train.launch import launch_commands, write_launch_files
+from tbrl_lib.train.memory import plan_memory
+from tbrl_lib.train.model_loader import import_early
+from tbrl_lib.train.preflight import PreflightError, dry_run_text, require_preflight
+from tbrl_lib.train.presets import load_preset, preset_names
+from tbrl_lib.train.resume import ResumeError, find_checkpoint
+from tbrl_lib.train.tiny_corpus import resolve_model
+
 app = typer.Typer(no_args_is_help=True)
 
 
-def _config(preset: str, overrides: list[str]):
-    from tbrl_lib.overrides import parse_overrides
-    from tbrl_lib.train.presets import load_preset
-
+def _config(preset: str, overrides: list[str]) -> TrainConfig:
+    """The preset with the `--set` items applied; a bad setting is a usage error."""
     try:
         return load_preset(preset, parse_overrides(overrides))
     except ValueError as exc:
@@ -62,17 +72,12 @@ def run_cmd(
     ),
 ) -> None:
     """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary."""
-    from tbrl_lib.sandbox.engine import require_engine
-    from tbrl_lib.train.resume import ResumeError, find_checkpoint
-
     config = _config(preset, overrides)
     try:
         checkpoint = find_checkpoint(resume, out, config) if resume else None
     except ResumeError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    from tbrl_lib.train.preflight import PreflightError, dry_run_text, require_preflight
-
     if dry_run:
         typer.echo(dry_run_text(config, overrides))
         return
@@ -84,8 +89,6 @@ def run_cmd(
     except PreflightError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
-    from tbrl_lib.train.model_loader import import_early
-
     import_early(config)  # unsloth, when this run uses it, before transformers/TRL load
     from tbrl_lib.train.run import train  # torch and TRL: only once the engine answers
 
@@ -102,8 +105,6 @@ def sft_cmd(
 ) -> None:
     """The warm start of a preset alone: teacher demonstrations recorded in sandboxes (its
     `sft`, `data` and `rollout` sections), then SFT on their assistant tokens."""
-    from tbrl_lib.sandbox.engine import require_engine
-
     config = _config(preset, overrides)
     if not (config.sft.demos and config.data.family):
         raise typer.BadParameter(
@@ -112,9 +113,7 @@ def sft_cmd(
             param_hint="--preset/--set",
         )
     require_engine("tbrl train sft")
-    # torch and TRL: only once the engine answers
-    from tbrl_lib.policies.tiny_model import resolve_model
-    from tbrl_lib.train.sft import warm_start
+    from tbrl_lib.train.sft import warm_start  # torch and TRL: only once the engine answers
 
     summary = warm_start(config, resolve_model(config.model.name), out)
     for key in ("checkpoint", "demos", "demos_right", "steps", "loss_before", "loss_after"):
@@ -125,8 +124,6 @@ def sft_cmd(
 def presets_cmd() -> None:
     """The shipped presets with their model, GPUs and rollouts per step (every setting a
     preset or --set may change: `tbrl train settings`)."""
-    from tbrl_lib.train.presets import load_preset, preset_names
-
     header = ("preset", 10), ("model", 16), ("hardware", 10), ("dist", 6), ("generation", 14)
     typer.echo(" ".join(f"{name:<{width}}" for name, width in header) + " per step")
     for name in preset_names():
@@ -147,9 +144,6 @@ def settings_cmd(
 ) -> None:
     """Every setting of a training config, as `--set` and preset files name it, with its
     default and what it does."""
-    from tbrl_lib.overrides import settings_reference
-    from tbrl_lib.train.config import TrainConfig
-
     rows = [r for r in settings_reference(TrainConfig) if r[0].startswith(section)]
     if not rows:
         raise typer.BadParameter(f"no setting starts with {section!r}", param_hint="SECTION")
@@ -164,8 +158,6 @@ def preflight_cmd(
     preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt
 ) -> None:
     """Check a preset against this machine and launch (exit 2 naming what is missing)."""
-    from tbrl_lib.train.preflight import PreflightError, require_preflight
-
     config = _config(preset_name or preset, overrides)
     try:
         require_preflight(config)
@@ -180,8 +172,6 @@ def plan_cmd(
     preset_name: str = PresetArg, preset: str = PresetOpt, overrides: list[str] = SetOpt
 ) -> None:
     """Per-GPU memory estimate of a preset (weights, grads, optimizer, activations, logits, vLLM)."""
-    from tbrl_lib.train.memory import plan_memory
-
     preset = preset_name or preset
 
     plan = plan_memory(_config(preset, overrides))
@@ -200,8 +190,6 @@ def launch_cmd(
     ),
 ) -> None:
     """Write accelerate.yaml, commands.sh (per node) and job.sbatch (Slurm) for a preset."""
-    from tbrl_lib.train.launch import launch_commands, write_launch_files
-
     config = _config(preset_name or preset, overrides)
     names = [n.strip() for n in nodes.split(",") if n.strip()]
     try:

@@ -20,6 +20,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
+
+from tbrl_lib.agent.policy_spec import make_policy
+from tbrl_lib.console import console
+from tbrl_lib.evaluate.harness import require_credentials, run_eval
+from tbrl_lib.evaluate.report import compare_runs, comparison_table, summary_table
+from tbrl_lib.evaluate.results import RunConfig, RunResults
+from tbrl_lib.overrides import merge, parse_overrides, settings_error
+from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.tasks import load_tasks
 
 app = typer.Typer(no_args_is_help=False, invoke_without_command=True)
 
@@ -111,13 +121,7 @@ def run(
         raise typer.BadParameter(
             "give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks"
         )
-    from tbrl_lib.console import console
-    from tbrl_lib.evaluate.harness import require_credentials, run_eval
-    from tbrl_lib.evaluate.report import summary_table
-    from tbrl_lib.notebook_tools import run_dir
-    from tbrl_lib.policies import make_policy
-    from tbrl_lib.sandbox.engine import require_engine
-    from tbrl_lib.tasks import load_tasks
+    from tbrl_lib.notebook_tools import run_dir  # loads pandas: `tbrl --help` stays fast
 
     config = run_config(
         policy=policy,
@@ -149,11 +153,6 @@ def run(
 
 def run_config(settings: list[str], **values):
     """A `RunConfig` from the CLI's options plus `--set` items; a bad setting is a usage error."""
-    from pydantic import ValidationError
-
-    from tbrl_lib.evaluate.results import RunConfig
-    from tbrl_lib.overrides import merge, parse_overrides, settings_error
-
     try:
         return RunConfig.model_validate(merge(values, parse_overrides(settings)))
     except (ValueError, ValidationError) as err:
@@ -165,10 +164,6 @@ def show(
     run_folder: Annotated[Path, typer.Argument(help="A run folder or its results.json.")],
 ) -> None:
     """Print the summary of a finished (or interrupted) run."""
-    from tbrl_lib.console import console
-    from tbrl_lib.evaluate.report import summary_table
-    from tbrl_lib.evaluate.results import RunResults
-
     console().print(summary_table(RunResults.load(run_folder)))
 
 
@@ -178,8 +173,5 @@ def compare(
     run_b: Annotated[Path, typer.Argument(help="Run folder B (e.g. the baseline).")],
 ) -> None:
     """Paired per-task comparison of two runs: A - B with its 95% interval."""
-    from tbrl_lib.console import console
-    from tbrl_lib.evaluate.report import compare_runs, comparison_table
-
     cmp = compare_runs(run_a, run_b)
     console().print(comparison_table(cmp, run_a.name, run_b.name))
