@@ -15,6 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "tbrl_lib"
 
 LAYERS: list[set[str]] = [
     {"aio", "console", "pricing", "upstream", "overrides", "notebook_tools", "testing"},
+    {"llm_api"},  # the SDK clients and one Usage: policies, judges and synthesis call them
     {"tasks"},
     {"synth"},  # a task source: procedural families, the LLM pipeline
     {"sandbox", "policies"},

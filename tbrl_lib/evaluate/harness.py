@@ -178,17 +178,12 @@ async def run_eval_async(
 
 
 def require_credentials(policy: Any) -> None:
-    """Refuse, before any trial runs, a policy whose API client has no credentials (an
+    """Refuse, before any trial runs, a policy that cannot be called here (an
     `anthropic:MODEL` policy without `ANTHROPIC_API_KEY`): otherwise every trial would fail
-    on its first model call. OpenAI-compatible policies may talk to a local endpoint that
-    needs no key, so they are left alone."""
-    client = getattr(policy, "client", None)
-    name = str(getattr(policy, "name", ""))
-    if client is None or not name.startswith("anthropic:"):
-        return
-    if getattr(client, "api_key", None) or getattr(client, "auth_token", None):
-        return
-    raise ValueError(f"policy {name} needs an API key: set ANTHROPIC_API_KEY")
+    on its first model call. An OpenAI-compatible endpoint named by its URL may need no key."""
+    why = policy.unavailable() if hasattr(policy, "unavailable") else None
+    if why:
+        raise ValueError(why)
 
 
 def _check_tasks_unchanged(results: RunResults, tasks: Sequence[Task]) -> None:

@@ -23,9 +23,9 @@ It is an estimate to catch presets that cannot fit, not a promise that one does:
 context, allocator fragmentation and NCCL buffers (a few GB) are not counted. What is left
 out: CPU/NVMe offload, sequence parallelism, quantised (QLoRA) weights.
 
-Checked on one H200 (scripts/gpu_check_grpo.py, TRL 1.15, Qwen3-1.7B shape, full bf16
-fine-tuning, one 32k-token trajectory per micro-batch, checkpointing): measured peak
-21.3 GiB; this plan says 20.1 GiB.
+Checked on one H200 (`benchmarks/gpu_check.py`'s `full` variant, TRL 1.15, Qwen3-1.7B shape,
+full bf16 fine-tuning, one 32k-token trajectory per micro-batch, checkpointing): measured
+peak 21.3 GiB; this plan says 20.1 GiB.
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def test_tables_print_through_the_wide_console():
     root = Path(__file__).resolve().parents[2]
     bare = [
         f"{path.relative_to(root)}: {line.strip()}"
-        for folder in ("tbrl_lib", "benchmarks", "scripts")
+        for folder in ("tbrl_lib", "benchmarks")
         for path in sorted((root / folder).rglob("*.py"))
         if path.name != "console.py"
         for line in path.read_text().splitlines()
