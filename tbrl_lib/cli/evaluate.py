@@ -27,6 +27,7 @@ from tbrl_lib.console import console
 from tbrl_lib.evaluate.harness import require_credentials, run_eval
 from tbrl_lib.evaluate.report import compare_runs, comparison_table, summary_table
 from tbrl_lib.evaluate.results import RunConfig, RunResults
+from tbrl_lib.notebook_tools import run_dir
 from tbrl_lib.overrides import merge, parse_overrides, settings_error
 from tbrl_lib.sandbox.engine import require_engine
 from tbrl_lib.tasks import load_tasks
@@ -121,7 +122,6 @@ def run(
         raise typer.BadParameter(
             "give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks"
         )
-    from tbrl_lib.notebook_tools import run_dir  # loads pandas: `tbrl --help` stays fast
 
     config = run_config(
         policy=policy,

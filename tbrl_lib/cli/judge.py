@@ -1,6 +1,6 @@
 """`tbrl judge eval|calibrate|score|check-config`: evaluate judges on labelled cases, calibrate
 the rule judge, score one trajectory, check a config (thin over `tbrl_lib.judge_eval` and
-`tbrl_lib.rewards.judges`). judge_eval loads pandas: imported in its commands only."""
+`tbrl_lib.rewards.judges`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from pathlib import Path
 import typer
 
 from tbrl_lib.aio import run_sync
+from tbrl_lib.judge_eval import load_cases, run_comparison, suite_dirs, summarize, write_report
+from tbrl_lib.judge_eval.calibration import (
+    calibrate,
+    calibration_lines,
+    write_calibration_report,
+)
 from tbrl_lib.rewards.judges import (
     JudgeConfig,
     JudgeInput,
@@ -50,9 +56,6 @@ def eval_judges(
     """Score labelled cases with each judge; write the results and the rendered report (with
     the rule judge's in-sample and cross-validated figures when it is among the judges).
     A judge whose API key is absent is refused before any case runs."""
-    from tbrl_lib.judge_eval import load_cases, run_comparison, suite_dirs, summarize, write_report
-    from tbrl_lib.judge_eval.calibration import calibrate, calibration_lines
-
     options = {"base_url": base_url} if base_url else {}
     built = [
         make_judge(s, **(options if ":" in s and not s.startswith("config:") else {}))
@@ -100,9 +103,6 @@ def calibrate_rule_judge(
 ) -> None:
     """Fit the rule judge's thresholds on labelled cases and report pass rate and Spearman
     in-sample, leave-one-out and leave-one-suite-out."""
-    from tbrl_lib.judge_eval import load_cases, suite_dirs
-    from tbrl_lib.judge_eval.calibration import calibrate, write_calibration_report
-
     dirs = {d.name: d for d in cases} if cases else suite_dirs(suites, note=_note)
     loaded = [c for name, d in dirs.items() for c in load_cases(d, suite=name).cases]
     cal = calibrate(loaded)

@@ -1,7 +1,7 @@
 """`tbrl tasks convert|stats|generate|validate|check`: thin over `tbrl_lib.tasks` (loader,
 stats, console), `tbrl_lib.synth.generate` (procedural families) and
 `tbrl_lib.evaluate.validate` (build, no-op, oracle, repeats). The parquet format carries the
-agent's first prompt (`initial_messages`). `synth.dedup` loads pandas: imported in `generate`.
+agent's first prompt (`initial_messages`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from tbrl_lib.evaluate.validate import (
     validation_table,
 )
 from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.synth.dedup import balance_table
 from tbrl_lib.synth.families import FAMILIES
 from tbrl_lib.synth.generate import generate as draw_tasks
 from tbrl_lib.tasks.console import print_convert_reports, skipped_table
@@ -124,8 +125,6 @@ def generate(
     if dropped:
         typer.echo(f"fields the {fmt} format cannot hold: {dropped}")
     if balance:
-        from tbrl_lib.synth.dedup import balance_table  # loads pandas
-
         typer.echo(balance_table(tasks).to_string())
 
 

@@ -32,6 +32,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from tbrl_lib.agent.policy_spec import make_policy
+from tbrl_lib.agent.trajectory import Trajectory
 from tbrl_lib.aio import run_sync
 from tbrl_lib.evaluate.results import (
     ConfigMismatch,
@@ -42,6 +44,8 @@ from tbrl_lib.evaluate.results import (
 )
 from tbrl_lib.rewards.judges import judge_for
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
+from tbrl_lib.sandbox import engine, ensure_image
+from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.sandbox.engine import EngineUnavailable
 from tbrl_lib.tasks.model import Task
 
@@ -107,8 +111,6 @@ async def run_eval_async(
     engine_wait_s: float = 300.0,
 ) -> RunResults:
     """`run_eval` for callers that already run an event loop (notebooks, the trainer)."""
-    from tbrl_lib.agent.policy_spec import make_policy
-
     policy = policy or make_policy(
         config.policy
     )  # a bad spec fails here, before anything is written
@@ -218,12 +220,10 @@ class TrialRunner:
         self.out_dir, self.engine_wait_s = out_dir, engine_wait_s
 
     async def run(self, task: Task, attempt: int) -> TrialResult:
-        from tbrl_lib.sandbox import ensure_image
-
         started = time.monotonic()
         errors: list[str] = []
         for _ in range(2):
-            result = await self._build(task, ensure_image)
+            result = await self._build(task)
             if result is None:
                 result = await run_rollout(task, self.policy, self.rollout, self.judge)
             if result.infra_error is None:
@@ -244,11 +244,9 @@ class TrialRunner:
             error=" | ".join(errors),
         )
 
-    async def _build(self, task: Task, ensure_image) -> RolloutResult | None:
+    async def _build(self, task: Task) -> RolloutResult | None:
         """Build the image first, under the task's own build limit (concurrent trials of one
         task share one build); a failure is the trial's infra error."""
-        from tbrl_lib.sandbox.base import SandboxError
-
         limit = task.limits.build_timeout_sec + self.rollout.grace_s
         try:
             await asyncio.wait_for(ensure_image(task), limit)
@@ -269,12 +267,10 @@ class TrialRunner:
 
     async def _wait_for_engine(self, why: str) -> None:
         """Return at once while the engine answers; else wait for it (saying so), bounded."""
-        from tbrl_lib.sandbox.engine import ping
-
         deadline = time.monotonic() + self.engine_wait_s
         said = False
         while True:
-            if await asyncio.to_thread(ping) is not None:
+            if await asyncio.to_thread(engine.ping) is not None:
                 if said:
                     tqdm.write("tbrl eval: the Docker engine answers again; retrying the trial")
                 return
@@ -331,8 +327,6 @@ class TrialRunner:
         )
 
     def _save(self, result: RolloutResult, task: Task, attempt: int) -> str | None:
-        from tbrl_lib.agent import Trajectory
-
         if result.trajectory is None or result.termination == AGENT_TIMEOUT:
             return None
         rel = Path("trajectories") / f"{task.safe_id}.{attempt}.jsonl"

@@ -183,7 +183,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 def plot_scores(cases: pd.DataFrame, path: str | Path) -> Path:
     """Each case's expected range (grey bar) and every judge's mean score (dots)."""
-    import matplotlib
+    import matplotlib  # the notebooks extra: imported where a plot is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

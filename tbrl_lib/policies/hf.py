@@ -41,7 +41,7 @@ class HFBackend:
         self._lock = threading.Lock()
 
     def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]:
-        import torch
+        import torch  # heavy (the train extra): a policy that samples loads it
 
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
@@ -95,7 +95,7 @@ class HFPolicy(TokenPolicy):
         device: str = "cpu",
         seed: int | None = None,
     ) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy, as torch
 
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()

@@ -43,7 +43,7 @@ def tasks_frame(tasks: list[Task]) -> pd.DataFrame:
 
 def plot_mix(tasks: list[Task], ax=None):
     """Stacked bars: tasks per category, coloured by difficulty."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # the notebooks extra: imported where a plot is drawn
 
     frame = tasks_frame(tasks)
     order = [d.value for d in Difficulty if d.value in set(frame["difficulty"])]

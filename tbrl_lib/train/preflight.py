@@ -27,7 +27,10 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
+from tbrl_lib.sandbox import engine
 from tbrl_lib.train.config import TrainConfig
+from tbrl_lib.train.launch import launch_commands
+from tbrl_lib.train.memory import plan_memory
 
 HUB_TIMEOUT_S = 3.0
 DOCKER_TIMEOUT_S = 5.0
@@ -56,7 +59,7 @@ def _gpus() -> tuple[int, float]:
         count, _, mem = fake.partition(":")
         return int(count), float(mem or 80)
     try:
-        import torch
+        import torch  # heavy (the train extra): only for a preset that needs GPUs
     except ImportError:
         return 0, 0.0
     if not torch.cuda.is_available():
@@ -84,7 +87,7 @@ def _model_local(model: str) -> bool:
     if model.startswith("tiny") or Path(model).is_dir():
         return True
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # comes with the train extra
 
         return isinstance(try_to_load_from_cache(model, "config.json"), str)
     except Exception:  # noqa: BLE001 - no cache / bad id: treated as not local
@@ -118,15 +121,13 @@ def _server_answers(url: str) -> bool:
 def _docker_memory(hosts: list[str | None]) -> dict[str | None, int | None]:
     """Each Docker engine's total memory in bytes (None: it did not answer), asked in parallel
     on daemon threads so a hung ssh:// host costs DOCKER_TIMEOUT_S at most."""
-    from tbrl_lib.sandbox.engine import client
-
     answers: dict[str | None, int | None] = dict.fromkeys(hosts)
 
     def ask(host: str | None) -> None:
         try:
-            engine = client(host, timeout=int(DOCKER_TIMEOUT_S))
-            answers[host] = int(engine.info().get("MemTotal", 0))
-            engine.close()
+            docker = engine.client(host, timeout=int(DOCKER_TIMEOUT_S))
+            answers[host] = int(docker.info().get("MemTotal", 0))
+            docker.close()
         except Exception:  # noqa: BLE001 - any failure means: does not answer
             answers[host] = None
 
@@ -145,11 +146,9 @@ def sandbox_problems(config: TrainConfig) -> list[str]:
     if (
         None in memory and memory[None] is None
     ):  # the local engine: its message says how to start it
-        from tbrl_lib.sandbox.engine import EngineUnavailable, require_engine
-
         try:
-            require_engine("the sandboxes")
-        except EngineUnavailable as exc:
+            engine.require_engine("the sandboxes")
+        except engine.EngineUnavailable as exc:
             return [str(exc)]
     silent = [h for h, mem in memory.items() if h and mem is None]
     problems = [f"Docker engine(s) not answering: {', '.join(silent)}"] if silent else []
@@ -271,9 +270,6 @@ def require_preflight(config: TrainConfig) -> None:
 
 def dry_run_text(config: TrainConfig, overrides: list[str] | None = None) -> str:
     """Preflight result, memory plan and launch commands for `config`; nothing is run or built."""
-    from tbrl_lib.train.launch import launch_commands
-    from tbrl_lib.train.memory import plan_memory
-
     problems = preflight(config)
     lines = [
         f"preset {config.preset}: "

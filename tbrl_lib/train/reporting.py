@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from transformers import TrainerCallback
 
 from tbrl_lib.train.config import TrainConfig
@@ -150,7 +151,7 @@ def plot_rewards(
 ) -> Path | None:
     """The reward and its components per step, and the held-out solve rate (with the models
     evaluated `before` GRPO at step 0), as a PNG."""
-    import matplotlib
+    import matplotlib  # the notebooks extra: imported where a plot is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -208,16 +209,12 @@ def _jsonable(value: Any) -> bool:
 
 def load_metrics(run_dir: Path):
     """`metrics.jsonl` of a run as a pandas DataFrame (one row per logged step)."""
-    import pandas as pd
-
     lines = (Path(run_dir) / "metrics.jsonl").read_text().splitlines()
     return pd.DataFrame([json.loads(line) for line in lines if line.strip()])
 
 
 def rollouts_frame(run_dir: Path, reply_chars: int = 160):
     """Every saved rollout: task, reward, termination, turns, tokens, the first reply's start."""
-    import pandas as pd
-
     rows = []
     for path in sorted((Path(run_dir) / "trajectories").glob("*.jsonl")):
         for line in path.read_text().splitlines():

@@ -33,6 +33,7 @@ from tbrl_lib.rewards.judges.chain import (
     JudgeMissing,
     metrics_of,
 )
+from tbrl_lib.rewards.judges.llm import LLMJudge
 from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge
 from tbrl_lib.rewards.reward import RewardConfig
 
@@ -50,8 +51,6 @@ def make_judge(spec: str, **options: Any):
     if backend in ("anthropic", "openai", "claude-cli"):
         if backend != "claude-cli" and not model:
             raise ValueError(f"judge spec {spec!r} names no model; e.g. {backend}:MODEL")
-        from tbrl_lib.rewards.judges.llm import LLMJudge
-
         return LLMJudge(backend, model or "default", **options)
     raise ValueError(
         f"unknown judge spec {spec!r}; use rule, rule-nocaps, anthropic:MODEL, "

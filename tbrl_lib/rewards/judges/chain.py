@@ -242,6 +242,7 @@ class JudgeConfig(BaseModel):
             raise ValueError(f"{path}: invalid judge config:\n{err}") from err
 
     def build(self, ledger: CostLedger | None = None) -> JudgeChain:
+        # the package's make_judge builds every kind of judge, this chain among them: a cycle
         from tbrl_lib.rewards.judges import make_judge
 
         judges = [
