@@ -136,7 +136,7 @@ def server_command(config: TrainConfig, devices: str | None = None) -> str:
         f"--tensor-parallel-size {config.launch.vllm_tensor_parallel_size} "
         f"--max-model-len {config.rollout.episode.max_total_tokens} --host 0.0.0.0 --port {VLLM_PORT}"
     )
-    return f"CUDA_VISIBLE_DEVICES={devices} {cmd}" if devices else cmd
+    return on_devices(cmd, devices)
 
 
 def train_command(
@@ -162,6 +162,11 @@ def train_command(
             f"accelerate launch --config_file {shlex.quote(config_path)}{rank} "
             f"-m tbrl_lib.cli train run {args}"
         )
+    return on_devices(cmd, devices)
+
+
+def on_devices(cmd: str, devices: str | None) -> str:
+    """`cmd` limited to the GPUs `devices` names (CUDA_VISIBLE_DEVICES), or as it is."""
     return f"CUDA_VISIBLE_DEVICES={devices} {cmd}" if devices else cmd
 
 
