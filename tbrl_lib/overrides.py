@@ -6,10 +6,12 @@ Values are read as YAML (`3`, `true`, `[a, b]`, `null`, `1e-3`); dotted keys nes
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import yaml
+from pydantic_core import to_jsonable_python
 
 
 class _ValueLoader(yaml.SafeLoader):
@@ -97,9 +99,9 @@ def settings_error(err: Exception, model: Any) -> str:
 
 
 def settings_reference(model: Any, prefix: str = "") -> list[tuple[str, str, str]]:
-    """(dotted key, default, documentation) of every setting of a nested pydantic model, in
-    declaration order: what `tbrl train settings` prints. Documentation is the field's
-    docstring (`use_attribute_docstrings`)."""
+    """(dotted key, default as JSON, documentation) of every setting of a nested pydantic
+    model, in declaration order: what `tbrl train settings` prints. Documentation is the
+    field's docstring (`use_attribute_docstrings`)."""
     rows = []
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
@@ -107,9 +109,8 @@ def settings_reference(model: Any, prefix: str = "") -> list[tuple[str, str, str
         if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
             rows += settings_reference(annotation, f"{key}.")
             continue
-        default = field.get_default(call_default_factory=True)
-        shown = getattr(default, "value", default)
-        rows.append((key, repr(shown), " ".join((field.description or "").split())))
+        default = to_jsonable_python(field.get_default(call_default_factory=True))
+        rows.append((key, json.dumps(default), " ".join((field.description or "").split())))
     return rows
 
 
