@@ -1,7 +1,7 @@
 """Learning benchmark: does the demo preset's GRPO raise the reward, on several seeds?
 
     python benchmarks/bench_learning.py                    # cpu-demo, seeds 0 1 2
-    python benchmarks/bench_learning.py --seeds 0 --set max_steps=8
+    python benchmarks/bench_learning.py --seeds 0 --set grpo.max_steps=8
     python benchmarks/bench_learning.py --reuse            # table again from finished runs
 
 Per seed, one full `train()` of the preset (SFT warm start, GRPO, held-out evaluations) and

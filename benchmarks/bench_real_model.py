@@ -131,10 +131,9 @@ def main(argv: list[str] | None = None) -> dict:
         summary = json.loads(saved.read_text())
     else:
         overrides = {
-            "max_steps": args.grpo_steps,
-            "sft_demos": args.demos,
-            "sft_epochs": args.sft_epochs,
-            "eval_tasks": args.heldout,
+            "grpo": {"max_steps": args.grpo_steps},
+            "sft": {"demos": args.demos, "epochs": args.sft_epochs},
+            "heldout": {"instances": args.heldout},
         }
         summary = train("cpu-smollm2", overrides, out / "train")
     run = Path(summary["run_dir"])

@@ -61,11 +61,11 @@ def run(episodes: int, turns: int, prompt_tokens: int, new_tokens: int) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+    from tbrl_lib.models.tiny_corpus import build_tiny_model
     from tbrl_lib.train.generation import HFBackend
 
     torch.manual_seed(0)
-    path = build_tiny_qwen3("outputs/models")
+    path = build_tiny_model("outputs/models")
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path)
     backend = HFBackend(model, tokenizer, temperature=1.2)

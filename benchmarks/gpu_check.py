@@ -7,6 +7,9 @@ default) built from its config with random weights in bf16, synthetic multi-turn
 context, and real TRL `GRPOTrainer` steps through a `rollout_func`, the path tbrl trains with.
 Variants, each timed after one warm-up step:
 
+    plain         the baseline, measured in the same run and without TRL: one trajectory per
+                  step through a plain update (forward, log-probs of the completion,
+                  advantage-weighted mean over env_mask=1 tokens, backward, clip, AdamW)
     full          full fine-tuning, TRL's defaults (sdpa or flash-attention 2 when installed)
     full+liger    the same with Liger's layer kernels (`use_liger_kernel`), when installed
     lora-peft     LoRA r=64 through PEFT (the 1xh200 preset's way), with --lora
@@ -20,6 +23,9 @@ hidden x context per token). Peak: dense bf16 of the GPU (`PEAK_TFLOPS`, H100/H2
     python benchmarks/gpu_check.py                       # ~4-6 minutes on one H200
     python benchmarks/gpu_check.py --contexts 8192 32768 --lora
     python benchmarks/gpu_check.py --tiny                # CPU: the plumbing only, seconds
+
+A variant that would start after `--budget-s` seconds is skipped with a note, so the whole
+check stays inside its time budget; TRL's gradient norms must come out finite and > 0.
 
 Without CUDA (and without --tiny) it refuses at once with one line. Left out: vLLM generation
 and sandboxes (timed elsewhere); more than one GPU.
@@ -35,6 +41,8 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+
+import torch  # transformers, TRL, PEFT, unsloth: imported by the variant that needs them
 
 SHAPES = {  # Qwen3 published configs: hidden, layers, intermediate, heads, kv heads, head_dim
     "0.6b": (1024, 28, 3072, 16, 8, 128),
@@ -117,7 +125,6 @@ def log(message: str) -> None:
 
 
 def build_model(s: Shape, device, dtype):
-    import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     config = Qwen3Config(
@@ -163,6 +170,61 @@ def build_tokenizer(vocab: int):
     )
 
 
+def plain_steps(model, s: Shape, context: int, args, device) -> dict:
+    """Time `args.steps` plain updates (after one warm-up), one trajectory each, advantages
+    alternating +1/-1 (the ratio is 1: on-policy, one iteration, as in GRPO's first pass)."""
+    model.train()
+    if args.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
+    trajectories = [synthetic_trajectory(context, s.vocab, seed=i) for i in range(args.steps + 1)]
+
+    def step(trajectory, advantage: float) -> float:
+        prompt, completion, mask = trajectory
+        ids = torch.tensor([prompt + completion], device=device)
+        env_mask = torch.tensor(mask, device=device, dtype=torch.float32)
+        logits = model(input_ids=ids, logits_to_keep=len(completion) + 1).logits[0, :-1]
+        targets = ids[0, len(prompt) :]
+        logps = torch.log_softmax(logits.float(), -1).gather(-1, targets[:, None]).squeeze(-1)
+        ratio = torch.exp(logps - logps.detach())  # == 1, but carries the policy gradient
+        loss = -(ratio * advantage * env_mask).sum() / env_mask.sum().clamp(min=1)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return float(norm)
+
+    reset_peak(device)
+    step(trajectories[0], 1.0)  # warm-up: allocator, kernels
+    sync(device)
+    start = time.perf_counter()
+    norms = [step(trajectories[i + 1], 1.0 if i % 2 else -1.0) for i in range(args.steps)]
+    sync(device)
+    seconds = (time.perf_counter() - start) / args.steps
+    return {
+        "seqs/step": 1,
+        "step_s": seconds,
+        "tokens/s": context / seconds,
+        "peak_gib": peak_gib(device),
+        "grad_norm": norms[-1],
+    }
+
+
+def sync(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def reset_peak(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_gib(device) -> float:
+    return torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else float("nan")
+
+
 def lora_model(variant: str, model, s: Shape, context: int):
     """The model with a LoRA r=64 adapter, through PEFT or unsloth (which loads from a folder)."""
     targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -186,7 +248,6 @@ def lora_model(variant: str, model, s: Shape, context: int):
 
 def grpo_steps(model, tokenizer, s: Shape, context: int, args, liger: bool, device) -> dict:
     """Time `args.steps` GRPOTrainer steps (after one warm-up) over synthetic trajectories."""
-    import torch
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -208,20 +269,16 @@ def grpo_steps(model, tokenizer, s: Shape, context: int, args, liger: bool, devi
     def reward(completions, **kwargs):
         return [float(i % 2) for i in range(len(completions))]  # non-zero advantages
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
     class Timer(TrainerCallback):
         def __init__(self) -> None:
             self.times: list[float] = []
 
         def on_step_begin(self, *a, **k):
-            sync()
+            sync(device)
             self.t0 = time.perf_counter()
 
         def on_step_end(self, *a, **k):
-            sync()
+            sync(device)
             self.times.append(time.perf_counter() - self.t0)
 
     timer = Timer()
@@ -237,7 +294,7 @@ def grpo_steps(model, tokenizer, s: Shape, context: int, args, liger: bool, devi
         loss_type="dapo",
         bf16=cuda,
         use_cpu=not cuda,
-        gradient_checkpointing=True,
+        gradient_checkpointing=args.gradient_checkpointing,
         use_liger_kernel=liger,
         logging_steps=1,
         save_strategy="no",
@@ -257,16 +314,19 @@ def grpo_steps(model, tokenizer, s: Shape, context: int, args, liger: bool, devi
         rollout_func=rollout_func,
         callbacks=[timer],
     )
-    if cuda:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
+    reset_peak(device)
     trainer.train()
     steady = timer.times[1:] or timer.times
     seconds = sum(steady) / len(steady)
+    norms = [float(h["grad_norm"]) for h in trainer.state.log_history if "grad_norm" in h]
+    if not norms or not all(0 < n < float("inf") for n in norms):
+        raise RuntimeError(f"TRL gradient norms should be finite and > 0, got {norms}")
     return {
+        "seqs/step": group,
         "step_s": seconds,
         "tokens/s": group * context / seconds,
-        "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else float("nan"),
+        "peak_gib": peak_gib(device),
+        "grad_norm": norms[-1],
     }
 
 
@@ -274,7 +334,11 @@ def variants(lora: bool) -> list[tuple[str, str | None]]:
     """(variant, why skipped or None) in the order they run."""
     liger = importlib.util.find_spec("liger_kernel") is not None
     unsloth = importlib.util.find_spec("unsloth") is not None
-    out = [("full", None), ("full+liger", None if liger else "liger-kernel is not installed")]
+    out = [
+        ("plain", None),
+        ("full", None),
+        ("full+liger", None if liger else "liger-kernel is not installed"),
+    ]
     if lora:
         out += [
             ("lora-peft", None),
@@ -292,11 +356,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lora", action="store_true", help="also time LoRA (PEFT, unsloth)")
     parser.add_argument("--budget-s", type=float, default=420.0, help="skip what starts later")
     parser.add_argument("--tiny", action="store_true", help="tiny shape on CPU: plumbing only")
+    parser.add_argument(
+        "--no-gradient-checkpointing", dest="gradient_checkpointing", action="store_false"
+    )
     args = parser.parse_args(argv)
     global START
     START = time.monotonic()  # the budget counts from here (the module may be imported earlier)
-    import torch
-
     if args.tiny:
         device, dtype, size, vocab = torch.device("cpu"), torch.float32, "tiny", 1000
         contexts = args.contexts or [256]
@@ -325,9 +390,13 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             model = build_model(shape, device, dtype)
             try:
-                if variant.startswith("lora"):
-                    model = lora_model(variant, model, shape, context)
-                row = grpo_steps(model, tokenizer, shape, context, args, "liger" in variant, device)
+                if variant == "plain":
+                    row = plain_steps(model, shape, context, args, device)
+                else:
+                    if variant.startswith("lora"):
+                        model = lora_model(variant, model, shape, context)
+                    liger = "liger" in variant
+                    row = grpo_steps(model, tokenizer, shape, context, args, liger, device)
             except torch.OutOfMemoryError as exc:
                 notes.append(f"{variant} @ {context}: out of memory ({str(exc)[:100]})")
                 continue
@@ -350,7 +419,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_table(rows: list[dict]) -> None:
-    columns = ["variant", "context", "step_s", "tokens/s", "peak_gib", "mfu", "mfu+attn"]
+    columns = [
+        "variant",
+        "context",
+        "seqs/step",
+        "step_s",
+        "tokens/s",
+        "peak_gib",
+        "mfu",
+        "mfu+attn",
+        "grad_norm",
+    ]
     print("\n" + " | ".join(f"{c:>12}" for c in columns))
     for row in rows:
         cells = []
@@ -358,6 +437,8 @@ def print_table(rows: list[dict]) -> None:
             value = row.get(c, "")
             if c.startswith("mfu") and value != "":
                 cells.append(f"{100 * value:>11.1f}%")
+            elif c == "grad_norm" and value != "":
+                cells.append(f"{value:>12.3g}")
             elif isinstance(value, float):
                 cells.append(f"{value:>12,.2f}")
             else:

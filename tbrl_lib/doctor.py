@@ -17,6 +17,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tbrl_lib.sandbox import base_images, engine
+
 EXTRAS = {
     "notebooks": ["jupyterlab", "papermill", "ipywidgets", "nbconvert", "matplotlib"],
     "train": ["torch", "transformers", "trl", "peft", "accelerate", "datasets"],
@@ -90,8 +96,6 @@ def check_extras() -> list[Check]:
 
 
 def check_docker() -> list[Check]:
-    from tbrl_lib.sandbox import base_images, engine
-
     info = engine.ping()
     if info is None:
         fix = "disables sandboxes, validation, evaluation and training; " + engine._how_to_fix()
@@ -135,7 +139,7 @@ def check_gpu() -> list[Check]:
         gpus = "; ".join(proc.stdout.split("\n")).strip("; ") if proc.returncode == 0 else ""
     cuda = "torch not installed"
     if importlib.util.find_spec("torch") is not None:
-        import torch
+        import torch  # only with the train extra: the doctor stays quick on a bare install
 
         cuda = (
             f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
@@ -214,10 +218,6 @@ def run_checks() -> list[Check]:
 
 def print_report() -> int:
     """Print the table; return 1 when a required check failed, else 0."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
     checks = run_checks()
     table = Table(title="tbrl doctor", show_lines=False)
     for col in ("component", "status", "found", "if missing: disables / fix"):

@@ -6,10 +6,12 @@ Values are read as YAML (`3`, `true`, `[a, b]`, `null`, `1e-3`); dotted keys nes
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import yaml
+from pydantic_core import to_jsonable_python
 
 
 class _ValueLoader(yaml.SafeLoader):
@@ -31,24 +33,34 @@ def yaml_value(text: str) -> Any:
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
     """`["max_steps=2", "episode.max_turns=5"]` -> `{"max_steps": 2, "episode": {"max_turns": 5}}`."""
-    out: dict[str, Any] = {}
+    values: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key or any(not part for part in key.split(".")):
             raise ValueError(
-                f"override {item!r} is not KEY=VALUE (e.g. max_steps=2 or episode.max_turns=5)"
+                f"override {item!r} is not KEY=VALUE (e.g. grpo.max_steps=2 or episode.max_turns=5)"
             )
-        *parents, leaf = key.split(".")
+        values[key] = yaml_value(value)
+    return nest_dotted(values)
+
+
+def nest_dotted(values: dict[str, Any]) -> dict[str, Any]:
+    """`{"a.b": 1, "c": {"d.e": 2}}` -> `{"a": {"b": 1}, "c": {"d": {"e": 2}}}`: dotted keys
+    (`--set`, a notebook's `settings`) become the nested sections they name."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        *parents, leaf = str(key).split(".")
         node = out
         for i, part in enumerate(parents):
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
                 raise ValueError(
-                    f"override {item!r}: {'.'.join(parents[: i + 1])} was already set to a value"
+                    f"setting {key!r}: {'.'.join(parents[: i + 1])} was already set to a value"
                 )
             node = child
-        node[leaf] = yaml_value(value)
+        value = nest_dotted(value) if isinstance(value, dict) else value
+        node[leaf] = merge(node[leaf], value) if isinstance(node.get(leaf), dict) else value
     return out
 
 
@@ -78,11 +90,28 @@ def settings_error(err: Exception, model: Any) -> str:
             known = _known_keys(model, loc[:-1])
             hint = f"; known settings{' under ' + '.'.join(loc[:-1]) if loc[:-1] else ''}: "
             problems.append(f"unknown setting {key!r}" + (hint + ", ".join(known) if known else ""))
+        elif not loc:  # a check across fields: its message names them
+            problems.append(str(item.get("msg", "invalid settings")).removeprefix("Value error, "))
         else:
-            problems.append(
-                f"{key}: {item.get('msg', 'invalid value')} (got {item.get('input')!r})"
-            )
+            message = str(item.get("msg", "invalid value")).removeprefix("Value error, ")
+            problems.append(f"{key}: {message} (got {item.get('input')!r})")
     return "; ".join(problems)
+
+
+def settings_reference(model: Any, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(dotted key, default as JSON, documentation) of every setting of a nested pydantic
+    model, in declaration order: what `tbrl train settings` prints. Documentation is the
+    field's docstring (`use_attribute_docstrings`)."""
+    rows = []
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{name}"
+        annotation = field.annotation
+        if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+            rows += settings_reference(annotation, f"{key}.")
+            continue
+        default = to_jsonable_python(field.get_default(call_default_factory=True))
+        rows.append((key, json.dumps(default), " ".join((field.description or "").split())))
+    return rows
 
 
 def _known_keys(model: Any, path: list[str]) -> list[str]:

@@ -118,3 +118,26 @@ def smollm2(tmp_path_factory) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ENV_VAR, str(cache))
         yield fetch("smollm2-135m", cache, log=lambda _: None)
+
+
+@pytest.fixture
+def task_validator(docker_client, base_image):
+    """`tbrl_lib.evaluate.batch_validate.task_validator`, recording tasks so their images go away."""
+    from docker.errors import ImageNotFound
+
+    from tbrl_lib.evaluate.batch_validate import task_validator as make
+    from tbrl_lib.sandbox.images import image_tag
+
+    seen = []
+    inner = make(concurrency=3)
+
+    async def validate(task):
+        seen.append(task)
+        return await inner(task)
+
+    yield validate
+    for task in seen:
+        try:
+            docker_client.images.remove(image_tag(task), force=True)
+        except ImageNotFound:  # never built (validation stopped before) or already gone
+            continue

@@ -42,8 +42,9 @@ USED_WITHOUT_IMPORT = {
 }
 """Declared distributions nothing imports by name, and why each is there."""
 
-PROVIDED_BY = {"ipython": "ipykernel"}
-"""Imported distributions that come with a declared one (IPython is ipykernel's)."""
+PROVIDED_BY = {"ipython": "ipykernel", "pydantic-core": "pydantic"}
+"""Imported distributions that come with a declared one (IPython is ipykernel's, pydantic-core
+pydantic's own, version-locked to it)."""
 
 
 def _normalise(name: str) -> str:

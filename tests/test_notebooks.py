@@ -26,12 +26,12 @@ SMOKE_PARAMETERS: dict[str, dict] = {
         "preset": "cpu-demo",
         "max_steps": 1,
         "settings": {
-            "sft_demos": 8,
-            "sft_epochs": 1,
-            "family_tasks": 8,
-            "gradient_accumulation_steps": 2,  # 8 rollouts: one task's group
-            "eval_tasks": 2,
-            "eval_every": 1,
+            "sft.demos": 8,
+            "sft.epochs": 1,
+            "data.family_tasks": 8,
+            "grpo.gradient_accumulation_steps": 2,  # 8 rollouts: one task's group
+            "heldout.instances": 2,
+            "heldout.every": 1,
         },
     },
     "05_eval": {"policy": "oracle", "limit": 2, "concurrency": 2},

@@ -28,7 +28,7 @@ from pathlib import Path
 from tbrl_lib.agent.actions import render_action as act
 from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.judge_eval.record import record_case, upsert_index
-from tbrl_lib.policies.scripted import OraclePolicy, ScriptedPolicy
+from tbrl_lib.agent.scripted import OraclePolicy, ScriptedPolicy
 from tbrl_lib.tasks import load_tasks
 
 HERE = Path(__file__).resolve().parent

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ACTION_TAGS = ("todo", "scratchpad", "file", "search", "bash", "finish")
@@ -228,7 +229,6 @@ def example_for(tag: str, mode: str | None = None) -> str:
 
 def render_action(tag: str, fields: dict[str, Any]) -> str:
     """An action tag with a YAML body that parses back to `fields` (multi-line text as `|`)."""
-    import yaml
 
     class _Dumper(yaml.SafeDumper):
         pass

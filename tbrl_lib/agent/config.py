@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class ToolConfig(BaseModel):
     """Caps and defaults of the tools (see `tbrl_lib.agent.tools`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     max_observation_chars: int = Field(default=10_000, ge=200)
     """Every tool output is cut to this many characters (head and tail kept, notice between)."""
@@ -31,7 +31,9 @@ class ToolConfig(BaseModel):
     read_max_bytes: int = Field(default=5_000_000, ge=1024)
     """Files larger than this are refused by read/edit (use bash: head, sed -n)."""
     metadata_max_paths: int = Field(default=10, ge=1)
+    """Paths one `file metadata` action may ask about."""
     search_max_results: int = Field(default=200, ge=1)
+    """Matches (grep) or paths (glob, ls) a `search` action shows."""
     search_timeout: float = Field(default=60.0, gt=0)
     """Seconds a grep/glob/ls may take before it is stopped."""
 
@@ -48,12 +50,13 @@ class ToolConfig(BaseModel):
 class EpisodeLimits(BaseModel):
     """When `run_episode` stops (each limit maps to a `Termination` reason)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     max_turns: int = Field(default=50, ge=1)
     """Assistant replies per episode (`Termination.max_turns`)."""
-    max_total_tokens: int = Field(default=65_536, ge=256)
-    """Prompt + completion tokens of the whole conversation so far (`token_budget`)."""
+    max_total_tokens: int = Field(default=32_768, ge=256)
+    """Prompt + completion tokens of the whole conversation so far (`token_budget`); training
+    also takes it as the trainer's and vLLM's sequence length."""
     time_limit_s: float | None = Field(default=None, gt=0)
     """Wall clock for the episode; None: the task's `limits.agent_timeout_sec`."""
     max_tokens_per_turn: int = Field(default=4096, ge=16)
@@ -61,6 +64,7 @@ class EpisodeLimits(BaseModel):
     max_parse_error_turns: int = Field(default=3, ge=1)
     """Replies in a row with only malformed actions before `parse_error_streak`."""
     tools: ToolConfig = Field(default_factory=ToolConfig)
+    """Caps and defaults of the tools (the system prompt states them)."""
     system_prompt: Literal["full", "compact"] = "full"
     """`full` teaches every tool with examples (~2k tokens); `compact` is a few lines for
     models with a short context budget (the tiny CPU demo model), same action language."""

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from tbrl_lib.agent.actions import Action, FinishAction
 from tbrl_lib.agent.config import ToolConfig
-from tbrl_lib.agent.parser import ParseError
+from tbrl_lib.agent.parser import ParseError, parse_actions
 from tbrl_lib.agent.tool_base import Tool, ToolError, ToolResult, cap_output
 from tbrl_lib.agent.tool_bash import BashTool, FinishTool
 from tbrl_lib.agent.tool_file import FileTool
@@ -73,8 +73,6 @@ def monotonic_deadline(seconds: float) -> Callable[[], float]:
 async def run_reply(toolbox: Toolbox, reply: str) -> str:
     """Parse an assistant reply, run its actions in order, return the observation the model
     would read (for notebooks and demos; the episode loop does the same with bookkeeping)."""
-    from tbrl_lib.agent.parser import parse_actions
-
     entries: list[tuple[Action | ParseError, ToolResult | None]] = []
     for item in parse_actions(reply).items:
         entries.append((item, None if isinstance(item, ParseError) else await toolbox.run(item)))

@@ -4,7 +4,7 @@
 task validation call it). A trial is one `tbrl_lib.rollout.run_rollout` - the rollout
 training uses: build the task's image (once per task), open a fresh sandbox, run the
 episode with the task's own agent timeout, then the verifier (task's test timeout) and the
-judge (`RunConfig.judge`, the offline rule judge by default) -> one `TrialResult` with the
+judge (`RunConfig.reward.judge`, the offline rule judge by default) -> one `TrialResult` with the
 test score, the judge score and the reward. Terminal-Bench forbids changing the timeouts;
 `timeout_scale` multiplies both and the summary then says the numbers are not comparable.
 
@@ -35,6 +35,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from tbrl_lib.agent.trajectory import Trajectory
 from tbrl_lib.aio import run_sync
 from tbrl_lib.evaluate.results import (
     ConfigMismatch,
@@ -43,7 +44,11 @@ from tbrl_lib.evaluate.results import (
     RunResults,
     TrialResult,
 )
+from tbrl_lib.models import make_policy
+from tbrl_lib.rewards.judges import judge_for
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
+from tbrl_lib.sandbox import ensure_image
+from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.sandbox.engine import wait_for_engine
 from tbrl_lib.tasks.model import Task
 
@@ -104,13 +109,11 @@ async def run_eval_async(
     engine_wait_s: float = 300.0,
 ) -> RunResults:
     """`run_eval` for callers that already run an event loop (notebooks, the trainer)."""
-    from tbrl_lib.policies import make_policy
-
     policy = policy or make_policy(
         config.policy
     )  # a bad spec fails here, before anything is written
     require_credentials(policy)
-    judge = _judge(config)
+    judge = judge_for(config.reward)
     selected = list(tasks)[: config.limit] if config.limit else list(tasks)
     if not selected:
         raise ValueError(f"no tasks to evaluate in {config.tasks_source!r}")
@@ -175,27 +178,12 @@ async def run_eval_async(
 
 
 def require_credentials(policy: Any) -> None:
-    """Refuse, before any trial runs, a policy whose API client has no credentials (an
+    """Refuse, before any trial runs, a policy that cannot be called here (an
     `anthropic:MODEL` policy without `ANTHROPIC_API_KEY`): otherwise every trial would fail
-    on its first model call. OpenAI-compatible policies may talk to a local endpoint that
-    needs no key, so they are left alone."""
-    client = getattr(policy, "client", None)
-    name = str(getattr(policy, "name", ""))
-    if client is None or not name.startswith("anthropic:"):
-        return
-    if getattr(client, "api_key", None) or getattr(client, "auth_token", None):
-        return
-    raise ValueError(f"policy {name} needs an API key: set ANTHROPIC_API_KEY")
-
-
-def _judge(config: RunConfig) -> Any | None:
-    if config.judge == "none" or config.reward.w_judge == 0:
-        return None
-    from tbrl_lib.rewards.judges import make_judge, require_available
-
-    judge = make_judge(config.judge)
-    require_available(judge)
-    return judge
+    on its first model call. An OpenAI-compatible endpoint named by its URL may need no key."""
+    why = policy.unavailable() if hasattr(policy, "unavailable") else None
+    if why:
+        raise ValueError(why)
 
 
 def _check_tasks_unchanged(results: RunResults, tasks: Sequence[Task]) -> None:
@@ -233,12 +221,10 @@ class TrialRunner:
         self._build_locks: dict[str, asyncio.Lock] = {}
 
     async def run(self, task: Task, attempt: int) -> TrialResult:
-        from tbrl_lib.sandbox import ensure_image
-
         started = time.monotonic()
         errors: list[str] = []
         for _ in range(2):
-            result = await self._build(task, ensure_image)
+            result = await self._build(task)
             if result is None:
                 result = await run_rollout(task, self.policy, self.rollout, self.judge)
             if result.task_error is not None:
@@ -265,12 +251,10 @@ class TrialRunner:
             error=error,
         )
 
-    async def _build(self, task: Task, ensure_image) -> RolloutResult | None:
+    async def _build(self, task: Task) -> RolloutResult | None:
         """Build the image first, under the task's own build limit (concurrent trials of one
         task share one build); a failure is the trial's infra error or the task's defect (then
         remembered: the task's other trials do not build it again)."""
-        from tbrl_lib.sandbox.base import SandboxError
-
         key = task.content_hash()
         limit = task.limits.build_timeout_sec + self.rollout.grace_s
         async with self._build_locks.setdefault(key, asyncio.Lock()):
@@ -343,8 +327,6 @@ class TrialRunner:
         )
 
     def _save(self, result: RolloutResult, task: Task, attempt: int) -> str | None:
-        from tbrl_lib.agent import Trajectory
-
         if result.trajectory is None or result.termination == AGENT_TIMEOUT:
             return None
         rel = Path("trajectories") / f"{task.safe_id}.{attempt}.jsonl"

@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
 from rich.table import Table
 
 from tbrl_lib.agent.trajectory import Trajectory
@@ -25,8 +26,7 @@ from tbrl_lib.evaluate import stats
 from tbrl_lib.evaluate.results import FailureMode, RunResults, TrialResult
 from tbrl_lib.metrics.trajectory_html import write_trajectory_page
 
-if TYPE_CHECKING:
-    import pandas as pd
+if TYPE_CHECKING:  # matplotlib is the notebooks extra: imported where a plot is drawn
     from matplotlib.figure import Figure
 
 
@@ -134,8 +134,6 @@ def comparison_table(cmp: stats.Comparison, name_a: str = "A", name_b: str = "B"
 
 def trials_frame(results: RunResults) -> pd.DataFrame:
     """One row per trial (the notebook's raw table)."""
-    import pandas as pd
-
     return pd.DataFrame([t.model_dump(mode="json") for t in results.trials])
 
 
@@ -202,15 +200,13 @@ def trials_html(results: RunResults, pages: dict[tuple[str, int], str]) -> str:
 
 
 def breakdown_frame(results: RunResults, by: str = "category") -> pd.DataFrame:
-    import pandas as pd
-
     rows = results.summary[f"by_{by}"]
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(by).reset_index()
 
 
 def plot_breakdown(results: RunResults, by: str = "category") -> Figure:
     """Accuracy per group, with the number of tasks on each bar."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # the notebooks extra
 
     frame = breakdown_frame(results, by)
     fig, ax = plt.subplots(figsize=(max(4, 0.7 * len(frame) + 2), 3))
@@ -225,7 +221,7 @@ def plot_breakdown(results: RunResults, by: str = "category") -> Figure:
 
 
 def plot_failure_modes(results: RunResults) -> Figure:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # the notebooks extra
 
     modes = results.summary["failure_modes"]
     names = [m.value for m in FailureMode]
@@ -239,7 +235,7 @@ def plot_failure_modes(results: RunResults) -> Figure:
 
 def plot_distributions(results: RunResults) -> Figure:
     """Histograms of turns and output tokens per trial, resolved vs not."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # the notebooks extra
 
     frame = trials_frame(results)
     fig, axes = plt.subplots(1, 3, figsize=(11, 3))
@@ -259,7 +255,7 @@ def plot_comparison(
 ) -> Figure:
     """Per-task success rate of A against B; marker size and label = number of tasks there.
     Points above the diagonal are tasks where A does better."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # the notebooks extra
 
     a, b = run_a.task_rates(), run_b.task_rates()
     shared = sorted(set(a) & set(b))

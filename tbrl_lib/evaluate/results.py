@@ -35,7 +35,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.evaluate import stats
@@ -123,19 +123,26 @@ class RunConfig(BaseModel):
     timeout_scale: float = Field(default=1.0, gt=0)
     limit: int | None = Field(default=None, ge=1)
     concurrency: int = Field(default=1, ge=1)
-    judge: str = "rule"
-    """Judge spec (`make_judge`) whose score enters `reward`; `none`: tests only."""
     episode: EpisodeLimits = Field(default_factory=EpisodeLimits)
     reward: RewardConfig = Field(default_factory=RewardConfig)
+    """Weights and judge (`reward.judge`, the offline rule judge by default; `none`: tests only)."""
 
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "policy",
         "tasks_source",
         "timeout_scale",
-        "judge",
         "episode",
         "reward",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _judge_inside_reward(cls, data: Any) -> Any:
+        """results.json of runs made before the judge moved into `reward` name it at the top."""
+        if isinstance(data, dict) and "judge" in data:
+            data = dict(data)
+            data["reward"] = {**(data.get("reward") or {}), "judge": data.pop("judge")}
+        return data
 
     def rollout_config(self, run_id: str = "eval") -> RolloutConfig:
         """The rollout settings of every trial."""

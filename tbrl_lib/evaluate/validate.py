@@ -38,7 +38,15 @@ from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from rich.markup import escape
+from rich.table import Table
+from tqdm.auto import tqdm
 
+from tbrl_lib.agent.scripted import SOLUTION_PATH, NoopPolicy, OraclePolicy
+from tbrl_lib.aio import run_sync
+from tbrl_lib.rewards import RewardConfig
+from tbrl_lib.rollout import RolloutConfig, run_rollout
+from tbrl_lib.sandbox import SandboxConfig, SandboxError, ensure_image
 from tbrl_lib.tasks.model import Task
 
 SCORE_EPS = 1e-9
@@ -123,8 +131,6 @@ class ValidationResult:
 
 async def validate_task(task: Task, config: ValidationConfig | None = None) -> ValidationResult:
     """Build, nop, solve, repeat: one task's full check (see module docstring)."""
-    from tbrl_lib.sandbox import SandboxError, ensure_image
-
     config = config or ValidationConfig()
     result = ValidationResult(task.id, task.difficulty.value, task.category)
     started = time.monotonic()
@@ -155,10 +161,6 @@ async def validate_task(task: Task, config: ValidationConfig | None = None) -> V
 
 
 def _rollout_config(config: ValidationConfig, repeats: int = 1):
-    from tbrl_lib.rewards import RewardConfig
-    from tbrl_lib.rollout import RolloutConfig
-    from tbrl_lib.sandbox import SandboxConfig
-
     episode = {"max_turns": 50}
     if config.solution_timeout_s is not None:
         episode["time_limit_s"] = config.solution_timeout_s
@@ -172,9 +174,6 @@ def _rollout_config(config: ValidationConfig, repeats: int = 1):
 
 
 async def _nop_phase(task: Task, config: ValidationConfig, result: ValidationResult) -> None:
-    from tbrl_lib.policies.scripted import NoopPolicy
-    from tbrl_lib.rollout import run_rollout
-
     phase = time.monotonic()
     rollout = await run_rollout(task, NoopPolicy(), _rollout_config(config))
     result.timings["nop"] = time.monotonic() - phase
@@ -193,9 +192,6 @@ async def _nop_phase(task: Task, config: ValidationConfig, result: ValidationRes
 
 
 async def _solution_phase(task: Task, config: ValidationConfig, result: ValidationResult) -> None:
-    from tbrl_lib.policies.scripted import OraclePolicy
-    from tbrl_lib.rollout import run_rollout
-
     rollout = await run_rollout(task, OraclePolicy(), _rollout_config(config, config.repeats))
     result.timings["solve"] = rollout.timings.get("episode", 0.0)
     result.timings["tests"] = rollout.timings.get("scoring", 0.0) / config.repeats
@@ -237,8 +233,6 @@ async def _solution_phase(task: Task, config: ValidationConfig, result: Validati
 def _solve_outcome(trajectory) -> str | None:
     """Why the oracle's run of solve.sh failed (exit code, time limit), read from its bash
     tool result; None when it succeeded."""
-    from tbrl_lib.policies.scripted import SOLUTION_PATH
-
     for turn in trajectory.turns if trajectory else []:
         for call in turn.calls:
             if call.kind != "bash" or SOLUTION_PATH not in str(
@@ -266,8 +260,6 @@ async def validate_tasks_async(
     on_result: Callable[[ValidationResult], None] | None = None,
 ) -> list[ValidationResult]:
     """Validate `tasks`, at most `concurrency` at once; results in the input order."""
-    from tqdm.auto import tqdm
-
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     ids = [t.id for t in tasks]
@@ -303,14 +295,11 @@ def validate_tasks(
     on_result: Callable[[ValidationResult], None] | None = None,
 ) -> list[ValidationResult]:
     """Synchronous entry point (also inside a notebook's loop); see `validate_tasks_async`."""
-    from tbrl_lib.aio import run_sync
-
     return run_sync(validate_tasks_async(tasks, concurrency, config, progress, on_result))
 
 
 def validation_table(results: Sequence[ValidationResult]):
     """A rich table: one row per task, reasons under failing rows, a totals caption."""
-    from rich.table import Table
 
     def score(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}"
@@ -354,9 +343,6 @@ def check_table(skipped: Sequence[Any], results: Sequence[ValidationResult]):
     """`tbrl tasks check`: one row per task found, loadable or not: loads / builds / no-op
     score / oracle score / what went wrong. A task without a solution is not a failure here
     (the oracle column says so)."""
-    from rich.markup import escape
-    from rich.table import Table
-
     table = Table(title="task compatibility")
     for name, justify in [
         ("task", "left"),

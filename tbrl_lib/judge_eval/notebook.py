@@ -7,6 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
+from tbrl_lib.notebook_tools.execute import render_html
+
 API_JUDGES = {
     "ANTHROPIC_API_KEY": "anthropic:claude-sonnet-4-20250514",
     "OPENAI_API_KEY": "openai:gpt-4o-mini",
@@ -31,6 +33,4 @@ def available_judges(requested: str) -> list[str]:
 
 def render_report(executed_notebook: str | Path) -> Path:
     """Self-contained HTML next to the executed notebook, code cells hidden."""
-    from tbrl_lib.notebook_tools.execute import render_html
-
     return render_html(Path(executed_notebook))

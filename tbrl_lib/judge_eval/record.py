@@ -19,6 +19,8 @@ from pathlib import Path
 import yaml
 
 from tbrl_lib.agent.config import EpisodeLimits
+from tbrl_lib.rewards import RewardConfig
+from tbrl_lib.rollout import RolloutConfig, run_rollout
 from tbrl_lib.tasks.model import Task
 
 
@@ -33,9 +35,6 @@ async def record_case(
     rationale: str = "",
     limits: EpisodeLimits | None = None,
 ) -> Path:
-    from tbrl_lib.rewards import RewardConfig
-    from tbrl_lib.rollout import RolloutConfig, run_rollout
-
     config = RolloutConfig(episode=limits or EpisodeLimits(), reward=RewardConfig(w_judge=0.0))
     result = await run_rollout(task, policy, config)
     if result.infra_error or result.trajectory is None:

@@ -40,7 +40,7 @@ COLUMNS = [
     "cost_usd",
     "input_tokens",
     "output_tokens",
-    "cached_tokens",
+    "cache_read_tokens",
     "prompt_version",
 ]
 
@@ -80,7 +80,7 @@ async def _run(judges, cases, attempts, concurrency, progress) -> pd.DataFrame:
             "cost_usd": 0.0,
             "input_tokens": 0,
             "output_tokens": 0,
-            "cached_tokens": 0,
+            "cache_read_tokens": 0,
             "prompt_version": getattr(judge, "prompt_version", ""),
         }
         async with semaphore:
@@ -96,7 +96,7 @@ async def _run(judges, cases, attempts, concurrency, progress) -> pd.DataFrame:
                     cost_usd=result.usage.cost_usd,
                     input_tokens=result.usage.input_tokens,
                     output_tokens=result.usage.output_tokens,
-                    cached_tokens=result.usage.cached_tokens,
+                    cache_read_tokens=result.usage.cache_read_tokens,
                     prompt_version=result.prompt_version,
                 )
         bar.update(1)
@@ -183,7 +183,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 def plot_scores(cases: pd.DataFrame, path: str | Path) -> Path:
     """Each case's expected range (grey bar) and every judge's mean score (dots)."""
-    import matplotlib
+    import matplotlib  # the notebooks extra: imported where a plot is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -76,7 +76,7 @@ class TrajectoryViewer:
     """`display(TrajectoryViewer(traj).widget)`; `.show(i)` jumps to a turn."""
 
     def __init__(self, traj: Trajectory) -> None:
-        import ipywidgets as widgets
+        import ipywidgets as widgets  # the notebooks extra: in a live kernel only
 
         self.traj = traj
         last = max(len(traj.turns) - 1, 0)

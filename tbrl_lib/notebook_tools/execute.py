@@ -33,7 +33,7 @@ def execute_notebook(
 
     Raises `NotebookFailed` (after writing the executed notebook and its HTML) when a
     cell raises."""
-    import papermill
+    import papermill  # the notebooks extra (and `tbrl --help` never loads it)
     from papermill.exceptions import PapermillExecutionError
 
     from tbrl_lib.notebook_tools import progress  # registers the engine; papermill is optional
@@ -87,7 +87,7 @@ def _failure_message(name: str, exc: Any, executed: Path, report: Path | None) -
 
 def render_html(notebook: Path) -> Path:
     """Render an executed notebook to a self-contained HTML report without code cells."""
-    import nbformat
+    import nbformat  # the notebooks extra, as papermill
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(

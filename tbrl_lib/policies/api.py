@@ -8,34 +8,26 @@
   default sampling is used) with prompt caching (system prompt and the latest
   user turn carry `cache_control`), so a long episode pays for its prefix once.
 
-SDK failures after retries become `PolicyError`; "prompt too long" becomes
-`ContextOverflow`. Left out: streaming, tool-calling APIs (the action language is text).
+Both reach their SDK through `tbrl_lib.llm_api.Transport` (a client per event loop) and read
+its usage into the one `llm_api.Usage`. SDK failures after retries become `PolicyError`;
+"prompt too long" becomes `ContextOverflow`. Left out: streaming, tool-calling APIs (the
+action language is text).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import anthropic
 import openai
 
+from tbrl_lib.llm_api import Transport, anthropic_usage, context_overflow, openai_usage
 from tbrl_lib.policies.base import ContextOverflow, Conversation, Generation, PolicyError
-
-_OVERFLOW_HINTS = (
-    "context length",
-    "context_length",
-    "maximum context",
-    "prompt is too long",
-    "too many tokens",
-)
 
 
 def _api_failure(exc: Exception, backend: str) -> PolicyError:
     text = str(exc)
-    if isinstance(exc, (openai.BadRequestError, anthropic.BadRequestError)) and any(
-        hint in text.lower() for hint in _OVERFLOW_HINTS
-    ):
+    if context_overflow(exc):
         return ContextOverflow(
             f"{backend}: the conversation no longer fits the model: {text[:300]}"
         )
@@ -62,34 +54,36 @@ class OpenAIPolicy:
         self.temperature = temperature
         self.return_token_ids = return_token_ids
         self.extra_body = dict(extra_body or {})
-        self.client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY"),
-            max_retries=max_retries,
-            timeout=timeout,
+        self.transport = Transport(
+            "openai", base_url=base_url, api_key=api_key, timeout_s=timeout, max_retries=max_retries
         )
+
+    def unavailable(self) -> str | None:
+        """Why this policy cannot be called here; an endpoint of our own needs no key."""
+        return self.transport.unavailable(f"policy {self.name}")
 
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
         extra = {**self.extra_body, **({"return_token_ids": True} if self.return_token_ids else {})}
         try:
-            resp = await self.client.chat.completions.create(
+            resp = await self.transport.client().chat.completions.create(
                 model=self.model,
                 messages=conversation.messages,
                 max_tokens=max_new_tokens,
                 temperature=self.temperature,
                 extra_body=extra or None,
             )
-        except (openai.OpenAIError, ValueError) as exc:
+        except (openai.OpenAIError, ValueError) as exc:  # ValueError: a body that is not JSON
             raise _api_failure(exc, self.name) from exc
         if not resp.choices:
             raise PolicyError(f"{self.name}: the response has no choices")
         choice = resp.choices[0]
+        usage = openai_usage(resp.usage)
         gen = Generation(
             text=choice.message.content or "",
             finish_reason=choice.finish_reason,
-            prompt_tokens=resp.usage.prompt_tokens if resp.usage else 0,
-            completion_tokens=resp.usage.completion_tokens if resp.usage else 0,
-            extra={"id": resp.id},
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.output_tokens,
+            extra={"id": resp.id, "cache_read_tokens": usage.cache_read_tokens},
         )
         if self.return_token_ids:
             self._attach_ids(gen, resp.model_dump(), conversation.token_ids)
@@ -126,12 +120,17 @@ class AnthropicPolicy:
     ) -> None:
         self.name = f"anthropic:{model}"
         self.model = model
-        self.client = anthropic.AsyncAnthropic(
-            api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
+        self.transport = Transport(
+            "anthropic",
             base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout,
             max_retries=max_retries,
-            timeout=timeout,
         )
+
+    def unavailable(self) -> str | None:
+        """Why this policy cannot be called here (no API key)."""
+        return self.transport.unavailable(f"policy {self.name}")
 
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
         system = [m["content"] for m in conversation.messages if m["role"] == "system"]
@@ -152,23 +151,21 @@ class AnthropicPolicy:
                 }
             ]
         try:
-            resp = await self.client.messages.create(
+            resp = await self.transport.client().messages.create(
                 model=self.model, max_tokens=max_new_tokens, messages=messages, **kwargs
             )
-        except (anthropic.AnthropicError, ValueError) as exc:
+        except (anthropic.AnthropicError, ValueError) as exc:  # ValueError: not JSON
             raise _api_failure(exc, self.name) from exc
         text = "".join(block.text for block in resp.content if getattr(block, "type", "") == "text")
-        usage = resp.usage
-        cached_read = getattr(usage, "cache_read_input_tokens", 0) or 0
-        cached_new = getattr(usage, "cache_creation_input_tokens", 0) or 0
+        usage = anthropic_usage(resp.usage)
         return Generation(
             text=text,
-            prompt_tokens=usage.input_tokens + cached_read + cached_new,
+            prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.output_tokens,
             finish_reason="length" if resp.stop_reason == "max_tokens" else "stop",
             extra={
                 "id": resp.id,
-                "cache_read_tokens": cached_read,
-                "cache_creation_tokens": cached_new,
+                "cache_read_tokens": usage.cache_read_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
             },
         )

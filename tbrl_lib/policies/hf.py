@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tbrl_lib.models.resolve import resolve_model
 from tbrl_lib.policies.batching import BatchingGenerator
 from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_ids
 
@@ -113,11 +112,10 @@ class HFPolicy(TokenPolicy):
         device: str = "cpu",
         seed: int | None = None,
     ) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy, as torch
 
-        folder = resolve_model(str(path))
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
         self.model = model
         self.backend = HFBackend(model, tokenizer, temperature, top_p, seed=seed)
         super().__init__(

@@ -1,13 +1,13 @@
 """A tiny Qwen3-architecture model and tokenizer, built locally (no model hub here).
 
-`build_tiny_qwen3(out_dir)` trains a byte-level BPE tokenizer on text bundled with tbrl
-(the system prompt, the action examples, the malformed-reply corpus, the bundled tasks'
-instructions and solutions), adds Qwen3's special tokens (`<|im_start|>`, `<|im_end|>`,
+`build_tiny_qwen3(texts, out_dir)` trains a byte-level BPE tokenizer on `texts` (tbrl's own
+text: `tbrl_lib.models.tiny_corpus`, which renders the system prompts and the families' tasks
+and so lives above the agent), adds Qwen3's special tokens (`<|im_start|>`, `<|im_end|>`,
 `<think>`, `</think>`, `<|endoftext|>`), gives it a Qwen3-style chat template written here,
-and saves a randomly initialised `Qwen3ForCausalLM` (2 layers, hidden 64) next to it. The
-result is cached under `out_dir/<content hash>/`, so a second call is instant. It exercises
-the same code paths as Qwen/Qwen3-8B (HF policy, token ids, GRPO `cpu-smoke` preset); it
-writes gibberish. Model specs (`tiny`, `tiny:learn`) resolve in `tbrl_lib.models`.
+and saves a randomly initialised `Qwen3ForCausalLM` (`SIZES`: `smoke`, 2 layers, hidden 64;
+`learn`) next to it. The result is cached under `out_dir/<content hash>/` (texts included),
+so a second call is instant. It exercises the same code paths as Qwen/Qwen3-8B (HF policy,
+token ids, GRPO `cpu-smoke` preset); untrained, it writes gibberish.
 
 The chat template differs from Qwen3's on purpose in one way: earlier assistant turns are
 rendered verbatim, thinking included, so a rendered conversation equals the concatenated
@@ -65,49 +65,14 @@ SIZES: dict[str, dict] = {
 """Tiny model shapes: `smoke` (plumbing tests, fastest) and `learn` (the CPU learning demo)."""
 
 
-def training_text(repo_root: Path | None = None) -> list[str]:
-    """The bundled text the tokenizer learns from (deterministic order)."""
-    from tbrl_lib.agent.actions import EXAMPLES
-    from tbrl_lib.agent.config import EpisodeLimits
-    from tbrl_lib.agent.prompts import system_prompt
-
-    root = repo_root or Path(__file__).resolve().parents[2]
-    compact = system_prompt(EpisodeLimits(system_prompt="compact"))
-    texts = [system_prompt(), compact, *EXAMPLES.values()]
-    corpus = root / "data" / "agent_corpus" / "malformed.jsonl"
-    if corpus.exists():
-        texts += [
-            json.loads(line)["text"] for line in corpus.read_text().splitlines() if line.strip()
-        ]
-    for pattern in ("data/tasks/*/instruction.md", "data/tasks/*/solution/solve.sh"):
-        texts += [p.read_text(errors="replace") for p in sorted(root.glob(pattern))]
-    return texts + family_text()
-
-
-def family_text(seeds: int = 30) -> list[str]:
-    """Instructions and reference solutions of the procedural families (easy and medium), so
-    the words their instances use are tokens of their own."""
-    from tbrl_lib.synth.families import FAMILIES
-    from tbrl_lib.synth.generate import make_task
-
-    texts = []
-    for family in sorted(FAMILIES):
-        for difficulty in ("easy", "medium"):
-            for seed in range(seeds):
-                task = make_task(family, seed, difficulty)
-                texts += [task.instruction, task.solution or ""]
-    return texts
-
-
 def build_tiny_qwen3(
-    out_dir: str | Path = "outputs/models", seed: int = 0, size: str = "smoke"
+    texts: list[str], out_dir: str | Path = "outputs/models", seed: int = 0, size: str = "smoke"
 ) -> Path:
-    """Build (or reuse) the tiny model of shape `SIZES[size]`; returns the directory to pass to
-    `from_pretrained`."""
+    """Build (or reuse) the tiny model of shape `SIZES[size]` whose tokenizer learned `texts`;
+    returns the directory to pass to `from_pretrained`."""
     if size not in SIZES:
         raise ValueError(f"tiny model size {size!r} is unknown; use one of {sorted(SIZES)}")
     shape = SIZES[size]
-    texts = training_text()
     digest = hashlib.sha256(
         json.dumps([BUILDER_VERSION, seed, VOCAB_SIZE, shape, CHAT_TEMPLATE, texts]).encode()
     ).hexdigest()[:16]
@@ -136,8 +101,8 @@ def build_tiny_qwen3(
 
 
 def _train_tokenizer(texts: list[str]):
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers  # heavy
+    from transformers import PreTrainedTokenizerFast  # heavy (the train extra): a build only
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
@@ -166,7 +131,7 @@ def _train_tokenizer(texts: list[str]):
 
 
 def _init_model(tokenizer, seed: int, shape: dict):
-    import torch
+    import torch  # heavy (the train extra): a build only
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(seed)

@@ -30,20 +30,41 @@ OnJudgeMissing = Literal["renormalize", "infra_error"]
 class RewardConfig(BaseModel):
     """How tests and judge combine. Weights must be non-negative with a positive sum."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     w_tests: float = Field(default=0.65, ge=0)
     """Weight of the weighted unit-test score."""
     w_judge: float = Field(default=0.35, ge=0)
     """Weight of the judge's process score (0 disables the judge)."""
+    judge: str = "rule"
+    """Judge spec (`tbrl_lib.rewards.judges.make_judge`): `rule` (offline), `anthropic:MODEL`,
+    a comma-separated fallback chain, `config:PATH` (hot-reloaded), or `none` (tests only:
+    `w_judge` then defaults to 0)."""
     on_judge_missing: OnJudgeMissing = "renormalize"
-    """`renormalize`: tests only; `infra_error`: flag the rollout so training masks it."""
+    """When every judge fails: `renormalize` (tests only) or `infra_error` (mask the rollout)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_judge_no_weight(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("judge") == "none" and "w_judge" not in data:
+            return {**data, "w_judge": 0.0}
+        return data
 
     @model_validator(mode="after")
     def _positive(self) -> RewardConfig:
         if self.w_tests + self.w_judge <= 0:
             raise ValueError("w_tests + w_judge must be > 0; e.g. w_tests=0.65, w_judge=0.35")
+        if self.judge == "none" and self.w_judge > 0:
+            raise ValueError(
+                "judge='none' with w_judge > 0: set w_judge=0 for a tests-only reward, or "
+                "name a judge (e.g. judge=rule)"
+            )
         return self
+
+    @property
+    def judged(self) -> bool:
+        """Whether a judge is called at all."""
+        return self.w_judge > 0 and self.judge != "none"
 
 
 @dataclass

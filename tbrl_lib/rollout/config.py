@@ -22,7 +22,7 @@ GRACE_SECONDS = 60.0
 class RolloutConfig(BaseModel):
     """Episode limits, sandbox settings, reward weights and the verifier's time limit."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     episode: EpisodeLimits = Field(default_factory=EpisodeLimits)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
@@ -35,6 +35,12 @@ class RolloutConfig(BaseModel):
     """Test runs on the finished container (validation: >1 shows whether tests are flaky)."""
     grace_s: float = Field(default=GRACE_SECONDS, ge=0)
     """How long past its own limit an episode or the verifier may run before it is stopped."""
+
+    def for_run(self, run_id: str) -> RolloutConfig:
+        """This config with its sandboxes labelled `tbrl.run=<run_id>` (a run's containers)."""
+        return self.model_copy(
+            update={"sandbox": self.sandbox.model_copy(update={"run_id": run_id})}
+        )
 
     def agent_limit(self, task: Task) -> float:
         if self.episode.time_limit_s is not None:

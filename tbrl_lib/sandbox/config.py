@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 class DockerHost(BaseModel):
     """One Docker engine and how many rollouts it may hold at once."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     base_url: str | None = None
     """unix:///var/run/docker.sock, tcp://host:2375, ssh://user@host; None = DOCKER_HOST/default."""
@@ -38,7 +38,7 @@ class DockerHost(BaseModel):
 class SandboxConfig(BaseModel):
     """What a run asks of its sandboxes (task-specific limits come from `Task.limits`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     max_output_bytes: int = Field(default=64 * 1024, ge=256)
     """Output kept per command: first half and last half; the middle is dropped with a notice."""
@@ -58,8 +58,9 @@ class SandboxConfig(BaseModel):
     """Where the shell starts (created if missing)."""
     cap_add: tuple[str, ...] = ()
     """Capabilities added back on top of the minimal default set."""
-    start_timeout_s: float = Field(default=60.0, gt=0)
-    """Creating + starting a container and its shell must finish within this."""
+    start_timeout_s: float = Field(default=120.0, gt=0)
+    """Creating + starting a container and its shell must finish within this; past it the
+    rollout is an infra error (masked). Raise it on busy hosts."""
     run_id: str = "adhoc"
     """Label `tbrl.run` put on every container (group a training run's containers)."""
 

@@ -42,7 +42,7 @@ from docker.errors import NotFound
 
 from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.sandbox.hosts import Host
-from tbrl_lib.sandbox.runtime_volume import RUNTIME_MOUNT, interpreter_argv
+from tbrl_lib.sandbox.runtime_volume import RUNTIME_MOUNT, interpreter_argv, run_to_completion
 
 PRISTINE_MOUNT = "/.tbrl-pristine"
 """Where the image's pristine tools and packages are mounted (read-only)."""
@@ -204,17 +204,7 @@ def _build(
             runtime_volume: {"bind": RUNTIME_MOUNT, "mode": "ro"},
         },
     )
-    try:
-        container.start()
-        result = container.wait(timeout=timeout_s)
-        if result.get("StatusCode") != 0:
-            logs = container.logs().decode(errors="replace")[-2000:]
-            raise SandboxError(
-                f"copying the pristine tools of {image} into {volume} failed:\n{logs}",
-                kind="runtime_failed",
-            )
-    finally:
-        container.remove(force=True)
+    run_to_completion(container, timeout_s, f"copying the pristine tools of {image} into {volume}")
 
 
 def forget() -> None:

@@ -176,16 +176,21 @@ def _build(client: docker.DockerClient, volume: str, timeout_s: float) -> None:
         network_disabled=True,
         volumes={volume: {"bind": "/vol", "mode": "rw"}},
     )
+    container.put_archive("/", _stage_tar({"stage/init.py": INIT_SCRIPT.encode()}))
+    run_to_completion(
+        container, timeout_s, f"building the verifier runtime volume {volume} from {RUNTIME_SOURCE}"
+    )
+
+
+def run_to_completion(container, timeout_s: float, what: str) -> None:
+    """Start a helper container that fills a volume, wait for it, always remove it; a
+    non-zero exit is `SandboxError` (`runtime_failed`) with `what` and its last log lines."""
     try:
-        container.put_archive("/", _stage_tar({"stage/init.py": INIT_SCRIPT.encode()}))
         container.start()
         result = container.wait(timeout=timeout_s)
         if result.get("StatusCode") != 0:
             logs = container.logs().decode(errors="replace")[-2000:]
-            raise SandboxError(
-                f"building the verifier runtime volume {volume} from {RUNTIME_SOURCE} failed:\n{logs}",
-                kind="runtime_failed",
-            )
+            raise SandboxError(f"{what} failed:\n{logs}", kind="runtime_failed")
     finally:
         container.remove(force=True)
 

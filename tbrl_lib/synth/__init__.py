@@ -1,12 +1,15 @@
 """tbrl_lib.synth: where training tasks come from when there are not enough of them.
 
+A task source, like the format readers: it knows `Task`s and nothing above them (no agent,
+no sandbox, no evaluation); whoever runs its tasks imports it, never the other way round.
+
 - Procedural families (offline, seeded): `generate(family, n, seed, difficulty)`,
   `make_task(family, seed, difficulty)`, `FAMILIES`; CLI `tbrl tasks generate`.
 - The LLM pipeline (proposer -> builder -> validator -> critic, repair rounds, budget,
   resumable state): `pipeline.PipelineConfig`, `pipeline.run_pipeline`, backends in
   `llm` (`make_llm("anthropic:MODEL" | "openai:BASE_URL+MODEL")`).
-- Validation at scale on the shared validator: `validation.validate_many`,
-  `batch_validate.task_validator`, `python -m tbrl_lib.synth.batch_validate`.
+- Validation at scale runs the agent in sandboxes, so it lives above synthesis:
+  `tbrl_lib.evaluate.batch_validate` (`validate_many`, `task_validator` for the pipeline).
 - Near-duplicates and balance: `dedup.near_duplicates`, `dedup.balance_table`.
 - Tables, plots, export for the notebook: `report`.
 """

@@ -14,6 +14,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
+from tqdm.auto import tqdm
+
 from tbrl_lib.synth.families import FAMILIES
 from tbrl_lib.synth.families.base import to_task
 from tbrl_lib.tasks.model import Difficulty, Task
@@ -92,7 +94,5 @@ def generate(
     """`n` tasks; see the module docstring for how families, seeds and difficulty cycle."""
     triples = plan(family, n, seed, difficulty)
     if progress:
-        from tqdm.auto import tqdm
-
         triples = tqdm(triples, desc="generate", unit="task")
     return [make_task(name, s, lvl) for name, s, lvl in triples]

@@ -4,7 +4,9 @@ and keep the bill.
 `StructuredLLM` is the small `Protocol` the roles call: `ask(system, user, tool) -> Answer`.
 Two backends: Anthropic (default; native SDK, the reply forced through a tool whose input
 schema is the object we want, the system prompt marked for prompt caching) and any
-OpenAI-compatible endpoint (JSON mode). Both use their SDK's own retries and timeouts.
+OpenAI-compatible endpoint (JSON mode). Both reach their SDK through
+`tbrl_lib.llm_api.Transport` (its own retries and timeouts, a client per event loop) and
+report `llm_api.Usage`, priced from `tbrl_lib.pricing`.
 `CostMeter` multiplies token usage by a price table and refuses calls once the budget is
 spent (`BudgetExceeded`), so a run never overshoots by more than the calls in flight.
 
@@ -19,25 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tbrl_lib import pricing
+from tbrl_lib.llm_api import Transport, Usage, Vendor, anthropic_usage, openai_usage
 from tbrl_lib.pricing import Price
 
 
 class BudgetExceeded(RuntimeError):
     """The dollar budget is spent; the pipeline stops starting calls and saves its state."""
-
-
-@dataclass
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_read_tokens: int = 0
-
-    def add(self, other: Usage) -> None:
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cache_write_tokens += other.cache_write_tokens
-        self.cache_read_tokens += other.cache_read_tokens
 
 
 @dataclass(frozen=True)
@@ -53,7 +42,11 @@ class Tool:
 class Answer:
     data: dict[str, Any]
     usage: Usage
-    cost_usd: float
+    """Tokens of the call, `cost_usd` included."""
+
+    @property
+    def cost_usd(self) -> float:
+        return self.usage.cost_usd
 
 
 class StructuredLLM(Protocol):
@@ -110,7 +103,7 @@ class CostMeter:
             "budget_usd": self.budget_usd,
             "calls": self.calls,
             "by_role_usd": {k: round(v, 6) for k, v in self.by_role.items()},
-            "tokens": vars(self.usage).copy(),
+            "tokens": {k: v for k, v in vars(self.usage).items() if k != "cost_usd"},
         }
 
 
@@ -130,68 +123,11 @@ class ScopedMeter:
         self.spent_usd += answer.cost_usd
 
 
-def cost_of(usage: Usage, model: str, prices: dict[str, Price] | None = None) -> float:
-    return pricing.cost_usd(
-        price_for(model, prices),
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-    )
+class PricedLLM:
+    """A model behind one vendor's SDK, refused at construction when it has no price (a
+    budget cannot work without one)."""
 
-
-class AnthropicLLM:
-    """Claude through the native SDK; the answer is the input of a forced tool call."""
-
-    def __init__(
-        self,
-        model: str = "claude-sonnet-4-6",
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        max_tokens: int = 8000,
-        timeout_s: float = 300.0,
-        max_retries: int = 4,
-        prices: dict[str, Price] | None = None,
-    ) -> None:
-        import anthropic
-
-        price_for(model, prices)  # fail at construction, not after the first paid call
-        self.model, self.max_tokens, self.prices = model, max_tokens, prices
-        self.client = anthropic.AsyncAnthropic(
-            base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=max_retries
-        )
-
-    async def ask(self, system: str, user: str, tool: Tool) -> Answer:
-        message = await self.client.messages.create(
-            model=self.model,
-            max_tokens=self.max_tokens,
-            system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
-            messages=[{"role": "user", "content": user}],
-            tools=[
-                {"name": tool.name, "description": tool.description, "input_schema": tool.schema}
-            ],
-            tool_choice={"type": "tool", "name": tool.name},
-        )
-        u = message.usage
-        usage = Usage(
-            u.input_tokens,
-            u.output_tokens,
-            u.cache_creation_input_tokens or 0,
-            u.cache_read_input_tokens or 0,
-        )
-        blocks = [b for b in message.content if b.type == "tool_use" and b.name == tool.name]
-        if not blocks:
-            text = " ".join(getattr(b, "text", "") for b in message.content)[:300]
-            raise ValueError(
-                f"{self.model} did not call tool {tool.name!r} "
-                f"(stop_reason={message.stop_reason}): {text!r}"
-            )
-        return Answer(dict(blocks[0].input), usage, cost_of(usage, self.model, self.prices))
-
-
-class OpenAICompatibleLLM:
-    """Any OpenAI-compatible chat endpoint (vLLM, OpenRouter, ...) in JSON mode."""
+    vendor: Vendor
 
     def __init__(
         self,
@@ -204,20 +140,55 @@ class OpenAICompatibleLLM:
         max_retries: int = 4,
         prices: dict[str, Price] | None = None,
     ) -> None:
-        import openai
-
-        price_for(model, prices)
+        price_for(model, prices)  # fail at construction, not after the first paid call
         self.model, self.max_tokens, self.prices = model, max_tokens, prices
-        self.client = openai.AsyncOpenAI(
+        self.transport = Transport(
+            self.vendor,
             base_url=base_url,
-            api_key=api_key or "unused",
-            timeout=timeout_s,
+            api_key=api_key,
+            timeout_s=timeout_s,
             max_retries=max_retries,
         )
 
+
+class AnthropicLLM(PricedLLM):
+    """Claude through the native SDK; the answer is the input of a forced tool call."""
+
+    vendor = "anthropic"
+
+    def __init__(self, model: str = "claude-sonnet-4-6", **options: Any) -> None:
+        super().__init__(model, **options)
+
+    async def ask(self, system: str, user: str, tool: Tool) -> Answer:
+        message = await self.transport.client().messages.create(
+            model=self.model,
+            max_tokens=self.max_tokens,
+            system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+            messages=[{"role": "user", "content": user}],
+            tools=[
+                {"name": tool.name, "description": tool.description, "input_schema": tool.schema}
+            ],
+            tool_choice={"type": "tool", "name": tool.name},
+        )
+        usage = anthropic_usage(message.usage).priced(self.model, self.prices)
+        blocks = [b for b in message.content if b.type == "tool_use" and b.name == tool.name]
+        if not blocks:
+            text = " ".join(getattr(b, "text", "") for b in message.content)[:300]
+            raise ValueError(
+                f"{self.model} did not call tool {tool.name!r} "
+                f"(stop_reason={message.stop_reason}): {text!r}"
+            )
+        return Answer(dict(blocks[0].input), usage)
+
+
+class OpenAICompatibleLLM(PricedLLM):
+    """Any OpenAI-compatible chat endpoint (vLLM, OpenRouter, ...) in JSON mode."""
+
+    vendor = "openai"
+
     async def ask(self, system: str, user: str, tool: Tool) -> Answer:
         schema = json.dumps(tool.schema)
-        reply = await self.client.chat.completions.create(
+        reply = await self.transport.client().chat.completions.create(
             model=self.model,
             max_tokens=self.max_tokens,
             response_format={"type": "json_object"},
@@ -242,9 +213,7 @@ class OpenAICompatibleLLM:
                 f"{self.model} answered {type(data).__name__} for {tool.name}; "
                 "expected one JSON object"
             )
-        u = reply.usage
-        usage = Usage(u.prompt_tokens if u else 0, u.completion_tokens if u else 0)
-        return Answer(data, usage, cost_of(usage, self.model, self.prices))
+        return Answer(data, openai_usage(reply.usage).priced(self.model, self.prices))
 
 
 def make_llm(spec: str, **kwargs: Any) -> StructuredLLM:

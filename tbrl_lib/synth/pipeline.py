@@ -24,10 +24,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tqdm.auto import tqdm
+
 from tbrl_lib.aio import run_sync
 from tbrl_lib.synth import roles
 from tbrl_lib.synth.dedup import most_similar
 from tbrl_lib.synth.llm import BudgetExceeded, CostMeter, ScopedMeter, StructuredLLM
+from tbrl_lib.tasks import write_tasks
 from tbrl_lib.tasks.model import Difficulty, Task
 
 
@@ -42,7 +45,7 @@ class Verdict(Protocol):
 
 Validator = Callable[[Task], Awaitable[Verdict]]
 """Code, not an LLM: build, no-op must fail, solution must pass, stable, within limits
-(`tbrl_lib.synth.batch_validate.task_validator`)."""
+(`tbrl_lib.evaluate.batch_validate.task_validator`)."""
 
 
 @dataclass
@@ -237,8 +240,6 @@ class Pipeline:
         state["history"].append(
             {"round": state["round"], "stage": "done", "outcome": status, "notes": reasons}
         )
-        from tbrl_lib.tasks import write_tasks
-
         try:
             task = self._task(state)
         except roles.SpecError:
@@ -269,8 +270,6 @@ class Pipeline:
         gate = asyncio.Semaphore(self.config.concurrency)
         bar = None
         if progress:
-            from tqdm.auto import tqdm
-
             bar = tqdm(total=len(self.config.requests), desc="synth", unit="task")
 
         async def one(i: int, category: str, difficulty: str) -> dict[str, Any]:

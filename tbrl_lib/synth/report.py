@@ -1,8 +1,10 @@
 """Tables and plots for looking at a generated task set (used by 01_data_synthesis).
 
 `tasks_frame` gives one row per task; `plot_mix` draws the category x difficulty mix;
-`export_all` writes the set in every format `write_tasks` speaks. Left out: anything that
-runs containers (validation lives in `tbrl_lib.synth.batch_validate`).
+`export_all` writes the set in every format `write_tasks` speaks (the parquet rows carry
+the agent's first prompt: the caller passes how it is rendered, e.g.
+`tbrl_lib.agent.prompts.initial_messages`, since synthesis sits below the agent). Left out:
+anything that runs containers (validation at scale: `tbrl_lib.evaluate.batch_validate`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from tbrl_lib.tasks import write_tasks
 from tbrl_lib.tasks.model import Difficulty, Task
+from tbrl_lib.tasks.parquet_format import PromptFn
 
 EXPORT_FORMATS = {"harbor": "harbor", "tb1": "tb1", "csv": "tasks.csv", "parquet": "tasks.parquet"}
 """Format -> path under the export folder."""
@@ -39,7 +43,7 @@ def tasks_frame(tasks: list[Task]) -> pd.DataFrame:
 
 def plot_mix(tasks: list[Task], ax=None):
     """Stacked bars: tasks per category, coloured by difficulty."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # the notebooks extra: imported where a plot is drawn
 
     frame = tasks_frame(tasks)
     order = [d.value for d in Difficulty if d.value in set(frame["difficulty"])]
@@ -54,11 +58,9 @@ def plot_mix(tasks: list[Task], ax=None):
     return ax
 
 
-def export_all(tasks: list[Task], out_dir: str | Path) -> dict[str, str]:
-    """Write `tasks` as Harbor dirs, TB1 dirs, CSV and Parquet; returns format -> path."""
-    from tbrl_lib.agent.prompts import initial_messages
-    from tbrl_lib.tasks import write_tasks
-
+def export_all(tasks: list[Task], out_dir: str | Path, prompt_fn: PromptFn) -> dict[str, str]:
+    """Write `tasks` as Harbor dirs, TB1 dirs, CSV and Parquet (its prompts by `prompt_fn`);
+    returns format -> path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = {}
@@ -68,7 +70,7 @@ def export_all(tasks: list[Task], out_dir: str | Path) -> dict[str, str]:
             fmt,
             out / name,
             progress=False,
-            prompt_fn=initial_messages if fmt == "parquet" else None,
+            prompt_fn=prompt_fn if fmt == "parquet" else None,
         )
         written[fmt] = str(out / name)
     return written

@@ -1,6 +1,6 @@
 """Terminal output for the `tbrl tasks` commands: load/write reports and stats as rich tables.
 
-Kept apart from `cli.py` so the CLI stays a thin layer and notebooks can print the same
+Kept apart from `tbrl_lib/cli/tasks.py` so the command stays a thin layer and notebooks can print the same
 tables. Nothing here decides anything; it only shows reports the loader produced. Text that
 comes from tasks or errors is escaped (`rich.markup.escape`): a message quoting a pattern
 such as `[a-z0-9]` must print as written, not be read as markup and vanish.

@@ -311,30 +311,10 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
             try:
                 body = json.loads(raw or b"{}")
             except json.JSONDecodeError as exc:
-                self._send(
-                    400,
-                    _error_body(
-                        api,
-                        Reply(
-                            status=400,
-                            error_type="invalid_request_error",
-                            text=f"request body is not JSON: {exc}",
-                        ),
-                    ),
-                )
+                self._refuse(api, f"request body is not JSON: {exc}")
                 return
             if body.get("stream"):
-                self._send(
-                    400,
-                    _error_body(
-                        api,
-                        Reply(
-                            status=400,
-                            error_type="invalid_request_error",
-                            text="the loopback server does not stream; set stream=false",
-                        ),
-                    ),
-                )
+                self._refuse(api, "the loopback server does not stream; set stream=false")
                 return
             request = RecordedRequest(
                 api, path, {k.lower(): v for k, v in self.headers.items()}, body, time.time()
@@ -354,6 +334,11 @@ def _make_handler(server: LLMServer) -> type[BaseHTTPRequestHandler]:
             else:
                 make = _anthropic_body if api == "anthropic" else _openai_body
                 self._send(200, make(server, body, reply))
+
+        def _refuse(self, api: str, text: str) -> None:
+            """A 400 invalid-request error in `api`'s own error shape."""
+            reply = Reply(status=400, error_type="invalid_request_error", text=text)
+            self._send(400, _error_body(api, reply))
 
         def _send(
             self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None

@@ -1,9 +1,12 @@
 """tbrl_lib.train: GRPO training of terminal agents with TRL.
 
 Public API:
-- `presets.load_preset(name, overrides) -> TrainConfig`, `presets.preset_names()`
+- `config.TrainConfig` (its sections), `presets.load_preset(name, overrides)`, `presets.preset_names()`
 - `run.train(preset, overrides, out_dir) -> summary dict` (also `tbrl train run`)
+- `session.TrainingSession` (tasks, model, policy, rollout runner, curriculum, evaluators),
+  `trainer.SessionTrainer` (TRL's GRPOTrainer over it), `trainer.grpo_args(config, out)`
+- `rollout_runner.RolloutRunner` (a step's rollouts over `tbrl_lib.rollout.run_rollout`),
+  `trl_rollouts.RolloutFunc` (TRL's `rollout_func`), `trl_rollouts.reward_funcs()`
 - `memory.plan_memory(config) -> MemoryPlan` (`.table()`), `launch.accelerate_config/launch_commands`
-- `trl_rollouts.RolloutRunner` (TRL `rollout_func` over `tbrl_lib.rollout.run_rollout`), `trl_rollouts.reward_funcs()` (TRL reward functions)
-- `curriculum.Curriculum`, `curriculum.CurriculumSampler`
+- `curriculum.Curriculum`, `curriculum.CurriculumSampler`, `sft.warm_start(config, model, out)`
 """

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from datasets import Dataset
+
 from tbrl_lib.agent.actions import render_action
 from tbrl_lib.agent.parser import split_thinking
 from tbrl_lib.policies.base import Conversation, Generation, Policy
@@ -240,8 +242,6 @@ def demo_rows(results: Sequence[RolloutResult], min_reward: float = 1.0) -> list
 
 def write_demos(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """Write demonstration rows as Parquet (HF `datasets`); returns the path."""
-    from datasets import Dataset  # heavy import, only where a dataset is written
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     Dataset.from_list(list(rows)).to_parquet(str(path))

@@ -1,8 +1,14 @@
-"""vLLM generation for training rollouts: the trainer's engine as a `BatchingGenerator` backend.
+"""The policy GRPO trains, and the vLLM backend it samples from on GPUs.
+
+`TrainerPolicy` is the `TokenPolicy` every training rollout runs: the one token-exact
+renderer (`TokenChat`) over the trainer's current weights. The trainer's generation exists
+only once the trainer does (its model, or its vLLM engine), so the session builds the policy
+first and the trainer binds it (`bind(trainer)`) as the last step of its construction; a
+policy used before that says so.
 
 `VLLMBackend` samples with the trainer's vLLM engine, colocated (`trainer.vllm_generation.llm`)
 or a `trl vllm-serve` server (`trainer.vllm_generation.vllm_client`), and returns, per
-prompt, the sampled ids and their log-probs under the sampling distribution. vLLM is
+prompt, the sampled ids and their log-probs under the sampling distribution. vLLM itself is
 imported lazily (GPU machines only). The HF path (`tbrl_lib.policies.hf.HFBackend`) and the
 batching front (`tbrl_lib.policies.batching`) live with the policies, since evaluation uses
 them too. Left out: speculative decoding.
@@ -13,7 +19,45 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tbrl_lib.policies.chat import Sample, stop_token_ids
+from trl.generation.vllm_client import VLLMClient
+
+from tbrl_lib.policies.batching import BatchingGenerator
+from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_ids
+from tbrl_lib.policies.hf import HFBackend
+
+
+class TrainerPolicy(TokenPolicy):
+    """The trainer's own policy: samples from its current weights once `bind` has run."""
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        backend: str,
+        temperature: float,
+        top_p: float,
+        max_context: int,
+        enable_thinking: bool = True,
+    ) -> None:
+        chat = TokenChat(tokenizer, enable_thinking)
+        super().__init__("trainer", chat, Unbound(), max_context)
+        self.backend, self.temperature, self.top_p = backend, temperature, top_p
+
+    def bind(self, trainer: Any) -> None:
+        """Sample from `trainer`: its live model (`hf`) or its vLLM engine (`vllm-*`)."""
+        if self.backend == "hf":
+            engine: Any = HFBackend(trainer.model, self.tokenizer, self.temperature, self.top_p)
+        else:
+            engine = VLLMBackend(trainer, self.temperature, self.top_p)
+        self.sampler = BatchingGenerator(engine)
+
+
+class Unbound:
+    """The sampler of a `TrainerPolicy` no trainer is bound to yet."""
+
+    async def sample(
+        self, prompt_ids: list[int], max_new_tokens: int, deadline: float | None = None
+    ) -> Sample:
+        raise RuntimeError("the trainer's policy samples only once a trainer is bound to it")
 
 
 class VLLMBackend:
@@ -58,8 +102,6 @@ class VLLMBackend:
         """TRL gives only the main process a client; every other rank talks HTTP with its own."""
         client = getattr(self.generation, "vllm_client", None)
         if client is None:
-            from trl.generation.vllm_client import VLLMClient
-
             base = self.generation.server_base_url or (
                 f"http://{self.generation.server_host}:{self.generation.server_port}"
             )

@@ -96,9 +96,8 @@ def evaluate_policy(
         policy=name,
         tasks_source="heldout",
         concurrency=concurrency,
-        judge="rule",
         episode=rollout.episode,
-        reward=rollout.reward,
+        reward=rollout.reward.model_copy(update={"judge": "rule"}),  # offline, whatever trains
     )
     results = run_eval(tasks, config, out_dir, progress=False, policy=policy)
     metrics = eval_metrics(results.summary)

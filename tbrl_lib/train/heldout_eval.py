@@ -1,13 +1,13 @@
 """Held-out evaluation around and during a GRPO run on a procedural family.
 
-`EvalPlan` holds what every evaluation of one run shares: the held-out instances
+`HeldoutEvaluator` holds what every evaluation of one run shares: the held-out instances
 (`heldout.heldout_tasks`), the run's `RolloutConfig` (same episode and reward as training)
 and the sampling temperature (the training one, so an evaluation measures the policy GRPO
-samples from). `HeldoutEval` is the TRL callback: every `eval_every` steps it runs the
-trainer's own policy (current weights) through the evaluation harness and hands
-`eval/solve_rate`, `eval/mean_reward`, ... to the metrics writer for that step's line.
-`evaluate_checkpoint` does the same for a saved model (base, warm start, final): the
-before/after table compares those with `tbrl eval compare`'s paired interval.
+samples from). `evaluate_checkpoint` runs a saved model (base, warm start, final) through the
+evaluation harness; `HeldoutDuringTraining` is the TRL callback that, every `heldout.every`
+steps and at the last one, runs the trainer's own policy (current weights) and hands
+`eval/solve_rate`, `eval/mean_reward`, ... to the metrics writer for that step's line. The
+before/after table compares the models with `tbrl eval compare`'s paired interval.
 """
 
 from __future__ import annotations
@@ -18,14 +18,19 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from tbrl_lib.evaluate.report import compare_runs
+from tbrl_lib.policies.base import Policy
+from tbrl_lib.policies.hf import HFPolicy
 from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.tasks.model import Task
+from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.heldout import evaluate_policy, heldout_tasks
-from tbrl_lib.train.presets import TrainConfig
 
 
 @dataclass
-class EvalPlan:
+class HeldoutEvaluator:
+    """The held-out instances of a run and how they are evaluated; results under `out/<name>/`."""
+
     tasks: list[Task]
     rollout: RolloutConfig
     temperature: float
@@ -34,48 +39,50 @@ class EvalPlan:
     enable_thinking: bool = True
 
     @classmethod
-    def for_run(cls, config: TrainConfig, rollout: RolloutConfig, out: Path) -> EvalPlan | None:
-        if not (config.family and config.eval_tasks):
+    def for_run(
+        cls, config: TrainConfig, rollout: RolloutConfig, out: Path
+    ) -> HeldoutEvaluator | None:
+        """The run's evaluator, or None when it evaluates nothing (`heldout.instances: 0`)."""
+        data = config.data
+        if not (data.family and config.heldout.instances):
             return None
-        tasks = heldout_tasks(config.family, config.eval_tasks, config.family_difficulty)
+        tasks = heldout_tasks(data.family, config.heldout.instances, data.family_difficulty)
         return cls(
             tasks,
             rollout,
-            config.temperature,
+            config.grpo.temperature,
             out,
-            config.sandbox_concurrency,
-            config.enable_thinking,
+            config.launch.sandbox_concurrency,
+            config.model.enable_thinking,
         )
 
-    def run(self, policy: Any, name: str) -> dict[str, Any]:
-        """Evaluate `policy` on the held-out instances; results under `out/<name>/`."""
+    def evaluate(self, policy: Policy, name: str) -> dict[str, Any]:
+        """Evaluate `policy` on the held-out instances: `summary`, `metrics`, `out`, `results`."""
         return evaluate_policy(
             policy, self.tasks, self.out / name, name, self.rollout, self.concurrency
         )
 
     def evaluate_checkpoint(self, path: str | Path, name: str, seed: int = 0) -> dict[str, Any]:
-        from tbrl_lib.policies.hf import HFPolicy
-
         policy = HFPolicy(
             path, temperature=self.temperature, seed=seed, enable_thinking=self.enable_thinking
         )
-        return self.run(policy, name)
+        return self.evaluate(policy, name)
 
 
-class HeldoutEval(TrainerCallback):
-    """Every `every` steps (and at the last one), evaluate the trainer's policy on the
+class HeldoutDuringTraining(TrainerCallback):
+    """Every `every` steps (and at the last one), evaluate `policy` (the trainer's) on the
     held-out instances; the metrics go to `sink` (merged into that step's metrics line)."""
 
-    def __init__(self, plan: EvalPlan, policy_box: dict[str, Any], every: int, sink: dict) -> None:
-        self.plan, self.policy_box, self.every, self.sink = plan, policy_box, every, sink
+    def __init__(self, evaluator: HeldoutEvaluator, policy: Policy, every: int, sink: dict) -> None:
+        self.evaluator, self.policy, self.every, self.sink = evaluator, policy, every, sink
         self.results: dict[int, dict[str, Any]] = {}
-        """Step -> the evaluation's result (`metrics`, `results`), as `EvalPlan.run` returns it."""
+        """Step -> that step's evaluation, as `HeldoutEvaluator.evaluate` returns it."""
 
     def on_step_end(self, args, state, control, **kwargs):
         step = state.global_step
         if step % self.every and step != state.max_steps:
             return control
-        result = self.plan.run(self.policy_box["policy"], f"step-{step:05d}")
+        result = self.evaluator.evaluate(self.policy, f"step-{step:05d}")
         self.sink.update(result["metrics"])
         self.results[step] = result
         return control
@@ -85,8 +92,6 @@ def before_after_table(evals: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
     """One row per evaluated model (base, warm start, final): solve rate with its interval,
     mean reward, its folder under `eval/`; then the paired difference of each model against
     the one before it."""
-    from tbrl_lib.evaluate.report import compare_runs
-
     rows = []
     names = list(evals)
     for i, name in enumerate(names):

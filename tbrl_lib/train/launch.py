@@ -7,14 +7,14 @@ generated scripts set and nothing else has to:
 
     MAIN_IP       training node 0 (accelerate's rendezvous), multi-node presets only
     MACHINE_RANK  this training node's index, multi-node presets only
-    VLLM_HOST     the vLLM server node, read by presets whose vllm_server_url names ${VLLM_HOST}
+    VLLM_HOST     the vLLM server node, read by presets whose launch.vllm_server_url names ${VLLM_HOST}
 
 `write_launch_files(config, out)` writes accelerate.yaml, `commands.sh` (run `bash commands.sh
 NODE_INDEX` on each node; node names from `--nodes` or placeholders to edit) and `job.sbatch`
 (`sbatch job.sbatch`: node names from Slurm's node list, one `srun` per node role, the node
 rank from `$SLURM_PROCID`). When a vLLM server shares the training node (2xa100), both
-scripts split the node's GPUs with CUDA_VISIBLE_DEVICES: the first `gpus_per_node` train, the
-next `vllm_tensor_parallel_size` serve. Training starts once the server's /health answers.
+scripts split the node's GPUs with CUDA_VISIBLE_DEVICES: the first `launch.gpus_per_node` train, the
+next `launch.vllm_tensor_parallel_size` serve. Training starts once the server's /health answers.
 Left out: Kubernetes manifests; a Slurm job over heterogeneous nodes (every node of the job
 asks for the same GPU count).
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from tbrl_lib.train.presets import TrainConfig
+from tbrl_lib.train.config import TrainConfig
 
 MAIN_PORT = 29500
 VLLM_PORT = 8000
@@ -44,19 +44,19 @@ def accelerate_config(config: TrainConfig, main_process_ip: str | None = None) -
         "debug": False,
         "machine_rank": 0,
         "main_training_function": "main",
-        "mixed_precision": "no" if config.dtype == "fp32" else config.dtype,
-        "num_machines": config.num_nodes,
-        "num_processes": config.num_processes,
+        "mixed_precision": "no" if config.model.dtype == "fp32" else config.model.dtype,
+        "num_machines": config.launch.num_nodes,
+        "num_processes": config.launch.num_processes,
         "rdzv_backend": "static",
         "same_network": True,
-        "use_cpu": config.gpus_per_node == 0,
+        "use_cpu": config.launch.gpus_per_node == 0,
     }
-    if config.num_nodes > 1:
+    if config.launch.num_nodes > 1:
         # The address is usually only known at launch: the commands pass $MAIN_IP.
         if main_process_ip:
             out["main_process_ip"] = main_process_ip
         out["main_process_port"] = MAIN_PORT
-    if config.distributed == "zero3":
+    if config.launch.distributed == "zero3":
         out["distributed_type"] = "DEEPSPEED"
         out["deepspeed_config"] = {
             "deepspeed_multinode_launcher": "standard",
@@ -66,7 +66,7 @@ def accelerate_config(config: TrainConfig, main_process_ip: str | None = None) -
             "zero3_save_16bit_model": True,
             "zero_stage": 3,
         }
-    elif config.distributed == "fsdp2":
+    elif config.launch.distributed == "fsdp2":
         out["distributed_type"] = "FSDP"
         out["fsdp_config"] = {
             "fsdp_version": 2,
@@ -75,9 +75,9 @@ def accelerate_config(config: TrainConfig, main_process_ip: str | None = None) -
             "fsdp_offload_params": False,
             "fsdp_reshard_after_forward": True,
             "fsdp_state_dict_type": "SHARDED_STATE_DICT",
-            "fsdp_activation_checkpointing": config.gradient_checkpointing,
+            "fsdp_activation_checkpointing": config.model.gradient_checkpointing,
         }
-    elif config.distributed == "ddp":
+    elif config.launch.distributed == "ddp":
         out["distributed_type"] = "MULTI_GPU"
     else:
         out["distributed_type"] = "NO"
@@ -95,31 +95,34 @@ def write_accelerate_config(config: TrainConfig, path: str | Path) -> Path:
 
 
 def uses_server(config: TrainConfig) -> bool:
-    return config.generation_backend == "vllm-server"
+    return config.launch.generation_backend == "vllm-server"
 
 
 def server_shares_node(config: TrainConfig) -> bool:
     """The vLLM server runs on the (single) training node, on GPUs of its own."""
-    return uses_server(config) and config.vllm_server_nodes == 0
+    return uses_server(config) and config.launch.vllm_server_nodes == 0
 
 
 def node_count(config: TrainConfig) -> int:
     """Nodes of the job: training nodes, then vLLM server nodes."""
-    return config.num_nodes + (config.vllm_server_nodes if uses_server(config) else 0)
+    return config.launch.num_nodes + (config.launch.vllm_server_nodes if uses_server(config) else 0)
 
 
 def gpu_split(config: TrainConfig) -> tuple[str, str] | None:
     """(trainer, server) CUDA_VISIBLE_DEVICES when the server shares the node, else None."""
     if not server_shares_node(config):
         return None
-    train = range(config.gpus_per_node)
-    server = range(config.gpus_per_node, config.gpus_per_node + config.vllm_tensor_parallel_size)
+    train = range(config.launch.gpus_per_node)
+    server = range(
+        config.launch.gpus_per_node,
+        config.launch.gpus_per_node + config.launch.vllm_tensor_parallel_size,
+    )
     return ",".join(map(str, train)), ",".join(map(str, server))
 
 
 def server_url(config: TrainConfig) -> str:
     """The server's base URL as the scripts write it (`${VLLM_HOST}` left to the shell)."""
-    return config.vllm_server_url or f"http://${{VLLM_HOST}}:{VLLM_PORT}"
+    return config.launch.vllm_server_url or f"http://${{VLLM_HOST}}:{VLLM_PORT}"
 
 
 def needs_vllm_host(config: TrainConfig) -> bool:
@@ -129,11 +132,11 @@ def needs_vllm_host(config: TrainConfig) -> bool:
 def server_command(config: TrainConfig, devices: str | None = None) -> str:
     """`trl vllm-serve` for the preset's model (TRL adds the NCCL weight-sync flags)."""
     cmd = (
-        f"trl vllm-serve --model {shlex.quote(config.model)} "
-        f"--tensor-parallel-size {config.vllm_tensor_parallel_size} "
-        f"--max-model-len {config.max_context_tokens} --host 0.0.0.0 --port {VLLM_PORT}"
+        f"trl vllm-serve --model {shlex.quote(config.model.name)} "
+        f"--tensor-parallel-size {config.launch.vllm_tensor_parallel_size} "
+        f"--max-model-len {config.rollout.episode.max_total_tokens} --host 0.0.0.0 --port {VLLM_PORT}"
     )
-    return f"CUDA_VISIBLE_DEVICES={devices} {cmd}" if devices else cmd
+    return on_devices(cmd, devices)
 
 
 def train_command(
@@ -145,20 +148,25 @@ def train_command(
 ) -> str:
     """One training node's command: `tbrl train run`, under `accelerate launch` when the
     preset has more than one process (the CLI runs preflight on every rank first)."""
-    args = f"--preset {config.name} --out {shlex.quote(out_dir)}"
+    args = f"--preset {config.preset} --out {shlex.quote(out_dir)}"
     args += "".join(f" --set {shlex.quote(o)}" for o in overrides)
-    if config.num_processes == 1 and config.distributed == "none":
+    if config.launch.num_processes == 1 and config.launch.distributed == "none":
         cmd = f"tbrl train run {args}"
     else:
         rank = (
             " --machine_rank $MACHINE_RANK --main_process_ip $MAIN_IP"
-            if config.num_nodes > 1
+            if config.launch.num_nodes > 1
             else ""
         )
         cmd = (
             f"accelerate launch --config_file {shlex.quote(config_path)}{rank} "
             f"-m tbrl_lib.cli train run {args}"
         )
+    return on_devices(cmd, devices)
+
+
+def on_devices(cmd: str, devices: str | None) -> str:
+    """`cmd` limited to the GPUs `devices` names (CUDA_VISIBLE_DEVICES), or as it is."""
     return f"CUDA_VISIBLE_DEVICES={devices} {cmd}" if devices else cmd
 
 
@@ -193,12 +201,14 @@ _WAIT_FOR_SERVER = """wait_for_vllm() {{  # $1: base URL; $2: the server's pid w
 
 
 def _header(config: TrainConfig, how: str, workdir: Path) -> list[str]:
-    roles = f"{config.num_nodes} training node(s) x {max(1, config.gpus_per_node)} process(es)"
+    roles = f"{config.launch.num_nodes} training node(s) x {max(1, config.launch.gpus_per_node)} process(es)"
     if uses_server(config):
         where = "on the training node" if server_shares_node(config) else "on the last node"
-        roles += f", vLLM server (tensor parallel {config.vllm_tensor_parallel_size}) {where}"
+        roles += (
+            f", vLLM server (tensor parallel {config.launch.vllm_tensor_parallel_size}) {where}"
+        )
     return [
-        f"# Generated by `tbrl train launch {config.name}`: {roles}.",
+        f"# Generated by `tbrl train launch {config.preset}`: {roles}.",
         f"# {how}",
         "set -euo pipefail",
         f"cd {shlex.quote(str(workdir))}",
@@ -208,7 +218,7 @@ def _header(config: TrainConfig, how: str, workdir: Path) -> list[str]:
 
 def _split_lines(config: TrainConfig) -> list[str]:
     """Bash that splits the visible GPUs (Slurm may have set them) between trainer and server."""
-    g, tp = config.gpus_per_node, config.vllm_tensor_parallel_size
+    g, tp = config.launch.gpus_per_node, config.launch.vllm_tensor_parallel_size
     default = ",".join(str(i) for i in range(g + tp))
     return [
         f'IFS=, read -ra GPUS <<< "${{CUDA_VISIBLE_DEVICES:-{default}}}"',
@@ -252,9 +262,9 @@ def commands_script(
         return "\n".join(lines + _single_node_body(config, commands)) + "\n"
     names = list(nodes) or [f"node{i}" for i in range(n)]
     if len(names) != n:
-        raise ValueError(f"--nodes names {len(names)} node(s); preset {config.name} has {n}")
+        raise ValueError(f"--nodes names {len(names)} node(s); preset {config.preset} has {n}")
     how = (
-        f"On each node: bash commands.sh NODE_INDEX (0..{n - 1}; 0..{config.num_nodes - 1} "
+        f"On each node: bash commands.sh NODE_INDEX (0..{n - 1}; 0..{config.launch.num_nodes - 1} "
         "train). Edit NODES or regenerate with --nodes; on Slurm, sbatch job.sbatch instead."
     )
     lines = ["#!/usr/bin/env bash", *_header(config, how, workdir)]
@@ -264,11 +274,13 @@ def commands_script(
         "MAIN_IP=${NODES[0]}   # training node 0: accelerate's rendezvous",
     ]
     if needs_vllm_host(config):
-        lines.append(f"export VLLM_HOST=${{NODES[{config.num_nodes}]}}   # the vLLM server node")
+        lines.append(
+            f"export VLLM_HOST=${{NODES[{config.launch.num_nodes}]}}   # the vLLM server node"
+        )
     if uses_server(config):
         lines += [
             _WAIT_FOR_SERVER.format(wait=SERVER_WAIT_S),
-            f'if [ "$NODE" -ge {config.num_nodes} ]; then',
+            f'if [ "$NODE" -ge {config.launch.num_nodes} ]; then',
             f"  exec {commands['vllm_server']}",
             "fi",
             f'wait_for_vllm "{server_url(config)}"',
@@ -287,18 +299,20 @@ def sbatch_script(
     """`job.sbatch`: node names from $SLURM_JOB_NODELIST, one srun per node role."""
     workdir = workdir or Path.cwd()
     commands = launch_commands(config, config_path, out_dir, overrides)
-    n, t = node_count(config), config.num_nodes
-    gpus = config.gpus_per_node + (config.vllm_tensor_parallel_size if gpu_split(config) else 0)
+    n, t = node_count(config), config.launch.num_nodes
+    gpus = config.launch.gpus_per_node + (
+        config.launch.vllm_tensor_parallel_size if gpu_split(config) else 0
+    )
     if uses_server(config) and not server_shares_node(config):
-        gpus = max(gpus, config.vllm_tensor_parallel_size)
+        gpus = max(gpus, config.launch.vllm_tensor_parallel_size)
     lines = [
         "#!/usr/bin/env bash",
-        f"#SBATCH --job-name=tbrl-{config.name}",
+        f"#SBATCH --job-name=tbrl-{config.preset}",
         f"#SBATCH --nodes={n}",
         "#SBATCH --ntasks-per-node=1",
         *([f"#SBATCH --gpus-per-node={gpus}"] if gpus else []),
         "#SBATCH --exclusive",
-        f"#SBATCH --output=outputs/slurm-tbrl-{config.name}-%j.out",
+        f"#SBATCH --output=outputs/slurm-tbrl-{config.preset}-%j.out",
         *_header(config, "Submit from the repository: sbatch job.sbatch", workdir),
     ]
     if n == 1:
@@ -315,7 +329,7 @@ def sbatch_script(
         lines += [
             _WAIT_FOR_SERVER.format(wait=SERVER_WAIT_S),
             "# role: vLLM server (last node)",
-            f"srun --nodes=1 --ntasks=1 --gpus-per-node={config.vllm_tensor_parallel_size} "
+            f"srun --nodes=1 --ntasks=1 --gpus-per-node={config.launch.vllm_tensor_parallel_size} "
             f'--nodelist="$SERVER_NODE" {commands["vllm_server"]} &',
             "SERVER=$!",
             "trap 'kill \"$SERVER\" 2>/dev/null || true' EXIT",
@@ -325,7 +339,7 @@ def sbatch_script(
     per_node = shlex.quote(f"MACHINE_RANK=$SLURM_PROCID; exec {commands['train']}")
     lines += [
         f"# role: training ({t} node(s), one task each)",
-        f"srun --nodes={t} --ntasks={t} --ntasks-per-node=1 --gpus-per-node={config.gpus_per_node} "
+        f"srun --nodes={t} --ntasks={t} --ntasks-per-node=1 --gpus-per-node={config.launch.gpus_per_node} "
         f'--nodelist="{train_nodes}" bash -c {per_node}',
     ]
     return "\n".join(lines) + "\n"
@@ -341,7 +355,7 @@ def write_launch_files(
     """accelerate.yaml, commands.sh and job.sbatch in `out`; returns their paths."""
     out = Path(out)
     acc = write_accelerate_config(config, out / "accelerate.yaml")
-    run_dir = run_dir or f"outputs/train-{config.name}"
+    run_dir = run_dir or f"outputs/train-{config.preset}"
     files = {
         "accelerate": acc,
         "commands": out / "commands.sh",

@@ -1,7 +1,7 @@
 """Memory planner: will a preset fit on its GPUs? A per-GPU estimate, printed as a table.
 
 The rules (all per GPU, `S` = training processes when weights are sharded by ZeRO-3 or
-FSDP2, else 1; `C` = max_context_tokens x per_device_batch_size; `b` = bytes of the
+FSDP2, else 1; `C` = rollout.episode.max_total_tokens x grpo.per_device_batch_size; `b` = bytes of the
 training dtype):
 
 - weights: all parameters x b / S
@@ -17,8 +17,8 @@ training dtype):
   ~10 GB at 32k tokens); it computes log-probs in tiles: one 4096-token x 32768-vocab tile
   in b, the fp32 gradient of the LM head (vocab x hidden x 4 B) and of the hidden states
   (C x hidden x 4 B).
-- vLLM (colocate): vllm_gpu_memory_utilization x GPU memory, reserved up front.
-- On CPU (`gpus_per_node: 0`) the plan is of the process's memory: TRL's fused head is
+- vLLM (colocate): launch.vllm_gpu_memory_utilization x GPU memory, reserved up front.
+- On CPU (`launch.gpus_per_node: 0`) the plan is of the process's memory: TRL's fused head is
   replaced by `trl_compat.TorchChunkedLogProb`, which keeps, for backward, the fp32 logits,
   log-probs and probabilities of every token (C x vocab x 12 B), and the process itself
   (Python, torch, tokenizer) adds `CPU_RUNTIME_GIB`. `measured_peak_gib()` is what a run
@@ -28,17 +28,19 @@ It is an estimate to catch presets that cannot fit, not a promise that one does:
 context, allocator fragmentation and NCCL buffers (a few GB) are not counted. What is left
 out: CPU/NVMe offload, sequence parallelism, quantised (QLoRA) weights.
 
-Checked on one H200 (scripts/gpu_check_grpo.py, TRL 1.15, Qwen3-1.7B shape, full bf16
-fine-tuning, one 32k-token trajectory per micro-batch, checkpointing): measured peak
-21.3 GiB; this plan says 20.1 GiB.
+Checked on one H200 (`benchmarks/gpu_check.py`'s `full` variant, TRL 1.15, Qwen3-1.7B shape,
+full bf16 fine-tuning, one 32k-token trajectory per micro-batch, checkpointing): measured
+peak 21.3 GiB; this plan says 20.1 GiB.
 """
 
 from __future__ import annotations
 
+import resource
+import sys
 from dataclasses import dataclass
 
 from tbrl_lib.models import PACKAGED, model_config
-from tbrl_lib.train.presets import TrainConfig
+from tbrl_lib.train.config import TrainConfig
 
 GIB = 2**30
 
@@ -170,34 +172,35 @@ def plan_text(config: TrainConfig) -> str:
     try:
         return plan_memory(config).table()
     except ValueError as exc:
-        return f"no memory plan for {config.name}: {exc}"
+        return f"no memory plan for {config.preset}: {exc}"
 
 
 def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryPlan:
     """Per-GPU memory estimate of `config` (see the module docstring for the rules)."""
-    shape = shape or model_shape(config.model)
-    b = 4 if config.dtype == "fp32" else 2
-    shards = config.num_processes if config.distributed in ("zero3", "fsdp2") else 1
+    model, launch = config.model, config.launch
+    shape = shape or model_shape(model.name)
+    b = 4 if model.dtype == "fp32" else 2
+    shards = launch.num_processes if launch.distributed in ("zero3", "fsdp2") else 1
     params = shape.parameters()
-    trainable = shape.lora_parameters(config.lora_rank) if config.use_lora else params
-    if config.optimizer == "sgd":  # torch's SGD without momentum keeps no state
-        mixed = config.dtype != "fp32" and (shards > 1 or config.use_lora)
+    trainable = shape.lora_parameters(model.lora_rank) if model.use_lora else params
+    if config.grpo.optimizer == "sgd":  # torch's SGD without momentum keeps no state
+        mixed = model.dtype != "fp32" and (shards > 1 or model.use_lora)
         opt_bytes, opt_basis = (4, "fp32 master, SGD") if mixed else (0, "none (SGD)")
-    elif config.dtype == "fp32":
+    elif model.dtype == "fp32":
         opt_bytes, opt_basis = 8, "2 fp32 moments"
-    elif shards > 1 or config.use_lora:
+    elif shards > 1 or model.use_lora:
         opt_bytes, opt_basis = 12, "fp32 master + 2 fp32 moments"
     else:
         opt_bytes, opt_basis = 2 * b, "2 moments in param dtype"
-    tokens = config.max_context_tokens * config.per_device_batch_size
+    tokens = config.rollout.episode.max_total_tokens * config.grpo.per_device_batch_size
     layer_set = tokens * b * (8 * shape.hidden + 3 * shape.intermediate)
-    if config.gradient_checkpointing:
+    if model.gradient_checkpointing:
         activations = shape.layers * tokens * shape.hidden * b + layer_set
         act_basis = f"checkpointed, {tokens:,} tokens"
     else:
         activations = shape.layers * layer_set
         act_basis = f"all layers kept, {tokens:,} tokens"
-    cpu = config.gpus_per_node == 0
+    cpu = launch.cpu
     if cpu:
         logits = (tokens * shape.vocab * 12 + shape.vocab * shape.hidden * 4, "torch head")
     else:
@@ -211,23 +214,15 @@ def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryP
     ]
     if cpu:
         rows.append(("runtime", CPU_RUNTIME_GIB, "Python, torch, tokenizer (process)"))
-    if config.generation_backend == "vllm-colocate":
-        rows.append(
-            (
-                "vllm",
-                config.vllm_gpu_memory_utilization * config.gpu_memory_gb,
-                f"colocate, {config.vllm_gpu_memory_utilization:.0%} of GPU",
-            )
-        )
-    return MemoryPlan(config.name, rows, config.gpu_memory_gb)
+    if launch.generation_backend == "vllm-colocate":
+        share = launch.vllm_gpu_memory_utilization
+        rows.append(("vllm", share * launch.gpu_memory_gb, f"colocate, {share:.0%} of GPU"))
+    return MemoryPlan(config.preset, rows, launch.gpu_memory_gb)
 
 
 def measured_peak_gib() -> dict[str, float]:
     """What this process used at its peak: resident memory (CPU runs) and, where CUDA is
     initialised, the peak allocated GPU memory of this process's device."""
-    import resource
-    import sys
-
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
     peak = {"peak_rss_gib": rss / (GIB if sys.platform == "darwin" else 2**20)}
     torch = sys.modules.get("torch")

@@ -27,7 +27,10 @@ import urllib.request
 from urllib.parse import urlparse
 
 from tbrl_lib.models import ModelNotFound, is_local, model_kind, resolve_model
-from tbrl_lib.train.presets import TrainConfig
+from tbrl_lib.sandbox import engine
+from tbrl_lib.train.config import TrainConfig
+from tbrl_lib.train.launch import launch_commands
+from tbrl_lib.train.memory import plan_memory
 
 HUB_TIMEOUT_S = 3.0
 DOCKER_TIMEOUT_S = 5.0
@@ -56,7 +59,7 @@ def _gpus() -> tuple[int, float]:
         count, _, mem = fake.partition(":")
         return int(count), float(mem or 80)
     try:
-        import torch
+        import torch  # heavy (the train extra): only for a preset that needs GPUs
     except ImportError:
         return 0, 0.0
     if not torch.cuda.is_available():
@@ -83,14 +86,15 @@ def _hub_reachable() -> bool:
 def _gpus_needed_per_node(config: TrainConfig, server_up: bool = False) -> int:
     """Training GPUs per node, plus the vLLM server's when it shares the (single) training node
     and is not running yet (once it runs, the launch script gives the trainer only its own)."""
-    shared_server = config.generation_backend == "vllm-server" and config.vllm_server_nodes == 0
-    extra = config.vllm_tensor_parallel_size if shared_server and not server_up else 0
-    return config.gpus_per_node + extra
+    launch = config.launch
+    shared_server = launch.generation_backend == "vllm-server" and launch.vllm_server_nodes == 0
+    extra = launch.vllm_tensor_parallel_size if shared_server and not server_up else 0
+    return launch.gpus_per_node + extra
 
 
 def _server_url(config: TrainConfig) -> str | None:
     """The vLLM server's base URL with $VARS expanded; None when a variable is unset."""
-    url = config.vllm_server_url or ""
+    url = config.launch.vllm_server_url or ""
     expanded = os.path.expandvars(url)
     return None if not url or "$" in expanded else expanded.rstrip("/")
 
@@ -106,15 +110,13 @@ def _server_answers(url: str) -> bool:
 def _docker_memory(hosts: list[str | None]) -> dict[str | None, int | None]:
     """Each Docker engine's total memory in bytes (None: it did not answer), asked in parallel
     on daemon threads so a hung ssh:// host costs DOCKER_TIMEOUT_S at most."""
-    from tbrl_lib.sandbox.engine import client
-
     answers: dict[str | None, int | None] = dict.fromkeys(hosts)
 
     def ask(host: str | None) -> None:
         try:
-            engine = client(host, timeout=int(DOCKER_TIMEOUT_S))
-            answers[host] = int(engine.info().get("MemTotal", 0))
-            engine.close()
+            docker = engine.client(host, timeout=int(DOCKER_TIMEOUT_S))
+            answers[host] = int(docker.info().get("MemTotal", 0))
+            docker.close()
         except Exception:  # noqa: BLE001 - any failure means: does not answer
             answers[host] = None
 
@@ -128,31 +130,31 @@ def _docker_memory(hosts: list[str | None]) -> dict[str | None, int | None]:
 
 def sandbox_problems(config: TrainConfig) -> list[str]:
     """Docker engines that do not answer, and sandboxes in flight beyond their memory."""
-    hosts: list[str | None] = list(config.docker_hosts) or [None]
+    hosts: list[str | None] = docker_hosts(config) or [None]
     memory = _docker_memory(hosts)
     if (
         None in memory and memory[None] is None
     ):  # the local engine: its message says how to start it
-        from tbrl_lib.sandbox.engine import EngineUnavailable, require_engine
-
         try:
-            require_engine("the sandboxes")
-        except EngineUnavailable as exc:
+            engine.require_engine("the sandboxes")
+        except engine.EngineUnavailable as exc:
             return [str(exc)]
     silent = [h for h, mem in memory.items() if h and mem is None]
     problems = [f"Docker engine(s) not answering: {', '.join(silent)}"] if silent else []
     if problems:
         return problems
     # Shared hosts serve every process of the job; the local engine only this node's.
-    processes = config.num_processes if config.docker_hosts else max(1, config.gpus_per_node)
-    in_flight = config.sandbox_concurrency * processes
+    launch = config.launch
+    processes = launch.num_processes if docker_hosts(config) else max(1, launch.gpus_per_node)
+    in_flight = launch.sandbox_concurrency * processes
     need_gb = in_flight * SANDBOX_WORKING_SET_MB / 1024
     have_gb = sum(m or 0 for m in memory.values()) / 2**30
     if need_gb > have_gb:
         problems.append(
-            f"{in_flight} sandboxes in flight ({config.sandbox_concurrency} x {processes} "
+            f"{in_flight} sandboxes in flight ({launch.sandbox_concurrency} x {processes} "
             f"process(es)) need ~{need_gb:.0f} GB at {SANDBOX_WORKING_SET_MB} MB each; the "
-            f"Docker engine(s) have {have_gb:.0f} GB: lower sandbox_concurrency or add docker_hosts"
+            f"Docker engine(s) have {have_gb:.0f} GB: lower launch.sandbox_concurrency or add "
+            "rollout.sandbox.hosts"
         )
     return problems
 
@@ -160,22 +162,26 @@ def sandbox_problems(config: TrainConfig) -> list[str]:
 def setting_problems(config: TrainConfig) -> list[str]:
     """Combinations that would hang or desync a run, whatever the machine."""
     problems = []
-    if config.generation_backend == "vllm-colocate" and config.vllm_tensor_parallel_size > 1:
+    launch = config.launch
+    if launch.generation_backend == "vllm-colocate" and launch.vllm_tensor_parallel_size > 1:
         problems.append(
-            f"vllm-colocate with vllm_tensor_parallel_size={config.vllm_tensor_parallel_size}: "
-            "rollouts call the engine per rank without the gather across the tensor-parallel "
-            "group (ranks desync); use vllm_tensor_parallel_size=1 or generation_backend=vllm-server"
+            "vllm-colocate with launch.vllm_tensor_parallel_size="
+            f"{launch.vllm_tensor_parallel_size}: rollouts call the engine per rank without the "
+            "gather across the tensor-parallel group (ranks desync); use "
+            "vllm_tensor_parallel_size=1 or generation_backend=vllm-server"
         )
-    if config.generation_backend == "hf" and config.distributed == "zero3":
+    if launch.generation_backend == "hf" and launch.distributed == "zero3":
         problems.append(
-            "generation_backend=hf with distributed=zero3: ranks generating different lengths "
-            "deadlock on ZeRO-3 parameter gathers; use vllm-colocate/vllm-server, or ddp/fsdp2"
+            "launch.generation_backend=hf with distributed=zero3: ranks generating different "
+            "lengths deadlock on ZeRO-3 parameter gathers; use vllm-colocate/vllm-server, or "
+            "ddp/fsdp2"
         )
-    for tracker in config.report_to:
+    for tracker in config.grpo.report_to:
         modules = TRACKER_MODULES.get(tracker, (tracker,))
         if not any(importlib.util.find_spec(m) for m in modules):
             problems.append(
-                f"report_to={tracker}: {modules[0]} is not installed (pip install {modules[0]})"
+                f"grpo.report_to={tracker}: {modules[0]} is not installed "
+                f"(pip install {modules[0]})"
             )
     return problems
 
@@ -183,16 +189,16 @@ def setting_problems(config: TrainConfig) -> list[str]:
 def preflight(config: TrainConfig) -> list[str]:
     """Problems that stop `config` from running here (empty list: go)."""
     problems: list[str] = setting_problems(config)
-    needs_gpu = config.gpus_per_node > 0
-    url = _server_url(config) if config.generation_backend == "vllm-server" else None
+    launch = config.launch
+    url = _server_url(config) if launch.generation_backend == "vllm-server" else None
     server_up = bool(url) and _server_answers(url)
     world = _world_size()
-    if world != config.num_processes:
+    if world != launch.num_processes:
         problems.append(
-            f"world size {world} (this launch) != {config.num_processes} training processes "
-            f"in the preset ({config.num_nodes} node(s) x {config.gpus_per_node} GPU(s))"
+            f"world size {world} (this launch) != {launch.num_processes} training processes "
+            f"in the preset ({launch.num_nodes} node(s) x {launch.gpus_per_node} GPU(s))"
         )
-    if needs_gpu:
+    if not launch.cpu:
         count, mem = _gpus()
         if count == 0:
             problems.append("no CUDA GPU visible on this machine")
@@ -200,47 +206,49 @@ def preflight(config: TrainConfig) -> list[str]:
             needed = _gpus_needed_per_node(config, server_up)
             if count < needed:
                 problems.append(f"{count} GPU(s) visible, the preset needs {needed} on this node")
-            if mem + 1 < config.gpu_memory_gb:
+            if mem + 1 < launch.gpu_memory_gb:
                 problems.append(
-                    f"GPU memory {mem:.0f} GB < {config.gpu_memory_gb:.0f} GB the preset is planned for"
+                    f"GPU memory {mem:.0f} GB < {launch.gpu_memory_gb:.0f} GB the preset is "
+                    "planned for"
                 )
-    if config.generation_backend.startswith("vllm") and importlib.util.find_spec("vllm") is None:
+    if launch.uses_vllm and importlib.util.find_spec("vllm") is None:
         problems.append("vllm is not installed (pip install -e '.[gpu]')")
-    if config.distributed.startswith("zero") and importlib.util.find_spec("deepspeed") is None:
+    if launch.distributed.startswith("zero") and importlib.util.find_spec("deepspeed") is None:
         problems.append("deepspeed is not installed (pip install -e '.[gpu]')")
-    if (
-        config.generation_backend == "vllm-server"
-        and config.vllm_server_url
-        and "${" in config.vllm_server_url
-    ):
-        var = config.vllm_server_url.split("${", 1)[1].split("}", 1)[0]
-        if not os.environ.get(var):
-            problems.append(
-                f"vllm_server_url needs ${var}, which is not set (launch/commands.sh and "
-                "job.sbatch set it to the server node)"
-            )
+    server_var = (launch.vllm_server_url or "").partition("${")[2].partition("}")[0]
+    if launch.generation_backend == "vllm-server" and server_var and not os.environ.get(server_var):
+        problems.append(
+            f"launch.vllm_server_url needs ${server_var}, which is not set (launch/commands.sh "
+            "and job.sbatch set it to the server node)"
+        )
     if url and not server_up:
         problems.append(
             f"no vLLM server answers at {url}/health: start it first (launch/commands.sh "
             "starts it, then training)"
         )
-    if model_kind(config.model) in ("packaged", "folder"):
+    if model_kind(config.model.name) in ("packaged", "folder"):
         try:
-            resolve_model(config.model)
+            resolve_model(config.model.name)
         except ModelNotFound as exc:
             problems.append(str(exc))
-    elif not is_local(config.model) and not _hub_reachable():
+    elif not is_local(config.model.name) and not _hub_reachable():
         problems.append(
-            f"model {config.model}: not in a local folder or the HF cache, and the hub is not reachable"
+            f"model {config.model.name}: not in a local folder or the HF cache, and the hub is "
+            "not reachable"
         )
     return problems + sandbox_problems(config)
 
 
+def docker_hosts(config: TrainConfig) -> list[str]:
+    """The Docker engines the preset names (empty: the local default engine)."""
+    return [h.base_url for h in config.rollout.sandbox.hosts if h.base_url]
+
+
 def launch_hint(config: TrainConfig) -> str:
-    if config.num_processes <= 1 and config.gpus_per_node <= 1:
-        return f"tbrl train run --preset {config.name}"
+    if config.launch.num_processes <= 1 and config.launch.gpus_per_node <= 1:
+        return f"tbrl train run --preset {config.preset}"
     return (
-        f"tbrl train launch {config.name} --out launch/   (then bash launch/commands.sh "
+        f"tbrl train launch {config.preset} --out launch/   (then bash launch/commands.sh "
         "NODE_INDEX on each node, or sbatch launch/job.sbatch)"
     )
 
@@ -249,19 +257,17 @@ def require_preflight(config: TrainConfig) -> None:
     """Raise `PreflightError` naming every problem and the launch command for the preset."""
     problems = preflight(config)
     if problems:
-        lines = [f"preset {config.name} cannot run here:"] + [f"  - {p}" for p in problems]
+        lines = [f"preset {config.preset} cannot run here:"] + [f"  - {p}" for p in problems]
         lines.append(f"launch it with: {launch_hint(config)}")
         raise PreflightError("\n".join(lines))
 
 
 def dry_run_text(config: TrainConfig, overrides: list[str] | None = None) -> str:
     """Preflight result, memory plan and launch commands for `config`; nothing is run or built."""
-    from tbrl_lib.train.launch import launch_commands
-    from tbrl_lib.train.memory import plan_memory
-
     problems = preflight(config)
     lines = [
-        f"preset {config.name}: " + ("preflight ok" if not problems else "preflight would refuse:")
+        f"preset {config.preset}: "
+        + ("preflight ok" if not problems else "preflight would refuse:")
     ]
     lines += [f"  - {p}" for p in problems]
     lines += ["", plan_memory(config).table(), ""]
@@ -270,6 +276,6 @@ def dry_run_text(config: TrainConfig, overrides: list[str] | None = None) -> str
     if any("$" in cmd for cmd in commands.values()):
         lines.append(
             "($MAIN_IP, $MACHINE_RANK, $VLLM_HOST: set per node by launch/commands.sh and "
-            f"launch/job.sbatch, written by: tbrl train launch {config.name} --out launch/)"
+            f"launch/job.sbatch, written by: tbrl train launch {config.preset} --out launch/)"
         )
     return "\n".join(lines)

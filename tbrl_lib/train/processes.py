@@ -11,19 +11,21 @@ import json
 from typing import Any
 
 
-def process_state():
+def process_state(cpu: bool = False):
     """accelerate's view of this process; under `accelerate launch` creating it joins the
-    process group TRL's trainer then uses."""
-    from accelerate import PartialState
+    process group TRL's trainer then uses. The first call decides: `cpu` (the run trains on
+    CPU) makes several processes one gloo group from the start, as TRL's `use_cpu` trainer
+    would make them only once it exists (before it, each would take itself for process 0)."""
+    from accelerate import PartialState  # loads torch: only when a run asks
 
-    return PartialState()
+    return PartialState(cpu=cpu)
 
 
 def gather_across(obj: Any) -> list[Any]:
     """`obj` of every process, in rank order (one process: `[obj]`)."""
     if process_state().num_processes == 1:
         return [obj]
-    from accelerate.utils import gather_object
+    from accelerate.utils import gather_object  # as PartialState
 
     return gather_object([obj])
 

@@ -23,17 +23,17 @@ Left out: a live dashboard (wandb/tensorboard); point TRL's `report_to` at one i
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from transformers import TrainerCallback
 
+from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.curriculum import Curriculum
-from tbrl_lib.train.presets import TrainConfig
 from tbrl_lib.train.processes import require_same_on_every_process
 from tbrl_lib.train.resume import write_state
 
@@ -46,7 +46,7 @@ def metric_name(key: str) -> str:
 
 
 def write_config(path: Path, config: TrainConfig, grpo_args: Any = None) -> None:
-    payload: dict[str, Any] = {"tbrl": dataclasses.asdict(config)}
+    payload: dict[str, Any] = {"tbrl": config.to_dict()}
     if grpo_args is not None:
         payload["trl"] = {k: v for k, v in grpo_args.to_dict().items() if _jsonable(v)}
     path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str))
@@ -103,21 +103,23 @@ class CheckpointState(TrainerCallback):
         require_same_on_every_process(parts, state.global_step)
         if args.should_save:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            payload = {"step": state.global_step, "config": dataclasses.asdict(self.config)}
+            payload = {"step": state.global_step, "config": self.config.to_dict()}
             write_state(folder, {**payload, **parts})
         return control
 
 
 class CurriculumStop(TrainerCallback):
-    """Ends training when the curriculum has skipped every task (nothing left to learn from)."""
+    """Ends training when the curriculum has skipped every task (nothing left to learn from);
+    `reason` then says why."""
 
-    def __init__(self, curriculum: Curriculum, state: dict[str, Any]) -> None:
-        self.curriculum, self.state = curriculum, state
+    def __init__(self, curriculum: Curriculum) -> None:
+        self.curriculum = curriculum
+        self.reason: str | None = None
 
     def on_step_end(self, args, state, control, **kwargs):
         if not self.curriculum.active():
             reasons = "; ".join(f"{t}: {why}" for t, why in self.curriculum.skipped().items())
-            self.state["stop_reason"] = f"every task is filtered out ({reasons})"
+            self.reason = f"every task is filtered out ({reasons})"
             control.should_training_stop = True
         return control
 
@@ -149,7 +151,7 @@ def plot_rewards(
 ) -> Path | None:
     """The reward and its components per step, and the held-out solve rate (with the models
     evaluated `before` GRPO at step 0), as a PNG."""
-    import matplotlib
+    import matplotlib  # the notebooks extra: imported where a plot is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -207,16 +209,12 @@ def _jsonable(value: Any) -> bool:
 
 def load_metrics(run_dir: Path):
     """`metrics.jsonl` of a run as a pandas DataFrame (one row per logged step)."""
-    import pandas as pd
-
     lines = (Path(run_dir) / "metrics.jsonl").read_text().splitlines()
     return pd.DataFrame([json.loads(line) for line in lines if line.strip()])
 
 
 def rollouts_frame(run_dir: Path, reply_chars: int = 160):
     """Every saved rollout: task, reward, termination, turns, tokens, the first reply's start."""
-    import pandas as pd
-
     rows = []
     for path in sorted((Path(run_dir) / "trajectories").glob("*.jsonl")):
         for line in path.read_text().splitlines():

@@ -8,8 +8,8 @@ scheduler, RNG, trainer state: `Trainer.train(resume_from_checkpoint=...)` resto
 plus `tbrl_state.json`, which `reporting.CheckpointState` writes last: the run's settings,
 the curriculum, the sampler's drawn chunks and the rollout runner's counters. A folder
 without it (the run died while saving) is not a checkpoint. Settings must match the run
-being resumed, except those in `MAY_DIFFER` (a run may be extended or moved to other
-sandbox hosts). Standard library only: the CLI refuses before torch loads.
+being resumed, except those in `MAY_DIFFER` (dotted keys: a run may be extended or moved to
+other sandbox hosts). Standard library only: the CLI refuses before torch loads.
 Left out: resuming the SFT warm start or the held-out evaluations of the base model (a
 resumed run starts from the GRPO checkpoint; its summary's before/after table has the
 evaluations run after the resume).
@@ -17,7 +17,6 @@ evaluations run after the resume).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -27,15 +26,15 @@ STATE_NAME = "tbrl_state.json"
 CHECKPOINT_PREFIX = "checkpoint-"
 MAY_DIFFER = frozenset(
     {
-        "max_steps",
-        "save_steps",
-        "report_to",
-        "push_to_hub",
-        "hub_model_id",
-        "docker_hosts",
-        "sandbox_concurrency",
-        "sandbox_start_timeout_s",
-        "vllm_server_url",
+        "grpo.max_steps",
+        "grpo.save_steps",
+        "grpo.report_to",
+        "grpo.push_to_hub",
+        "grpo.hub_model_id",
+        "rollout.sandbox.hosts",
+        "rollout.sandbox.start_timeout_s",
+        "launch.sandbox_concurrency",
+        "launch.vllm_server_url",
     }
 )
 """Settings a resumed run may change: its length, saving, tracking and where sandboxes run."""
@@ -75,7 +74,7 @@ def find_checkpoint(resume: str | Path, out_dir: str | Path, config: Any) -> Pat
         if not found:
             raise ResumeError(
                 f"--resume latest: no checkpoint in {Path(out_dir) / 'checkpoints'} (a run saves "
-                "one every save_steps steps; set save_steps > 0 to make resumable runs)"
+                "one every grpo.save_steps steps; set grpo.save_steps > 0 to make resumable runs)"
             )
         path = found[-1]
     else:
@@ -92,15 +91,31 @@ def find_checkpoint(resume: str | Path, out_dir: str | Path, config: Any) -> Pat
 def check_same_run(checkpoint: Path, config: Any) -> None:
     """Refuse a checkpoint saved under another preset or other settings (`MAY_DIFFER` aside)."""
     saved = read_state(checkpoint)["config"]
-    here = json.loads(json.dumps(dataclasses.asdict(config), default=str))
-    differ = [k for k in sorted(set(saved) | set(here)) if k not in MAY_DIFFER]
-    differ = [k for k in differ if saved.get(k) != here.get(k)]
-    if differ:
-        shown = ", ".join(f"{k}: {saved.get(k)!r} there, {here.get(k)!r} here" for k in differ[:3])
+    if "grpo" not in saved:
         raise ResumeError(
-            f"--resume {checkpoint}: saved by preset {saved.get('name')!r} with other settings "
+            f"--resume {checkpoint}: saved by an older tbrl with flat settings; it cannot be "
+            "continued with sectioned ones: start a new run folder"
+        )
+    there, here = flat_settings(saved), flat_settings(config.to_dict())
+    differ = [k for k in sorted(set(there) | set(here)) if k not in MAY_DIFFER]
+    differ = [k for k in differ if there.get(k) != here.get(k)]
+    if differ:
+        shown = ", ".join(f"{k}: {there.get(k)!r} there, {here.get(k)!r} here" for k in differ[:3])
+        raise ResumeError(
+            f"--resume {checkpoint}: saved by preset {saved.get('preset')!r} with other settings "
             f"({shown}); resume with that run's --preset and --set, or start a new run folder"
         )
+
+
+def flat_settings(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`{"grpo": {"max_steps": 2}}` -> `{"grpo.max_steps": 2}` (lists and values are leaves)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(flat_settings(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def read_state(checkpoint: Path) -> dict[str, Any]:

@@ -7,12 +7,16 @@ pre-tokenised dataset: `input_ids = prompt_ids + completion_ids` and
 everywhere else. Nothing is re-rendered, so the chat template is by construction the one
 generation uses. The checkpoint (model + tokenizer) is a folder GRPO's `model:` accepts.
 
-Full fine-tuning by default; `lora_rank` > 0 trains a LoRA adapter on the attention and MLP
-projections (PEFT, as GRPO's `use_lora`) and merges it into the saved weights, so the
-checkpoint is an ordinary model folder either way.
+    tbrl train sft --preset cpu-demo --set sft.demos=96 --set sft.teacher_accuracy=0.5 --out DIR
 
-    tbrl train sft --family write_word --demos 96 --teacher-accuracy 0.5 --out outputs/sft-words
-    tbrl train sft --model smollm2-135m --demos 16 --lora-rank 8 --lr 2e-4 --out outputs/sft-smol
+`warm_start(config, base_model, out)` reads the run's own sections: `sft` (demonstrations,
+epochs, learning rate, teachers), `data` (the family, its difficulty, the first seed),
+`model` (LoRA, the thinking flag), `seed`, and `rollout`, whose episode the demonstrations
+are recorded in (GRPO must run with the same limits: the prompt states them).
+
+Full fine-tuning by default; a LoRA run (`model.use_lora`) trains a LoRA adapter of the same
+rank on the attention and MLP projections and merges it into the saved weights, so the
+checkpoint is an ordinary model folder either way.
 
 Left out: packing, evaluation inside the trainer (`assistant_loss` measures the same loss
 before and after instead).
@@ -22,75 +26,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from datasets import Dataset
-from peft import LoraConfig
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import SFTConfig, SFTTrainer
 
-from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.aio import run_sync
-from tbrl_lib.models import resolve_model
 from tbrl_lib.rewards.judges import make_judge
 from tbrl_lib.rollout import RolloutConfig
+from tbrl_lib.train.config import SFTSettings, TrainConfig
 from tbrl_lib.train.demos import demo_rows, demo_teachers, record_demos, write_demos
 from tbrl_lib.train.heldout import training_tasks
-from tbrl_lib.train.model_loader import LORA_TARGETS
 from tbrl_lib.train.trl_compat import install_torch_logprob_head
-
-
-@dataclass
-class SFTSettings:
-    """What `tbrl train sft` runs."""
-
-    model: str = "tiny"
-    """A model folder, `tiny` (the locally built tiny Qwen3) or `tiny:<size>` (`tiny_model.SIZES`)."""
-    family: str = "write_word"
-    """Procedural family the demonstrations come from."""
-    difficulty: str = "easy"
-    demos: int = 32
-    """Number of oracle demonstrations (seeds `first_seed` ...)."""
-    first_seed: int = 1000
-    """Training seeds start here; held-out evaluation uses seeds below it."""
-    epochs: float = 3.0
-    learning_rate: float = 1e-3
-    """Full fine-tuning of a random tiny model: large on purpose (a 1B+ model wants ~1e-5)."""
-    batch_size: int = 8
-    seed: int = 0
-    teacher_accuracy: float = 1.0
-    """Share of demonstrations the teacher gets right; in the rest it slips and writes its
-    output file in /tmp instead of where the task asks (`demos.demo_teachers`). Below 1
-    the warm start is right only sometimes, which is where GRPO has signal."""
-
-    teacher_careful: float = 0.0
-    """Share of demonstrations where the teacher plans, looks and checks (`CarefulOracle`);
-    the rest run the solution and finish. The judge scores the careful ones higher."""
-    lora_rank: int = 0
-    """0: full fine-tuning; > 0: a LoRA adapter of this rank, merged into the checkpoint."""
-    lora_alpha: int = 16
-    """LoRA alpha (when `lora_rank` > 0)."""
-    enable_thinking: bool = True
-    """The chat flag the demonstrations are rendered with (as generation will use it)."""
-    teacher_thinks: bool = False
-    """In a thinking chat, open each reply with the teacher's reasoning (`demos.format_reply`)."""
-
-    def __post_init__(self) -> None:
-        if self.demos < 1:
-            raise ValueError(f"demos={self.demos}: need at least one demonstration")
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate={self.learning_rate}: must be positive")
-        if self.lora_rank < 0 or (self.lora_rank and self.lora_alpha < 1):
-            raise ValueError(
-                f"lora_rank={self.lora_rank}, lora_alpha={self.lora_alpha}: use lora_rank 0 "
-                "(full fine-tuning) or lora_rank >= 1 with lora_alpha >= 1 (e.g. 8 and 16)"
-            )
-        for name in ("teacher_accuracy", "teacher_careful"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name}={getattr(self, name)}: must be within [0, 1]")
 
 
 def sft_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
@@ -122,9 +72,15 @@ def assistant_loss(model: Any, dataset: Dataset) -> float:
 
 
 def train_sft(
-    rows: Sequence[dict[str, Any]], model_path: str, out_dir: str | Path, settings: SFTSettings
+    rows: Sequence[dict[str, Any]],
+    model_path: str,
+    out_dir: str | Path,
+    settings: SFTSettings,
+    seed: int = 0,
+    peft_config: Any = None,
 ) -> dict[str, Any]:
-    """Fine-tune on `rows`; saves model + tokenizer to `out_dir/checkpoint`; returns a summary."""
+    """Fine-tune on `rows` (all weights, or the LoRA adapter `peft_config` describes, merged
+    before saving); saves model + tokenizer to `out_dir/checkpoint`; returns a summary."""
     out = Path(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
@@ -140,7 +96,7 @@ def train_sft(
         logging_steps=1,
         save_strategy="no",
         report_to=[],
-        seed=settings.seed,
+        seed=seed,
         use_cpu=not torch.cuda.is_available(),
         lr_scheduler_type="constant",
         warmup_steps=0,
@@ -152,14 +108,14 @@ def train_sft(
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=_lora(settings) if settings.lora_rank else None,
+        peft_config=peft_config,
     )
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     trainer.train()
     after = assistant_loss(trainer.model, dataset)
     checkpoint = out / "checkpoint"
     trained = trainer.model
-    if settings.lora_rank:  # an ordinary model folder: the adapter merged into the weights
+    if peft_config is not None:  # an ordinary model folder: the adapter merged into the weights
         trained = trained.merge_and_unload()
     trained.save_pretrained(str(checkpoint))
     tokenizer.save_pretrained(str(checkpoint))
@@ -173,60 +129,49 @@ def train_sft(
         "demos_careful": sum(r["careful"] for r in rows),
         "trainable_parameters": trainable,
         "seconds": round(time.monotonic() - started, 1),
-        "settings": asdict(settings),
+        "settings": settings.model_dump(),
     }
 
 
-DEMO_EPISODE = EpisodeLimits(
-    max_turns=4, max_tokens_per_turn=64, max_total_tokens=2048, system_prompt="compact"
-)
-"""The episode demonstrations are recorded in when the caller gives none: the short prompt
-and budget of the CPU demo. GRPO must run with the same limits (the prompt states them)."""
-
-
-def run_sft(
-    settings: SFTSettings, out_dir: str | Path, rollout: RolloutConfig | None = None
+def warm_start(
+    config: TrainConfig,
+    base_model: str,
+    out_dir: str | Path,
+    rollout: RolloutConfig | None = None,
 ) -> dict[str, Any]:
-    """Record teacher demonstrations on the family (real sandboxes, `rollout`'s episode and
-    reward), write them, fine-tune."""
+    """Record `config.sft.demos` teacher demonstrations of `config.data.family` (real
+    sandboxes, `rollout`'s episode and reward: the run's own by default), write them,
+    fine-tune `base_model` (a folder) on them; returns the summary with the checkpoint."""
+    sft, data = config.sft, config.data
+    if not (sft.demos and data.family):
+        raise ValueError(
+            f"preset {config.preset!r} has no warm start (sft.demos={sft.demos}, "
+            f"data.family={data.family!r}); set sft.demos > 0 and data.family"
+        )
     out = Path(out_dir)
-    rollout = rollout or RolloutConfig(episode=DEMO_EPISODE)
-    model_path = resolve_model(settings.model)
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
     # Demonstrations may repeat an instance (a small family has few).
     tasks = training_tasks(
-        settings.family, settings.demos, settings.difficulty, settings.first_seed, distinct=False
+        data.family, sft.demos, data.family_difficulty, data.first_seed, distinct=False
     )
-    teachers = demo_teachers(
-        tasks, settings.teacher_accuracy, settings.seed, settings.teacher_careful
-    )
+    teachers = demo_teachers(tasks, sft.teacher_accuracy, config.seed, sft.teacher_careful)
     results = run_sync(  # a notebook kernel runs a loop already
         record_demos(
             tasks,
             tokenizer,
-            rollout,
+            rollout or config.rollout,
             make_judge("rule"),
             teachers,
             concurrency=4,
-            enable_thinking=settings.enable_thinking,
-            thinks=settings.teacher_thinks,
+            enable_thinking=config.model.enable_thinking,
+            thinks=sft.teacher_thinks,
         )
     )
-    rows = demo_rows(results, min_reward=1.0 if settings.teacher_accuracy >= 1.0 else 0.0)
+    rows = demo_rows(results, min_reward=1.0 if sft.teacher_accuracy >= 1.0 else 0.0)
     if not rows:
         raise RuntimeError(
-            f"no teacher demonstration of {settings.family} was recorded "
+            f"no teacher demonstration of {data.family} was recorded "
             f"({[r.infra_error or r.termination for r in results][:3]}); check Docker and the family"
         )
     write_demos(rows, out / "demos.parquet")
-    return train_sft(rows, model_path, out, settings)
-
-
-def _lora(settings: SFTSettings) -> LoraConfig:
-    return LoraConfig(
-        r=settings.lora_rank,
-        lora_alpha=settings.lora_alpha,
-        lora_dropout=0.0,
-        task_type="CAUSAL_LM",
-        target_modules=list(LORA_TARGETS),
-    )
+    return train_sft(rows, base_model, out, sft, config.seed, config.model.peft_config())

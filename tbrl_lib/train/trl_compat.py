@@ -15,6 +15,7 @@ What is left out: the memory savings of the fused kernel (this one materialises
 from __future__ import annotations
 
 import torch
+from trl.trainer import utils
 
 TOKEN_CHUNK = 1024
 
@@ -61,8 +62,6 @@ class TorchChunkedLogProb:
 
 def install_torch_logprob_head() -> bool:
     """Install `TorchChunkedLogProb` into TRL if its Triton kernel is unavailable; True if installed."""
-    from trl.trainer import utils
-
     if utils._ChunkedLogProbFunction is not None:
         return False
     utils._ChunkedLogProbFunction = TorchChunkedLogProb

@@ -9,10 +9,10 @@ import pytest
 
 from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.agent.episode import run_episode
+from tbrl_lib.agent.scripted import ScriptedPolicy
 from tbrl_lib.agent.trajectory import Termination, Trajectory
-from tbrl_lib.policies import make_policy
+from tbrl_lib.models.policy_spec import make_policy
 from tbrl_lib.policies.base import ContextOverflow, Generation, PolicyError
-from tbrl_lib.policies.scripted import ScriptedPolicy
 from tests.agent.conftest import in_sandbox, toy_task
 
 pytestmark = pytest.mark.docker

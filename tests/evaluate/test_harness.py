@@ -129,7 +129,7 @@ def test_oracle_resolves_and_noop_does_not(bundled, tmp_path):
 def test_settings_by_dotted_path_reach_the_rollout_and_bad_ones_are_named():
     import typer
 
-    from tbrl_lib.evaluate.cli import run_config
+    from tbrl_lib.cli.evaluate import run_config
 
     config = run_config(
         ["episode.max_turns=3", "episode.tools.bash_default_timeout=5", "reward.w_judge=0"],
@@ -306,9 +306,9 @@ def test_tiny_checkpoint_runs_through_the_harness(bundled, tmp_path):
     """`hf:PATH` through the same harness, timeouts shrunk (x0.03: 18 s for the agent) and
     flagged. On a busy CPU the tiny model may not finish one reply in time, so the outcome
     is any agent failure mode, never an infra error; token counts are checked when a turn ended."""
-    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+    from tbrl_lib.models.tiny_corpus import build_tiny_model
 
-    model = build_tiny_qwen3(tmp_path / "models")
+    model = build_tiny_model(tmp_path / "models")
     run = run_eval(
         bundled,
         RunConfig(policy=f"hf:{model}", timeout_scale=0.03, limit=1),

@@ -9,8 +9,8 @@ import json
 import pytest
 import yaml
 
+from tbrl_lib.agent.scripted import OraclePolicy
 from tbrl_lib.judge_eval.record import record_case
-from tbrl_lib.policies.scripted import OraclePolicy
 from tests.agent.conftest import toy_task
 
 

@@ -104,18 +104,21 @@ def test_agent_run_records_a_real_episode(smollm2, base_image, tmp_path, capsys)
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("lora_rank", [8, 0], ids=["lora", "full"])
-def test_sft_on_oracle_demonstrations(smollm2, base_image, tmp_path, capsys, lora_rank):
+@pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
+def test_sft_on_oracle_demonstrations(smollm2, base_image, tmp_path, capsys, lora):
+    """The cpu-smollm2 preset's warm start alone (LoRA rank 8, as its GRPO), and with all
+    weights trained."""
     out = tmp_path / "sft"
-    lr = "1e-3" if lora_rank else "5e-5"
-    args = ["train", "sft", "--model", "smollm2-135m", "--demos", "2", "--epochs", "1"]
-    assert main([*args, "--lr", lr, "--lora-rank", str(lora_rank), "--out", str(out)]) == 0
+    sets = ["sft.demos=2", "sft.epochs=1", f"sft.learning_rate={'1e-3' if lora else '5e-5'}"]
+    sets.append(f"model.use_lora={str(lora).lower()}")
+    args = ["train", "sft", "--preset", "cpu-smollm2", "--out", str(out)]
+    assert main([*args, *[a for s in sets for a in ("--set", s)]]) == 0
     printed = dict(
         line.split(": ", 1) for line in capsys.readouterr().out.splitlines() if ": " in line
     )
     assert float(printed["loss_after"]) < float(printed["loss_before"])
     trainable = int(printed["trainable_parameters"])
-    assert trainable == (2_442_240 if lora_rank else 134_515_008)
+    assert trainable == (2_442_240 if lora else 134_515_008)
     checkpoint = out / "checkpoint"
     assert not (checkpoint / "adapter_config.json").exists()  # LoRA merged: an ordinary folder
     assert json.loads((checkpoint / "config.json").read_text())["model_type"] == "llama"
@@ -133,7 +136,7 @@ def test_grpo_step_with_the_cpu_smollm2_preset(smollm2, base_image, tmp_path, ca
     """The preset's own shape (LoRA, groups of 4, compact prompt, write_word), one step;
     `save_steps=1` so the LoRA run's final model is written, merged."""
     out = tmp_path / "run"
-    sets = ["max_steps=1", "sft_demos=0", "eval_tasks=0", "save_steps=1"]
+    sets = ["grpo.max_steps=1", "sft.demos=0", "heldout.instances=0", "grpo.save_steps=1"]
     args = ["train", "run", "--preset", "cpu-smollm2", "--out", str(out)]
     assert main([*args, *[a for s in sets for a in ("--set", s)]]) == 0
     (step,) = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

@@ -60,7 +60,8 @@ def test_nested_fields_are_flattened_with_dots_and_shown_as_text():
 def test_dataclasses_mappings_and_a_real_preset():
     assert show_config(Plain())["value"].to_dict() == {"steps": "2", "tags": "-"}
     preset = show_config(load_preset("cpu-smoke"))
-    assert "TrainConfig(" not in preset.to_string() and preset.loc["name", "value"] == "cpu-smoke"
+    assert "TrainConfig(" not in preset.to_string() and preset.loc["preset", "value"] == "cpu-smoke"
+    assert preset.loc["rollout.episode.max_turns", "value"] == "3"  # nested sections, dotted
     numbers = show_summary({"accuracy": 0.5, "accuracy_ci": [0.1, 0.9], "pass_at_k": {"1": 0.5}})
     assert numbers.index.name == "headline number"
     assert numbers["value"].to_dict() == {

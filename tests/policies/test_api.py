@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from tbrl_lib.agent.prompts import initial_messages
-from tbrl_lib.policies import make_policy
+from tbrl_lib.models.policy_spec import make_policy
 from tbrl_lib.policies.api import AnthropicPolicy, OpenAIPolicy
 from tbrl_lib.policies.base import ContextOverflow, Conversation, PolicyError
 from tbrl_lib.testing.llm_server import LLMServer, Reply
@@ -128,7 +128,7 @@ def test_anthropic_policy_caches_the_system_prompt_and_latest_turn():
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert [m["role"] for m in body["messages"]] == ["user"]
     assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert first.extra["cache_creation_tokens"] > 0 and second.extra["cache_read_tokens"] > 0
+    assert first.extra["cache_write_tokens"] > 0 and second.extra["cache_read_tokens"] > 0
     assert second.prompt_tokens >= first.prompt_tokens and second.text == "second"
 
 

@@ -19,7 +19,7 @@ from tbrl_lib.agent.parser import parse_actions, split_thinking
 from tbrl_lib.agent.prompts import initial_messages
 from tbrl_lib.policies.base import Conversation
 from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy
-from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+from tbrl_lib.models.tiny_corpus import build_tiny_model
 from tests.agent.conftest import toy_task
 from tests.policies.chat_templates import QWEN3, QWEN3_THINKING, SMOLLM2
 
@@ -37,7 +37,7 @@ OBSERVATIONS = [
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    return build_tiny_qwen3(tmp_path_factory.mktemp("models"))
+    return build_tiny_model(tmp_path_factory.mktemp("models"))
 
 
 def tokenizer_with(tiny_dir, template: str):

@@ -10,11 +10,11 @@ from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.agent.episode import run_episode
 from tbrl_lib.agent.prompts import initial_messages
 from tbrl_lib.agent.trajectory import Termination
-from tbrl_lib.policies import make_policy
+from tbrl_lib.models.policy_spec import make_policy
+from tbrl_lib.models.tiny_corpus import build_tiny_model
 from tbrl_lib.policies.base import ContextOverflow, Conversation
 from tbrl_lib.policies.chat import Sample
 from tbrl_lib.policies.hf import HFPolicy
-from tbrl_lib.policies.tiny_model import build_tiny_qwen3
 from tests.agent.conftest import in_sandbox, toy_task
 
 REPLIES = [
@@ -26,7 +26,7 @@ REPLIES = [
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
-    return build_tiny_qwen3(tmp_path_factory.mktemp("models"))
+    return build_tiny_model(tmp_path_factory.mktemp("models"))
 
 
 class ScriptedTokens(HFPolicy):
@@ -45,7 +45,7 @@ class ScriptedTokens(HFPolicy):
 
 
 def test_tiny_model_is_cached_by_content(tiny_model, tmp_path_factory):
-    assert build_tiny_qwen3(tiny_model.parent) == tiny_model
+    assert build_tiny_model(tiny_model.parent) == tiny_model
     assert (tiny_model / "config.json").exists() and "qwen3" in (
         tiny_model / "config.json"
     ).read_text()

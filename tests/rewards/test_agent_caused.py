@@ -21,7 +21,7 @@ import asyncio
 import pytest
 
 from tbrl_lib.agent.config import EpisodeLimits
-from tbrl_lib.policies.scripted import ScriptedPolicy
+from tbrl_lib.agent.scripted import ScriptedPolicy
 from tbrl_lib.rollout import RolloutConfig, run_rollout
 from tbrl_lib.sandbox.config import SandboxConfig
 from tests.rewards.test_reward_hacking_image import AGENTPKG, PYTEST_TASK

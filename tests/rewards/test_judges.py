@@ -242,7 +242,7 @@ def test_anthropic_judge_uses_structured_output_and_prompt_caching():
     assert first.score == pytest.approx(0.88) and first.prompt_version == "tbrl-judge-v1"
     assert body["tool_choice"]["name"] == "record_score"
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
-    assert second.usage.cached_tokens > 0, "the judge prompt should be read from the cache"
+    assert second.usage.cache_read_tokens > 0, "the judge prompt should be read from the cache"
     assert first.usage.cost_usd > 0 and first.subscores["verification"] == 1.0
 
 
@@ -291,7 +291,7 @@ def fake_claude(tmp_path, monkeypatch):
 def test_claude_cli_judge_reads_the_cli_json(fake_claude):
     result = run(make_judge("claude-cli").score(item()))
     assert result.score == pytest.approx(0.35)
-    assert result.usage.cost_usd == pytest.approx(0.0123) and result.usage.cached_tokens == 3000
+    assert result.usage.cost_usd == pytest.approx(0.0123) and result.usage.cache_read_tokens == 3000
 
 
 def test_claude_cli_error_is_a_retryable_judge_error(fake_claude):

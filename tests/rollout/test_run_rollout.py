@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
+from tbrl_lib.agent.scripted import OraclePolicy
 from tbrl_lib.policies.base import Generation
-from tbrl_lib.policies.scripted import OraclePolicy
 from tbrl_lib.rewards import RewardConfig
 from tbrl_lib.rewards.judges import make_judge
 from tbrl_lib.rollout import RolloutConfig, run_rollout

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from tbrl_lib.llm_api import Usage
 from tbrl_lib.pricing import Price
 from tbrl_lib.synth.llm import (
     Answer,
@@ -15,9 +16,7 @@ from tbrl_lib.synth.llm import (
     CostMeter,
     OpenAICompatibleLLM,
     Tool,
-    Usage,
     ask_metered,
-    cost_of,
     make_llm,
     price_for,
 )
@@ -40,7 +39,14 @@ def test_anthropic_backend_forces_the_tool_and_reads_usage():
     assert body["tools"][0]["input_schema"] == TOOL.schema
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}  # prompt caching on
     assert answer.usage.output_tokens > 0 and answer.usage.cache_write_tokens > 0
-    assert answer.cost_usd == pytest.approx(cost_of(answer.usage, "claude-sonnet-4-6"))
+    u, price = answer.usage, price_for("claude-sonnet-4-6")  # $3 / $15 per Mtok, cache 0.1x / 1.25x
+    by_hand = (
+        u.input_tokens * 3.0
+        + u.output_tokens * 15.0
+        + u.cache_read_tokens * 0.3
+        + u.cache_write_tokens * 3.75
+    ) / 1e6
+    assert price[:2] == (3.0, 15.0) and by_hand > 0 and answer.cost_usd == pytest.approx(by_hand)
 
 
 def test_anthropic_backend_counts_cache_reads_on_the_second_call():
@@ -95,7 +101,7 @@ def test_openai_compatible_backend_rejects_json_that_is_not_an_object():
 
 def test_prices_longest_prefix_and_unknown_model():
     assert price_for("claude-sonnet-4-5-20250929")[:2] == (3.0, 15.0)
-    assert cost_of(Usage(1_000_000, 1_000_000), "claude-haiku-4-5") == pytest.approx(6.0)
+    assert Usage(1_000_000, 1_000_000).priced("claude-haiku-4-5").cost_usd == pytest.approx(6.0)
     with pytest.raises(ValueError, match="no price known for model 'mystery-1'"):
         AnthropicLLM("mystery-1", api_key="x")
     assert price_for("mystery-1", {"mystery": Price(1.0, 2.0)}) == (1.0, 2.0, 0.0, 0.0)
@@ -115,7 +121,7 @@ class _Fixed:
 
     async def ask(self, system, user, tool):
         self.calls += 1
-        return Answer({"n": 1}, Usage(10, 10), self.cost)
+        return Answer({"n": 1}, Usage(10, 10, cost_usd=self.cost))
 
 
 def test_budget_meter_stops_calls_once_spent():

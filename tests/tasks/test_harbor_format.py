@@ -1,5 +1,6 @@
 """Harbor task dirs: layout written, generated verifier script (run in a real container),
-leftover task.toml keys kept, and malformed dirs named precisely."""
+leftover task.toml keys kept, and malformed dirs named precisely (the weights file's cases,
+shared with TB1: `test_weights_files.py`)."""
 
 from __future__ import annotations
 
@@ -92,21 +93,6 @@ def test_unknown_task_toml_keys_are_kept_and_written_back(task_dir, tmp_path):
             "no FROM",
         ),
         (lambda d: (d / "environment/Dockerfile").unlink(), "environment/Dockerfile", "missing"),
-        (
-            lambda d: (d / "tests/test_weights.json").write_text('{"test_nope": 1}'),
-            "tests/test_weights.json",
-            "do not exist",
-        ),
-        (
-            lambda d: (d / "tests/test_weights.json").write_text('{"test_content": 1,}'),
-            "tests/test_weights.json",
-            "invalid JSON",
-        ),
-        (
-            lambda d: (d / "tests/test_weights.json").write_text('{"test_content": -1}'),
-            "tests/test_weights.json",
-            "non-negative",
-        ),
         (
             lambda d: (d / "tests/expected.txt").write_bytes(b"\xff\xfe binary"),
             "tests/expected.txt",

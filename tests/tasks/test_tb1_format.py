@@ -1,5 +1,6 @@
 """Terminal-Bench 1 task dirs: layout, generated files recognised on read, legacy
-`descriptions`, build-context files under tests/, and malformed dirs named precisely."""
+`descriptions`, build-context files under tests/, and malformed dirs named precisely (the
+weights file's cases, shared with Harbor: `test_weights_files.py`)."""
 
 from __future__ import annotations
 
@@ -149,16 +150,6 @@ def test_tasks_tb1_cannot_hold_are_refused(tmp_path, task_changes, field, proble
         ),
         (lambda d: (d / "Dockerfile").unlink(), "Dockerfile", "missing"),
         (lambda d: (d / "Dockerfile").write_text("# only a comment\n"), "Dockerfile", "no FROM"),
-        (
-            lambda d: (d / "test_weights.json").write_text('{"test_other": 1}'),
-            "test_weights.json",
-            "do not exist",
-        ),
-        (
-            lambda d: (d / "test_weights.json").write_text("nope"),
-            "test_weights.json",
-            "invalid JSON",
-        ),
         (
             lambda d: (d / "tests/test_outputs.py").write_bytes(
                 b"def test_a():\n    assert '\xe9'\n"

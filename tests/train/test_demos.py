@@ -13,13 +13,13 @@ def test_teacher_rollout_is_token_exact_and_solves(tmp_path, docker_client, base
     from datasets import Dataset
     from transformers import AutoTokenizer
 
+    from tbrl_lib.models.tiny_corpus import build_tiny_model
     from tbrl_lib.policies.chat import TokenChat
-    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
     from tbrl_lib.rewards.judges import make_judge
     from tbrl_lib.synth.generate import make_task
     from tbrl_lib.train.demos import demo_rows, record_demos, write_demos
 
-    tok = AutoTokenizer.from_pretrained(str(build_tiny_qwen3()))  # cached under outputs/models
+    tok = AutoTokenizer.from_pretrained(str(build_tiny_model()))  # cached under outputs/models
     task = make_task("copy_answer", 1, "easy")
     [result] = asyncio.run(record_demos([task], tok, judge=make_judge("rule")))
     assert result.infra_error is None and result.resolved  # the short oracle solves it
@@ -67,12 +67,12 @@ def test_a_slip_moves_each_lines_output_to_tmp_and_needs_one():
 def test_a_weaker_teachers_mistake_is_recorded_as_a_wrong_demonstration(docker_client, base_image):
     from transformers import AutoTokenizer
 
-    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+    from tbrl_lib.models.tiny_corpus import build_tiny_model
     from tbrl_lib.rewards.judges import make_judge
     from tbrl_lib.synth.generate import make_task
     from tbrl_lib.train.demos import ShortOracle, demo_rows, record_demos, slipped
 
-    tok = AutoTokenizer.from_pretrained(str(build_tiny_qwen3()))
+    tok = AutoTokenizer.from_pretrained(str(build_tiny_model()))
     task = make_task("write_word", 1, "easy")
     results = asyncio.run(
         record_demos(
@@ -109,12 +109,12 @@ def test_demonstration_replies_take_the_chats_thinking_shape(template, thinking,
     from tbrl_lib.agent.prompts import initial_messages
     from tbrl_lib.policies.base import Conversation
     from tbrl_lib.policies.chat import TokenChat
-    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+    from tbrl_lib.models.tiny_corpus import build_tiny_model
     from tbrl_lib.synth.generate import make_task
     from tbrl_lib.train.demos import ShortOracle, TeacherPolicy
     from tests.policies import chat_templates
 
-    tok = AutoTokenizer.from_pretrained(str(build_tiny_qwen3()))
+    tok = AutoTokenizer.from_pretrained(str(build_tiny_model()))
     tok.chat_template = getattr(chat_templates, template)
     task = make_task("write_word", 1000, "easy")
     conv = Conversation(task=task, messages=initial_messages(task))

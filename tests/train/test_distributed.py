@@ -19,12 +19,12 @@ import torch.multiprocessing as mp
 from tbrl_lib.train.resume import read_state
 
 SETTINGS = [
-    "max_steps=2",
-    "save_steps=1",
-    "num_generations=2",
-    "gradient_accumulation_steps=4",  # each rank: 2 tasks x 2 rollouts per step
-    "max_turns=1",
-    "max_new_tokens_per_turn=16",
+    "grpo.max_steps=2",
+    "grpo.save_steps=1",
+    "grpo.num_generations=2",
+    "grpo.gradient_accumulation_steps=4",  # each rank: 2 tasks x 2 rollouts per step
+    "rollout.episode.max_turns=1",
+    "rollout.episode.max_tokens_per_turn=16",
 ]
 
 
@@ -43,7 +43,14 @@ def test_two_processes_count_every_rollout_once(tmp_path, base_image):
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu"]
     launch += ["--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no"]
     launch += ["--dynamo_backend", "no", "--main_process_port", str(_free_port())]
-    train = ["-m", "tbrl_lib.train.run", "--preset", "cpu-smoke", "--out", str(out)]
+    train = [
+        "-m",
+        "tbrl_lib.cli",
+        "train",
+        "run",
+        "--no-preflight",
+    ]  # 2 CPU ranks: not in the preset
+    train += ["--preset", "cpu-smoke", "--out", str(out)]
     train += [a for s in SETTINGS for a in ("--set", s)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1", "CUDA_VISIBLE_DEVICES": ""}
     done = subprocess.run(launch + train, capture_output=True, text=True, env=env, timeout=300)

@@ -1,26 +1,34 @@
-"""Batched generation on the trainer's model, and the trainer's policy (a `TokenPolicy` over
-a `BatchingGenerator`): exact token ids, the end of turn after a cut reply."""
+"""Batched generation on the trainer's model, and the trainer's policy (`TrainerPolicy`, a
+`TokenPolicy` over a `BatchingGenerator` once a trainer is bound): exact token ids, the end
+of turn after a cut reply, no sampling before a trainer is there."""
 
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
 from tbrl_lib.policies.base import Conversation
 from tbrl_lib.policies.batching import BatchingGenerator
-from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_ids
+from tbrl_lib.policies.chat import Sample, stop_token_ids
 from tbrl_lib.policies.hf import HFBackend
+from tbrl_lib.train.generation import TrainerPolicy
 from tests.train.test_trl_rollouts import make_task
 
 
 def trainer_policy(model, tokenizer, max_context):
-    return TokenPolicy(
-        "trainer",
-        TokenChat(tokenizer),
-        BatchingGenerator(HFBackend(model, tokenizer, 1.0)),
-        max_context,
-    )
+    """The session's policy, bound to a trainer whose live model is `model` (the HF path)."""
+    policy = TrainerPolicy(tokenizer, "hf", 1.0, 1.0, max_context)
+    policy.bind(SimpleNamespace(model=model))
+    return policy
+
+
+def test_the_trainer_policy_refuses_to_sample_before_a_trainer_is_bound(tiny_tokenizer):
+    policy = TrainerPolicy(tiny_tokenizer, "hf", 1.0, 1.0, 512)
+    conversation = Conversation(task=make_task("a"), messages=[{"role": "user", "content": "t8"}])
+    with pytest.raises(RuntimeError, match="once a trainer is bound"):
+        asyncio.run(policy.generate(conversation, 5))
 
 
 def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):

@@ -25,7 +25,7 @@ def test_32xh100_is_a_three_node_zero3_job_with_a_vllm_server(tmp_path):
 
 
 def test_fsdp2_and_single_process_configs():
-    fsdp = accelerate_config(load_preset("8xh100", {"distributed": "fsdp2"}))
+    fsdp = accelerate_config(load_preset("8xh100", {"launch.distributed": "fsdp2"}))
     assert fsdp["distributed_type"] == "FSDP" and fsdp["fsdp_config"]["fsdp_version"] == 2
     assert "main_process_port" not in fsdp  # one node: no rendezvous
     smoke = load_preset("cpu-smoke")

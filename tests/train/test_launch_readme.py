@@ -1,4 +1,5 @@
-"""Every `tbrl train` line in the README parses and runs (`run` only with --dry-run)."""
+"""Every `tbrl train` line in the README parses and runs (`run` and `sft`, which train, only
+with --dry-run or --help)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tbrl_lib.train.cli import app
+from tbrl_lib.cli.train import app
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -29,7 +30,7 @@ def test_readme_train_lines_parse(tmp_path, monkeypatch):
     lines = _lines()
     assert any(a[0] == "launch" for a in lines)
     for args in lines:
-        if args[0] == "run" and "--dry-run" not in args:
+        if args[0] in ("run", "sft") and "--dry-run" not in args:
             args = [*args, "--help"]
         if args[0] == "launch":
             args = [*args, "--out", str(tmp_path)]

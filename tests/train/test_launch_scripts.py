@@ -79,13 +79,13 @@ def test_2xa100_splits_the_node_between_server_and_trainer(stubs, tmp_path):
     roles = launch_commands(config)
     assert roles["vllm_server"].startswith("CUDA_VISIBLE_DEVICES=1 trl vllm-serve")
     assert roles["train"].startswith("CUDA_VISIBLE_DEVICES=0 tbrl train run")
-    text = commands_script(config, "acc.yaml", "outputs/x", ["max_steps=5"], workdir=tmp_path)
+    text = commands_script(config, "acc.yaml", "outputs/x", ["grpo.max_steps=5"], workdir=tmp_path)
     lines = run_script(text, stubs)
     assert [c.split(" | ")[1] for c in calls(lines, "trl")] == [
         "CVD=1 VLLM_HOST=unset PROCID=unset"
     ]
     (train,) = calls(lines, "tbrl")
-    assert train.startswith("tbrl train run --preset 2xa100 --out outputs/x --set max_steps=5")
+    assert train.startswith("tbrl train run --preset 2xa100 --out outputs/x --set grpo.max_steps=5")
     assert "CVD=0 " in train
     # GPUs a scheduler handed out are split the same way
     lines = run_script(text, stubs, CUDA_VISIBLE_DEVICES="4,6")
@@ -133,7 +133,7 @@ def test_every_preset_script_runs_with_every_variable_set(name, stubs, tmp_path)
     sbatch = sbatch_script(config, "acc.yaml", "outputs/x", workdir=tmp_path)
     slurm = run_script(sbatch, stubs, SLURM_JOB_NODELIST="gpu-[a-d]")
     trainers += calls(slurm, "tbrl") + calls(slurm, "accelerate")
-    assert len(trainers) == 2 * config.num_nodes
+    assert len(trainers) == 2 * config.launch.num_nodes
     if needs_vllm_host(config):
         assert all("VLLM_HOST=unset" not in t for t in trainers)
     env_vars = {"MAIN_IP", "MACHINE_RANK", "VLLM_HOST"}
@@ -145,16 +145,16 @@ def test_every_preset_script_runs_with_every_variable_set(name, stubs, tmp_path)
 def test_launch_cli_writes_all_three_files(tmp_path):
     from typer.testing import CliRunner
 
-    from tbrl_lib.train.cli import app
+    from tbrl_lib.cli.train import app
 
     out = tmp_path / "launch"
     result = CliRunner().invoke(
-        app, ["launch", "16xh100", "--out", str(out), "--nodes", "a,b", "--set", "max_steps=3"]
+        app, ["launch", "16xh100", "--out", str(out), "--nodes", "a,b", "--set", "grpo.max_steps=3"]
     )
     assert result.exit_code == 0, result.output
     assert {p.name for p in out.iterdir()} == {"accelerate.yaml", "commands.sh", "job.sbatch"}
     assert os.access(out / "job.sbatch", os.X_OK)
     commands = (out / "commands.sh").read_text()
-    assert "NODES=(a b)" in commands and "--set max_steps=3" in commands
+    assert "NODES=(a b)" in commands and "--set grpo.max_steps=3" in commands
     bad = CliRunner().invoke(app, ["launch", "16xh100", "--out", str(out), "--nodes", "a"])
     assert bad.exit_code != 0 and "2" in bad.output

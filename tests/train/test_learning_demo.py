@@ -23,12 +23,12 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
     summary = train(
         "cpu-demo",
         {
-            "sft_demos": 16,
-            "sft_epochs": 3,
-            "family_tasks": 8,
-            "max_steps": 2,
-            "eval_every": 1,
-            "eval_tasks": 4,
+            "sft.demos": 16,
+            "sft.epochs": 3,
+            "data.family_tasks": 8,
+            "grpo.max_steps": 2,
+            "heldout.every": 1,
+            "heldout.instances": 4,
         },
         out,
     )
@@ -44,7 +44,7 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
     assert list(metrics["step"]) == [1, 2]
     # cpu-demo ramps up over 3 steps (transformers' ramp starts at 0: step 1 at lr 0)
     rates = metrics["train/learning_rate"].tolist()
-    assert 0 <= rates[0] < rates[1] < load_preset("cpu-demo").learning_rate
+    assert 0 <= rates[0] < rates[1] < load_preset("cpu-demo").grpo.learning_rate
     assert {"reward_first3", "reward_last3", "rise", "zero_std_share"} <= set(
         summary["reward_trend"]
     )
@@ -67,9 +67,8 @@ def test_every_rollout_of_the_demo_uses_the_presets_episode():
     # the warm start, GRPO and the held-out evaluations share one RolloutConfig
     from tbrl_lib.agent.prompts import system_prompt
     from tbrl_lib.train.presets import load_preset
-    from tbrl_lib.train.run import rollout_config
 
     config = load_preset("cpu-demo")
-    episode = rollout_config(config).episode
-    assert episode.system_prompt == "compact" and episode.max_turns == config.max_turns
+    episode = config.rollout.episode  # the section the warm start, GRPO and evaluations all read
+    assert episode.system_prompt == "compact" and episode.max_turns == 4
     assert len(system_prompt(episode)) < 600  # a few lines, not the 7 kB full prompt

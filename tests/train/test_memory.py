@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.memory import GIB, KNOWN_SHAPES, ModelShape, model_shape, plan_memory
-from tbrl_lib.train.presets import TrainConfig, load_preset
+from tbrl_lib.train.presets import load_preset
 
 
 @pytest.mark.parametrize(
@@ -43,12 +44,14 @@ def test_parameter_count_by_hand_for_a_small_shape():
 
 def test_zero3_plan_for_8b_on_8_gpus_by_hand():
     config = TrainConfig(
-        model="Qwen/Qwen3-8B",
-        gpus_per_node=8,
-        distributed="zero3",
-        gradient_accumulation_steps=2,
-        gpu_memory_gb=80,
-        vllm_gpu_memory_utilization=0.3,
+        model={"name": "Qwen/Qwen3-8B"},
+        grpo={"gradient_accumulation_steps": 2},
+        launch={
+            "gpus_per_node": 8,
+            "distributed": "zero3",
+            "gpu_memory_gb": 80,
+            "vllm_gpu_memory_utilization": 0.3,
+        },
     )
     shape = KNOWN_SHAPES["Qwen/Qwen3-8B"]
     p, tokens = shape.parameters(), 32_768
@@ -67,14 +70,17 @@ def test_zero3_plan_for_8b_on_8_gpus_by_hand():
 
 
 def test_plan_is_close_to_the_peak_measured_on_an_h200():
-    # scripts/gpu_check_grpo.py on one H200, TRL 1.15: Qwen3-1.7B shape, full bf16 training,
+    # the GPU check on one H200, TRL 1.15: Qwen3-1.7B shape, full bf16 training,
     # one 32,768-token trajectory per micro-batch, checkpointing -> torch peak 21.3 GiB.
-    config = TrainConfig(model="Qwen/Qwen3-1.7B", gpu_memory_gb=141, generation_backend="hf")
+    config = TrainConfig(
+        model={"name": "Qwen/Qwen3-1.7B"},
+        launch={"gpu_memory_gb": 141, "generation_backend": "hf"},
+    )
     assert plan_memory(config).total_gib == pytest.approx(21.3, rel=0.15)
 
 
 def test_full_32b_on_one_gpu_does_not_fit_and_says_what_to_do():
-    plan = plan_memory(TrainConfig(model="Qwen/Qwen3-32B", gpu_memory_gb=80))
+    plan = plan_memory(TrainConfig(model={"name": "Qwen/Qwen3-32B"}, launch={"gpu_memory_gb": 80}))
     assert not plan.fits
     assert "DOES NOT FIT" in plan.table() and "LoRA" in plan.table()
 
@@ -114,5 +120,5 @@ def test_sgd_keeps_no_optimizer_state():
         return {name: gib for name, gib, _ in plan_memory(config).rows}
 
     assert rows(load_preset("cpu-demo"))["optimizer"] == 0
-    adam = rows(load_preset("cpu-demo", {"optimizer": "adamw_torch"}))
+    adam = rows(load_preset("cpu-demo", {"grpo.optimizer": "adamw_torch"}))
     assert adam["optimizer"] == pytest.approx(2 * adam["gradients"]) and adam["optimizer"] > 0

@@ -10,7 +10,6 @@ import pytest
 
 from tbrl_lib.train.model_loader import choose_loader, load_policy
 from tbrl_lib.train.presets import load_preset
-from tbrl_lib.train.run import lora_config
 
 
 @pytest.fixture()
@@ -24,11 +23,20 @@ def no_unsloth(monkeypatch):
 
 def test_1xh200_without_unsloth_loads_with_peft_and_says_so_once(no_unsloth, caplog):
     config = load_preset("1xh200")
-    assert config.model_loader == "unsloth"
-    peft = lora_config(config)
+    assert config.model.loader == "unsloth"
     with caplog.at_level(logging.INFO, logger="tbrl.train"):
-        model, peft_config = load_policy(config, "/models/qwen3-8b", peft)
-    assert model == "/models/qwen3-8b" and peft_config is peft  # TRL loads and wraps it
+        model, peft_config = load_policy(config, "/models/qwen3-8b")
+    assert model == "/models/qwen3-8b"  # TRL loads it and wraps it with the adapter
+    assert (peft_config.r, peft_config.lora_alpha) == (64, 128)
+    assert set(peft_config.target_modules) == {
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    }
     (record,) = caplog.records
     assert "unsloth is not installed" in record.getMessage() and "PEFT" in record.getMessage()
     assert "unsloth" not in sys.modules  # nothing imported it
@@ -38,7 +46,7 @@ def test_presets_that_do_not_ask_or_cannot_use_unsloth_get_peft(no_unsloth, capl
     with caplog.at_level(logging.INFO, logger="tbrl.train"):
         assert choose_loader(load_preset("2xa100")) == "peft"
         assert not caplog.records  # not asked: no line
-        multi = load_preset("8xh100", {"model_loader": "unsloth", "use_lora": True})
+        multi = load_preset("8xh100", {"model.loader": "unsloth", "model.use_lora": True})
         assert choose_loader(multi) == "peft"
     assert "1-GPU LoRA" in caplog.records[0].getMessage()
 
@@ -51,5 +59,5 @@ def test_unsloth_is_chosen_when_importable(monkeypatch):
         lambda name, *a: object() if name == "unsloth" else real(name, *a),
     )
     assert choose_loader(load_preset("1xh200")) == "unsloth"
-    with pytest.raises(ValueError, match="model_loader"):
-        load_preset("1xh200", {"model_loader": "liger"})
+    with pytest.raises(ValueError, match="model.loader"):
+        load_preset("1xh200", {"model.loader": "liger"})

@@ -106,7 +106,7 @@ def test_notebook_refuses_32xh100_fast_and_builds_nothing(tmp_path):
 def test_preflight_command_and_dry_run(monkeypatch):
     from typer.testing import CliRunner
 
-    from tbrl_lib.train.cli import app
+    from tbrl_lib.cli.train import app
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("WORLD_SIZE", raising=False)

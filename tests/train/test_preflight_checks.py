@@ -11,7 +11,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from tbrl_lib.train.cli import app
+from tbrl_lib.cli.train import app
 from tbrl_lib.train.preflight import preflight, sandbox_problems, setting_problems
 from tbrl_lib.train.presets import load_preset
 
@@ -23,34 +23,42 @@ def _offline(monkeypatch):
 
 
 def test_colocate_with_tensor_parallel_and_hf_with_zero3_are_refused():
-    colocate = load_preset("8xh100", {"vllm_tensor_parallel_size": 2})
+    colocate = load_preset("8xh100", {"launch.vllm_tensor_parallel_size": 2})
     (line,) = setting_problems(colocate)
-    assert "vllm-colocate with vllm_tensor_parallel_size=2" in line and "desync" in line
-    hf = load_preset("8xh100", {"generation_backend": "hf"})
+    assert "vllm-colocate with launch.vllm_tensor_parallel_size=2" in line and "desync" in line
+    hf = load_preset("8xh100", {"launch.generation_backend": "hf"})
     (line,) = setting_problems(hf)
-    assert "generation_backend=hf with distributed=zero3" in line and "deadlock" in line
+    assert "launch.generation_backend=hf with distributed=zero3" in line and "deadlock" in line
     assert setting_problems(load_preset("8xh100")) == []
-    assert setting_problems(load_preset("8xh100", {"distributed": "fsdp2", "generation_backend": "hf"})) == []  # fmt: skip
+    assert setting_problems(load_preset("8xh100", {"launch": {"distributed": "fsdp2", "generation_backend": "hf"}})) == []  # fmt: skip
 
 
 def test_refusal_through_the_cli_is_one_line_each_and_fast():
     t0 = time.monotonic()
     result = CliRunner().invoke(
-        app, ["preflight", "8xh100", "--set", "generation_backend=hf", "--set", "report_to=wandb"]
+        app,
+        [
+            "preflight",
+            "8xh100",
+            "--set",
+            "launch.generation_backend=hf",
+            "--set",
+            "grpo.report_to=wandb",
+        ],
     )
     assert time.monotonic() - t0 < 15
     assert result.exit_code == 2
     lines = result.output.splitlines()
     assert sum("distributed=zero3" in line for line in lines) == 1
-    assert any("report_to=wandb: wandb is not installed" in line for line in lines)
+    assert any("grpo.report_to=wandb: wandb is not installed" in line for line in lines)
 
 
 def test_trackers_that_import_pass():
-    assert setting_problems(load_preset("cpu-smoke", {"report_to": "tensorboard"})) == []
+    assert setting_problems(load_preset("cpu-smoke", {"grpo.report_to": "tensorboard"})) == []
 
 
 def test_a_docker_host_that_does_not_answer_is_named_within_seconds():
-    config = load_preset("cpu-smoke", {"docker_hosts": ["tcp://127.0.0.1:9"]})
+    config = load_preset("cpu-smoke", {"rollout.sandbox.hosts": ["tcp://127.0.0.1:9"]})
     t0 = time.monotonic()
     problems = sandbox_problems(config)
     assert time.monotonic() - t0 < 8
@@ -60,8 +68,8 @@ def test_a_docker_host_that_does_not_answer_is_named_within_seconds():
 @pytest.mark.docker
 def test_sandboxes_beyond_the_engines_memory_are_refused(docker_client):
     assert sandbox_problems(load_preset("cpu-smoke")) == []
-    (line,) = sandbox_problems(load_preset("cpu-smoke", {"sandbox_concurrency": 100_000}))
-    assert "100000 sandboxes in flight" in line and "lower sandbox_concurrency" in line
+    (line,) = sandbox_problems(load_preset("cpu-smoke", {"launch.sandbox_concurrency": 100_000}))
+    assert "100000 sandboxes in flight" in line and "lower launch.sandbox_concurrency" in line
 
 
 class _Health(http.server.BaseHTTPRequestHandler):
@@ -79,24 +87,24 @@ def test_shared_node_needs_the_server_gpu_only_until_the_server_answers(monkeypa
     url = f"http://127.0.0.1:{server.server_port}"
     monkeypatch.setenv("TBRL_FAKE_GPUS", "1:80")  # what the trainer sees after the split
     try:
-        up = preflight(load_preset("2xa100", {"vllm_server_url": url}))
+        up = preflight(load_preset("2xa100", {"launch.vllm_server_url": url}))
         assert not any("GPU" in p or "vLLM server" in p for p in up), up
     finally:
         server.shutdown()
         server.server_close()
-    down = "\n".join(preflight(load_preset("2xa100", {"vllm_server_url": url})))
+    down = "\n".join(preflight(load_preset("2xa100", {"launch.vllm_server_url": url})))
     assert f"no vLLM server answers at {url}/health" in down
     assert "1 GPU(s) visible, the preset needs 2" in down
 
 
 def test_dry_run_commands_carry_the_overrides():
     result = CliRunner().invoke(
-        app, ["run", "--preset", "8xh100", "--set", "max_steps=3", "--dry-run"]
+        app, ["run", "--preset", "8xh100", "--set", "grpo.max_steps=3", "--dry-run"]
     )
     assert result.exit_code == 0, result.output
     (train,) = [line for line in result.output.splitlines() if line.startswith("train: ")]
     assert train.endswith(
-        "-m tbrl_lib.cli train run --preset 8xh100 --out outputs/train --set max_steps=3"
+        "-m tbrl_lib.cli train run --preset 8xh100 --out outputs/train --set grpo.max_steps=3"
     )
 
 

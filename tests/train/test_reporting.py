@@ -68,10 +68,9 @@ def test_models_evaluated_before_grpo_are_the_curves_step_0():
 
 def test_training_stops_when_every_task_is_filtered():
     cur = Curriculum({"a": "easy"}, filter_after_groups=1)
-    state: dict = {}
-    stop = CurriculumStop(cur, state)
+    stop = CurriculumStop(cur)
     control = stop.on_step_end(None, None, TrainerControl())
     assert not control.should_training_stop
     cur.record_group("a", [0.0, 0.0])
     control = stop.on_step_end(None, None, TrainerControl())
-    assert control.should_training_stop and "a: never solved" in state["stop_reason"]
+    assert control.should_training_stop and "a: never solved" in stop.reason

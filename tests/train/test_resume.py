@@ -28,13 +28,13 @@ from tbrl_lib.train.resume import (
 )
 
 SETTINGS = [
-    "max_steps=3",
-    "save_steps=1",
-    "num_generations=2",
-    "gradient_accumulation_steps=4",  # 2 tasks x 2 rollouts per step
-    "max_turns=1",
-    "max_new_tokens_per_turn=16",
-    "filter_after_groups=3",  # a task skipped at step 3 at the earliest: the run reaches it
+    "grpo.max_steps=3",
+    "grpo.save_steps=1",
+    "grpo.num_generations=2",
+    "grpo.gradient_accumulation_steps=4",  # 2 tasks x 2 rollouts per step
+    "rollout.episode.max_turns=1",
+    "rollout.episode.max_tokens_per_turn=16",
+    "curriculum.filter_after_groups=3",  # a task skipped at step 3 at the earliest: the run reaches it
 ]
 
 
@@ -94,7 +94,10 @@ def test_a_killed_run_resumes_at_the_next_step_with_its_curriculum(
     log = tmp_path / "first.log"
     with log.open("w") as fh:
         first = subprocess.Popen(
-            _command(["tbrl_lib.train.run"], out), stdout=fh, stderr=subprocess.STDOUT, env=_env()
+            _command(["tbrl_lib.cli", "train", "run"], out),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=_env(),
         )
         try:
             _wait_for_checkpoint(first, out, log, limit_s=400)
@@ -113,7 +116,7 @@ def test_a_killed_run_resumes_at_the_next_step_with_its_curriculum(
     ]
 
     # Other settings, or a run folder without checkpoints: refused in one line, nothing built.
-    refused = _refusal(out, "--set", "learning_rate=0.5")
+    refused = _refusal(out, "--set", "grpo.learning_rate=0.5")
     assert refused.returncode == 2 and "learning_rate" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
     empty = _refusal(tmp_path / "empty")
@@ -159,12 +162,10 @@ def test_a_killed_run_resumes_at_the_next_step_with_its_curriculum(
 def _state(tmp_path: Path, config, step: int = 2) -> Path:
     folder = tmp_path / "run" / "checkpoints" / f"checkpoint-{step}"
     folder.mkdir(parents=True)
-    import dataclasses
-
-    curriculum = Curriculum({t: "easy" for t in config.task_ids})
+    curriculum = Curriculum({t: "easy" for t in config.data.task_ids})
     write_state(
         folder,
-        {"step": step, "config": dataclasses.asdict(config), "curriculum": curriculum.state_dict()},
+        {"step": step, "config": config.to_dict(), "curriculum": curriculum.state_dict()},
     )
     return folder
 
@@ -176,10 +177,10 @@ def test_latest_is_the_newest_complete_checkpoint(tmp_path):
     (tmp_path / "run" / "checkpoints" / "checkpoint-11").mkdir()  # died while saving
     assert find_checkpoint("latest", tmp_path / "run", config) == newest
     # a longer run may continue; other learning settings may not
-    assert find_checkpoint(newest, "", load_preset("cpu-smoke", {"max_steps": 9})) == newest
-    with pytest.raises(ResumeError, match="num_generations: 4 there, 2 here"):
+    assert find_checkpoint(newest, "", load_preset("cpu-smoke", {"grpo.max_steps": 9})) == newest
+    with pytest.raises(ResumeError, match="grpo.num_generations: 4 there, 2 here"):
         find_checkpoint(
-            "latest", tmp_path / "run", load_preset("cpu-smoke", {"num_generations": 2})
+            "latest", tmp_path / "run", load_preset("cpu-smoke", {"grpo.num_generations": 2})
         )
     with pytest.raises(ResumeError, match="not a complete tbrl checkpoint"):
         find_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint-11", "", config)

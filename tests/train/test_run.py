@@ -18,12 +18,12 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
     summary = train(
         "cpu-smoke",
         {
-            "max_steps": 1,
-            "task_ids": ["count-error-lines"],
-            "num_generations": 2,
-            "gradient_accumulation_steps": 2,
-            "max_new_tokens_per_turn": 16,
-            "max_turns": 1,
+            "grpo.max_steps": 1,
+            "data.task_ids": ["count-error-lines"],
+            "grpo.num_generations": 2,
+            "grpo.gradient_accumulation_steps": 2,
+            "rollout.episode.max_tokens_per_turn": 16,
+            "rollout.episode.max_turns": 1,
         },
         out,
     )
@@ -32,7 +32,7 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
     for name in ["config.json", "metrics.jsonl", "reward.png", "summary.json", "memory_plan.txt"]:
         assert (out / name).is_file(), name
     config = json.loads((out / "config.json").read_text())
-    assert config["tbrl"]["num_generations"] == 2 and config["trl"]["num_generations"] == 2
+    assert config["tbrl"]["grpo"]["num_generations"] == 2 and config["trl"]["num_generations"] == 2
     metrics = load_metrics(out)
     prefixes = ("train/", "rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "sampling/")
     assert all(c == "step" or c.startswith(prefixes) for c in metrics.columns)
@@ -58,7 +58,7 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
 
 
 def test_reward_trend_compares_the_first_and_last_steps_and_the_flat_share():
-    from tbrl_lib.train.run import reward_trend, sampling_totals
+    from tbrl_lib.train.summary import reward_trend, sampling_totals
 
     records = [
         {"step": s, "train/reward": r, "train/frac_reward_zero_std": z}

@@ -20,9 +20,12 @@ def test_dataset_masks_prompt_and_observations():
 def test_sft_lowers_assistant_loss_and_saves_checkpoint(tmp_path, docker_client, base_image):
     from transformers import AutoModelForCausalLM
 
-    from tbrl_lib.train.sft import SFTSettings, run_sft
+    from tbrl_lib.models import resolve_model
+    from tbrl_lib.train.presets import load_preset
+    from tbrl_lib.train.sft import warm_start
 
-    summary = run_sft(SFTSettings(demos=4, epochs=2, batch_size=2), tmp_path)
+    config = load_preset("cpu-demo", {"sft": {"demos": 4, "epochs": 2, "batch_size": 2}})
+    summary = warm_start(config, resolve_model("tiny"), tmp_path)  # the smoke shape: fastest
     assert summary["demos"] == 4 and summary["steps"] == 4
     assert summary["loss_after"] < summary["loss_before"]
     AutoModelForCausalLM.from_pretrained(summary["checkpoint"])  # a `model:` GRPO can start from
@@ -33,10 +36,10 @@ def test_tiny_model_sizes_build_distinct_models(tmp_path):
     # `learn` is the shape the CPU learning demo needs; `smoke` stays the default and cached path
     from transformers import AutoConfig
 
-    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+    from tbrl_lib.models.tiny_corpus import build_tiny_model
 
-    smoke, learn = build_tiny_qwen3(tmp_path), build_tiny_qwen3(tmp_path, size="learn")
-    assert smoke != learn and build_tiny_qwen3(tmp_path) == smoke
+    smoke, learn = build_tiny_model(tmp_path), build_tiny_model(tmp_path, size="learn")
+    assert smoke != learn and build_tiny_model(tmp_path) == smoke
     assert (
         AutoConfig.from_pretrained(learn).num_hidden_layers
         > AutoConfig.from_pretrained(smoke).num_hidden_layers

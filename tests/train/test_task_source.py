@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tbrl_lib.cli.train import task_overrides
+from tbrl_lib.overrides import parse_overrides
 from tbrl_lib.tasks import load_tasks
-from tbrl_lib.train.cli import task_overrides
-from tbrl_lib.train.presets import load_preset, parse_overrides
-from tbrl_lib.train.run import load_training_tasks, prebuild_images
+from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.task_set import prebuild_images, select_tasks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tasks" / "fixtures" / "third_party"
 TB2 = FIXTURES / "tb2"
@@ -26,13 +27,14 @@ def _config(overrides: list[str]):
 
 def test_tasks_and_lenient_are_the_settings_they_stand_for(tmp_path):
     odd = tmp_path / "a dir: with yaml [chars]"
-    items = task_overrides(odd, True, ["max_steps=1"])
+    items = task_overrides(odd, True, ["grpo.max_steps=1"])
     config = _config(items)
-    assert config.tasks == str(odd) and config.task_ids == [] and config.lenient
-    assert config.max_steps == 1
-    kept = _config(task_overrides(odd, False, ["task_ids=[a]"]))
-    assert kept.task_ids == ["a"] and not kept.lenient  # an explicit task_ids stays
-    assert task_overrides(None, False, ["max_steps=1"]) == ["max_steps=1"]
+    data = config.data
+    assert data.tasks == str(odd) and data.task_ids == [] and data.lenient
+    assert config.grpo.max_steps == 1
+    kept = _config(task_overrides(odd, False, ["data.task_ids=[a]"]))
+    assert kept.data.task_ids == ["a"] and not kept.data.lenient  # an explicit task_ids stays
+    assert task_overrides(None, False, ["grpo.max_steps=1"]) == ["grpo.max_steps=1"]
 
 
 def test_a_family_preset_refuses_a_task_folder(tbrl):
@@ -44,8 +46,8 @@ def test_a_family_preset_refuses_a_task_folder(tbrl):
 def test_strict_loading_names_the_lenient_mode_and_lenient_reports_each_change(capsys):
     tb1 = str(FIXTURES / "tb1")
     with pytest.raises(ValueError, match="--lenient"):
-        load_training_tasks(_config([f"tasks={json.dumps(tb1)}", "task_ids=[]"]))
-    (task,) = load_training_tasks(_config(task_overrides(Path(tb1), True, [])))
+        select_tasks(_config([f"data.tasks={json.dumps(tb1)}", "data.task_ids=[]"]).data)
+    (task,) = select_tasks(_config(task_overrides(Path(tb1), True, [])).data)
     assert task.id == "hello-world"
     printed = capsys.readouterr().out
     assert "loaded 1 task(s), skipped 0, 5 warning(s)" in printed and "test_goodbye_file" in printed
@@ -55,7 +57,7 @@ def test_strict_loading_names_the_lenient_mode_and_lenient_reports_each_change(c
 @pytest.mark.slow
 def test_prebuild_skips_tasks_whose_image_does_not_build(base_image, capsys):
     tasks = load_tasks(TB2, progress=False).tasks
-    built, defects = prebuild_images(tasks, _config([]))
+    built, defects = prebuild_images(tasks)
     assert [t.id for t in built] == ["sales-by-region", "word-count-py313"]
     assert list(defects) == ["broken-test-deps"]
     assert "No matching distribution found for iniconfig==9.0.0" in defects["broken-test-deps"]
@@ -75,11 +77,11 @@ def test_one_grpo_step_on_a_public_style_task_set(tmp_path, base_image):
     overrides = parse_overrides(
         [
             *task_overrides(TB2, False, []),
-            "max_steps=1",
-            "num_generations=2",
-            "gradient_accumulation_steps=4",
-            "max_new_tokens_per_turn=16",
-            "max_turns=1",
+            "grpo.max_steps=1",
+            "grpo.num_generations=2",
+            "grpo.gradient_accumulation_steps=4",
+            "rollout.episode.max_tokens_per_turn=16",
+            "rollout.episode.max_turns=1",
         ]
     )
     summary = train("cpu-smoke", overrides, out)

@@ -7,30 +7,31 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib.train.presets import load_preset, parse_overrides
-from tbrl_lib.train.run import grpo_args
+from tbrl_lib.overrides import parse_overrides
+from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.trainer import grpo_args
 
 # test_run.py's one-step cpu-smoke shape (2 rollouts of one task, one short turn)
 SHORT_RUN = {
-    "max_steps": 1,
-    "task_ids": ["count-error-lines"],
-    "num_generations": 2,
-    "gradient_accumulation_steps": 2,
-    "max_new_tokens_per_turn": 16,
-    "max_turns": 1,
+    "grpo.max_steps": 1,
+    "data.task_ids": ["count-error-lines"],
+    "grpo.num_generations": 2,
+    "grpo.gradient_accumulation_steps": 2,
+    "rollout.episode.max_tokens_per_turn": 16,
+    "rollout.episode.max_turns": 1,
 }
 
 
 def test_report_to_defaults_to_none_and_takes_a_string_or_list():
-    assert load_preset("cpu-smoke").report_to == []
-    assert load_preset("cpu-smoke", parse_overrides(["report_to=tensorboard"])).report_to == [
-        "tensorboard"
-    ]
-    assert load_preset("cpu-smoke", {"report_to": "tensorboard, wandb"}).report_to == [
-        "tensorboard",
-        "wandb",
-    ]
-    assert load_preset("cpu-smoke", {"report_to": "none"}).report_to == []
+    def report_to(**overrides):
+        return load_preset("cpu-smoke", {"grpo": overrides}).grpo.report_to
+
+    assert report_to() == []
+    assert load_preset(
+        "cpu-smoke", parse_overrides(["grpo.report_to=tensorboard"])
+    ).grpo.report_to == ["tensorboard"]
+    assert report_to(report_to="tensorboard, wandb") == ["tensorboard", "wandb"]
+    assert report_to(report_to="none") == []
 
 
 def test_tracking_and_hub_fields_reach_grpo_config(tmp_path):
@@ -38,7 +39,9 @@ def test_tracking_and_hub_fields_reach_grpo_config(tmp_path):
     assert args.report_to == [] and args.push_to_hub is False and args.hub_model_id is None
     config = load_preset(
         "cpu-smoke",
-        parse_overrides(["report_to=tensorboard", "push_to_hub=true", "hub_model_id=me/agent"]),
+        parse_overrides(
+            ["grpo.report_to=tensorboard", "grpo.push_to_hub=true", "grpo.hub_model_id=me/agent"]
+        ),
     )
     args = grpo_args(config, tmp_path)
     assert args.report_to == ["tensorboard"]
@@ -64,7 +67,7 @@ def test_cpu_smoke_run_with_tensorboard_writes_reward_components(
     from tbrl_lib.train.run import train
 
     out = tmp_path / "run"
-    summary = train("cpu-smoke", {**SHORT_RUN, "report_to": "tensorboard"}, out)
+    summary = train("cpu-smoke", {**SHORT_RUN, "grpo.report_to": "tensorboard"}, out)
     assert summary["steps"] == 1
     events = list(out.rglob("events.out.tfevents.*"))
     assert events, f"no TensorBoard event file under {out}"

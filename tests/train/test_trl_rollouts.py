@@ -1,6 +1,8 @@
 """The rollout_func contract with TRL: one rollout per prompt entry, ids/masks aligned,
 the mission's reward (tests + judge) as TRL's reward, infra errors masked (zero advantage,
-no loss tokens), bugs raised, a run of infra errors stopped, and a real GRPOTrainer step."""
+no loss tokens), bugs raised, a run of infra errors stopped, dynamic sampling's refill, and a
+real GRPOTrainer step. The runner is the session's `RolloutRunner` with a scripted rollout
+function in `run_rollout`'s place (no sandboxes) and a real `Curriculum`."""
 
 from __future__ import annotations
 
@@ -12,15 +14,18 @@ import pytest
 
 from tbrl_lib.agent.trajectory import Termination, Trajectory
 from tbrl_lib.rewards import RewardConfig, combine
-from tbrl_lib.rollout import RolloutResult
+from tbrl_lib.rollout import RolloutConfig, RolloutResult
 from tbrl_lib.sandbox.base_images import BASE_IMAGE
-from tbrl_lib.tasks.model import Environment, Task
+from tbrl_lib.tasks.model import Difficulty, Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
+from tbrl_lib.train.curriculum import Curriculum
+from tbrl_lib.train.dynamic_sampling import DynamicSampling
+from tbrl_lib.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
+from tbrl_lib.train.rollout_records import Rollout
+from tbrl_lib.train.rollout_runner import RolloutRunner
 from tbrl_lib.train.trl_rollouts import (
     REWARD_WEIGHTS,
-    InfraErrorRateExceeded,
-    Rollout,
-    RolloutRunner,
+    RolloutFunc,
     TaskIndex,
     prompt_key,
     reward_funcs,
@@ -28,10 +33,11 @@ from tbrl_lib.train.trl_rollouts import (
 )
 
 
-def make_task(task_id: str, instruction: str | None = None) -> Task:
+def make_task(task_id: str, instruction: str | None = None, difficulty: str = "medium") -> Task:
     return Task(
         id=task_id,
         instruction=instruction or f"do {task_id}",
+        difficulty=Difficulty(difficulty),
         environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\n"),
         tests=TaskTests(pytest="def test_ok():\n    assert True\n"),
     )
@@ -84,6 +90,24 @@ def infra_result(task: Task, reason: str = "sandbox: container_died: gone") -> R
 
 def scripted_rollout(task: Task, tests: float, n_turns: int = 2) -> Rollout:
     return Rollout.from_result(scripted_result(task, tests, n_turns=n_turns))
+
+
+def make_runner(tasks: list[Task], rollout_fn, curriculum: Curriculum | None = None, **kwargs):
+    """A `RolloutRunner` as the session builds it, with `rollout_fn` in `run_rollout`'s place
+    (`async (task, policy, config, judge)`), and `RolloutFunc`, its TRL face."""
+    kwargs.setdefault("concurrency", 2)
+    runner = RolloutRunner(
+        None,
+        RolloutConfig(),
+        None,
+        curriculum or Curriculum({t.id: t.difficulty.value for t in tasks}),
+        stub_prompt_ids=lambda t: [3, 5],
+        eos_id=1,
+        progress=False,
+        rollout_fn=rollout_fn,
+        **kwargs,
+    )
+    return runner, RolloutFunc(TaskIndex([row(t) for t in tasks]), runner)
 
 
 # --- TaskIndex --------------------------------------------------------------------------
@@ -151,10 +175,9 @@ def test_misaligned_ids_and_mask_are_refused():
 
 def test_runner_returns_one_rollout_per_entry_in_order_within_the_concurrency_limit():
     tasks = [make_task("a"), make_task("b")]
-    index = TaskIndex([row(t) for t in tasks])
     running, peak = 0, 0
 
-    async def rollout(task):
+    async def rollout(task, policy, config, judge):
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
@@ -162,44 +185,27 @@ def test_runner_returns_one_rollout_per_entry_in_order_within_the_concurrency_li
         running -= 1
         return infra_result(task) if task.id == "b" else scripted_result(task, 1.0)
 
-    seen = []
-    runner = RolloutRunner(
-        index,
-        rollout,
-        concurrency=2,
-        fallback_prompt_ids=lambda t: [3, 5],
-        eos_id=1,
-        on_rollouts=lambda ids, rewards: seen.extend(zip(ids, rewards)),
-        progress=False,
-    )
-    prompts = [row(tasks[0])["prompt"]] * 3 + [
-        row(tasks[1])["prompt"]
-    ] * 3  # TRL repeats each prompt
-    out = runner(prompts, trainer=None)
+    runner, rollout_func = make_runner(tasks, rollout)
+    prompts = [row(tasks[0])["prompt"]] * 3 + [row(tasks[1])["prompt"]] * 3  # TRL repeats each
+    out = rollout_func(prompts, trainer=None)
     assert out["task_id"] == ["a"] * 3 + ["b"] * 3
     assert all(len(c) == len(m) for c, m in zip(out["completion_ids"], out["env_mask"]))
     assert out["infra_error"] == [False] * 3 + [True] * 3
     assert out["completion_ids"][3] == [1] and out["prompt_ids"][3] == [3, 5]  # masked stub
-    assert seen == [("a", 1.0)] * 3 + [("b", None)] * 3  # the curriculum never counts infra errors
-    assert peak == 2
+    records = runner.curriculum.records  # the curriculum never counts infra errors
+    assert (records["a"].rollouts, records["a"].solved, records["b"].rollouts) == (3, 3, 0)
+    assert peak == 2 and runner.calls == 1
 
 
 def test_a_bug_in_a_rollout_stops_training_instead_of_being_masked():
     task = make_task("a")
 
-    async def rollout(task):
+    async def rollout(task, policy, config, judge):
         raise ZeroDivisionError("planted scoring bug")
 
-    runner = RolloutRunner(
-        TaskIndex([row(task)]),
-        rollout,
-        concurrency=2,
-        fallback_prompt_ids=lambda t: [3],
-        eos_id=1,
-        progress=False,
-    )
+    _, rollout_func = make_runner([task], rollout)
     with pytest.raises(ZeroDivisionError, match="planted"):
-        runner([row(task)["prompt"]] * 2, trainer=None)
+        rollout_func([row(task)["prompt"]] * 2, trainer=None)
 
 
 def test_a_run_of_infra_errors_stops_with_the_first_errors_named():
@@ -208,24 +214,22 @@ def test_a_run_of_infra_errors_stops_with_the_first_errors_named():
         [scripted_result(task, 1.0), infra_result(task, "sandbox: daemon_unreachable: refused")] * 4
     )
 
-    async def rollout(task):
+    async def rollout(task, policy, config, judge):
         return next(calls)
 
-    runner = RolloutRunner(
-        TaskIndex([row(task)]),
-        rollout,
-        concurrency=1,
-        fallback_prompt_ids=lambda t: [3],
-        eos_id=1,
-        progress=False,
-        max_infra_error_rate=0.5,
-        infra_check_after=4,
+    runner, rollout_func = make_runner(
+        [task], rollout, concurrency=1, infra=InfraErrorGuard(max_rate=0.5, check_after=4)
     )
-    runner([row(task)["prompt"]] * 2, trainer=None)  # 1 of 2: under the minimum count, goes on
-    runner([row(task)["prompt"]] * 2, trainer=None)  # 2 of 4 = 50%: not above the limit
-    runner.max_infra_error_rate = 0.4
+    rollout_func([row(task)["prompt"]] * 2, trainer=None)  # 1 of 2: under the minimum count
+    rollout_func([row(task)["prompt"]] * 2, trainer=None)  # 2 of 4 = 50%: not above the limit
+    assert runner.state_dict() == {
+        "calls": 2,
+        "total": 4,
+        "infra_errors": ["a: sandbox: daemon_unreachable: refused"] * 2,
+    }
+    runner.infra.max_rate = 0.4
     with pytest.raises(InfraErrorRateExceeded, match="daemon_unreachable: refused"):
-        runner([row(task)["prompt"]] * 2, trainer=None)
+        rollout_func([row(task)["prompt"]] * 2, trainer=None)
 
 
 # --- one real GRPOTrainer step on the tiny model -------------------------------------------
@@ -249,7 +253,7 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(
     rewards = {"a": iter([1.0, 0.0, 0.0]), "b": iter([1.0, 0.5, 0.0])}
     received = []
 
-    async def episode(task):
+    async def episode(task, policy, config, judge):
         if task.id == "b" and not any(r == "b-failed" for r in received):
             received.append("b-failed")
             return infra_result(task)
@@ -257,14 +261,8 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(
             task, next(rewards[task.id]), judge=None, n_turns=2 if task.id == "a" else 1
         )
 
-    runner = RolloutRunner(
-        TaskIndex(rows),
-        episode,
-        concurrency=4,
-        fallback_prompt_ids=lambda t: [3, 5, 7],
-        eos_id=1,
-        trajectories_dir=tmp_path / "traj",
-        progress=False,
+    runner, rollout_func = make_runner(
+        tasks, episode, concurrency=4, trajectories_dir=tmp_path / "traj"
     )
     captured = []
 
@@ -297,7 +295,7 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(
         args=args,
         processing_class=tiny_tokenizer,
         train_dataset=Dataset.from_list(rows),
-        rollout_func=runner,
+        rollout_func=rollout_func,
     )
     before = [p.detach().clone() for p in trainer.model.parameters()]
     trainer.train()
@@ -326,11 +324,11 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(
 # --- dynamic sampling (DAPO) ----------------------------------------------------------------
 
 
-def _varying_rollout_fn():
+def varying_rollouts():
     """`a` and `d` give every rollout the same score (flat groups); `b` and `c` alternate."""
     counts: dict[str, int] = {}
 
-    async def rollout(task):
+    async def rollout(task, policy, config, judge):
         counts[task.id] = counts.get(task.id, 0) + 1
         if task.id in ("a", "d"):
             return scripted_result(task, 1.0 if task.id == "a" else 0.0)
@@ -339,45 +337,23 @@ def _varying_rollout_fn():
     return rollout
 
 
-def _varying_runner(index: TaskIndex, **kwargs) -> RolloutRunner:
-    """A runner over `_varying_rollout_fn` with groups of 2."""
-    return RolloutRunner(
-        index,
-        _varying_rollout_fn(),
-        concurrency=2,
-        fallback_prompt_ids=lambda t: [3],
-        eos_id=1,
-        progress=False,
-        group_size=2,
-        **kwargs,
-    )
-
-
 def test_flat_groups_are_dropped_and_refilled_until_the_batch_has_signal(tmp_path):
-    tasks = {t: make_task(t) for t in "abcd"}
-    index = TaskIndex([row(t) for t in tasks.values()])
-    asked: list[tuple[int, set]] = []
-    refills = iter([["d"], ["c"]])  # the first refill is flat too; the second has signal
-
-    def refill(n, exclude):
-        asked.append((n, set(exclude)))
-        return [tasks[t] for t in next(refills)]
-
-    seen: list = []
-    runner = _varying_runner(
-        index,
-        trajectories_dir=tmp_path,
-        on_rollouts=lambda ids, rewards: seen.extend(ids),
-        refill=refill,
-        refill_rounds=2,
+    # the curriculum refills easy first: d (flat too) in round 1, then c (least drawn)
+    tasks = [make_task("a"), make_task("b"), make_task("c", difficulty="hard")]
+    tasks.append(make_task("d", difficulty="easy"))
+    curriculum = Curriculum({t.id: t.difficulty.value for t in tasks})
+    sampling = DynamicSampling(curriculum, tasks, group_size=2, rounds=2)
+    runner, rollout_func = make_runner(
+        tasks, varying_rollouts(), curriculum, sampling=sampling, trajectories_dir=tmp_path
     )
 
     class Trainer:
         _metrics = {"train": defaultdict(list)}
 
-    out = runner([row(tasks["a"])["prompt"]] * 2 + [row(tasks["b"])["prompt"]] * 2, Trainer())
+    by_id = {t.id: t for t in tasks}
+    out = rollout_func([row(by_id["a"])["prompt"]] * 2 + [row(by_id["b"])["prompt"]] * 2, Trainer())
     assert out["task_id"] == ["c", "c", "b", "b"]  # a's flat group replaced in place by c's
-    assert asked == [(1, {"a", "b"}), (1, {"a", "b"})]  # the batch's own tasks are excluded
+    assert sampling.last_draws == ["d", "c"]  # never the batch's own tasks a and b
     logged = {k: v[0] for k, v in Trainer._metrics["train"].items() if k.startswith("sampling/")}
     assert logged == {
         "sampling/zero_std_groups": 0.5,
@@ -385,7 +361,9 @@ def test_flat_groups_are_dropped_and_refilled_until_the_batch_has_signal(tmp_pat
         "sampling/refill_rollouts": 4.0,
         "sampling/zero_std_after": 0.0,
     }
-    assert sorted(seen) == sorted(["a", "a", "b", "b", "d", "d", "c", "c"])  # all counted
+    counted = {t: r.rollouts for t, r in curriculum.records.items()}
+    assert counted == {"a": 2, "b": 2, "c": 2, "d": 2}  # dropped groups are counted too
+    assert curriculum.committed_refills == {"d": 1, "c": 1}
     [saved] = tmp_path.glob("*.jsonl")
     lines = [json.loads(x) for x in saved.read_text().splitlines()]
     assert [(r["task_id"], r["dropped"]) for r in lines] == [
@@ -395,18 +373,11 @@ def test_flat_groups_are_dropped_and_refilled_until_the_batch_has_signal(tmp_pat
 
 
 def test_without_refill_or_with_split_groups_the_batch_is_left_alone():
-    tasks = {t: make_task(t) for t in "ab"}
-    index = TaskIndex([row(t) for t in tasks.values()])
-    calls = []
-
-    def refill(n, exclude):
-        calls.append(n)
-        return [tasks["b"]]
-
-    prompts = [row(tasks["a"])["prompt"]] * 3 + [row(tasks["b"])["prompt"]]
-    for refill_fn in (refill, None):
-        out = _varying_runner(index, refill=refill_fn)(
-            prompts, trainer=None
-        )  # groups of 2 would mix a and b: not whole
+    tasks = [make_task("a"), make_task("b")]
+    curriculum = Curriculum({t.id: t.difficulty.value for t in tasks})
+    prompts = [row(tasks[0])["prompt"]] * 3 + [row(tasks[1])["prompt"]]
+    for sampling in (DynamicSampling(curriculum, tasks, group_size=2), None):
+        _, rollout_func = make_runner(tasks, varying_rollouts(), curriculum, sampling=sampling)
+        out = rollout_func(prompts, trainer=None)  # groups of 2 would mix a and b: not whole
         assert out["task_id"] == ["a", "a", "a", "b"]
-    assert calls == []
+    assert curriculum.committed_refills == {}

@@ -168,19 +168,22 @@ def test_sampled_logprobs_looks_the_sampled_token_up_by_id():
 
 
 def test_importance_sampling_settings_reach_grpo_config(tmp_path: Path):
-    from tbrl_lib.train.run import grpo_args
+    from tbrl_lib.train.trainer import grpo_args
 
     # dtype fp32: TrainingArguments refuses bf16 on a machine without a GPU
-    args = grpo_args(load_preset("2xa100", {"dtype": "fp32"}), tmp_path)
+    args = grpo_args(load_preset("2xa100", {"model.dtype": "fp32"}), tmp_path)
     assert args.use_vllm and args.vllm_mode == "server"
     assert args.vllm_importance_sampling_mode == "token_truncate"
     assert args.vllm_importance_sampling_clip_max == 3.0
     args = grpo_args(
-        load_preset("1xh200", {"dtype": "fp32", "vllm_is_level": "sequence", "vllm_is_cap": 2.0}),
+        load_preset(
+            "1xh200",
+            {"model.dtype": "fp32", "grpo.vllm_is_level": "sequence", "grpo.vllm_is_cap": 2.0},
+        ),
         tmp_path,
     )
     assert args.vllm_mode == "colocate"
     assert args.vllm_importance_sampling_mode == "sequence_truncate"
     assert args.vllm_importance_sampling_clip_max == 2.0
     with pytest.raises(ValueError, match="vllm_is_level"):
-        load_preset("1xh200", {"vllm_is_level": "chunk"})
+        load_preset("1xh200", {"grpo.vllm_is_level": "chunk"})

@@ -33,7 +33,9 @@ from tbrl_lib.rewards.judges.chain import (
     JudgeMissing,
     metrics_of,
 )
+from tbrl_lib.rewards.judges.llm import LLMJudge
 from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge
+from tbrl_lib.rewards.reward import RewardConfig
 
 
 def make_judge(spec: str, **options: Any):
@@ -49,13 +51,21 @@ def make_judge(spec: str, **options: Any):
     if backend in ("anthropic", "openai", "claude-cli"):
         if backend != "claude-cli" and not model:
             raise ValueError(f"judge spec {spec!r} names no model; e.g. {backend}:MODEL")
-        from tbrl_lib.rewards.judges.llm import LLMJudge
-
         return LLMJudge(backend, model or "default", **options)
     raise ValueError(
         f"unknown judge spec {spec!r}; use rule, rule-nocaps, anthropic:MODEL, "
         "openai:MODEL, claude-cli[:MODEL], config:PATH, or a comma-separated chain"
     )
+
+
+def judge_for(reward: RewardConfig) -> Judge | None:
+    """The judge `reward` asks for, refused now if it cannot run here (no API key, no CLI);
+    None when the reward is tests only. Training and evaluation both build theirs here."""
+    if not reward.judged:
+        return None
+    judge = make_judge(reward.judge)
+    require_available(judge)
+    return judge
 
 
 class JudgeUnavailable(ValueError):
@@ -94,6 +104,7 @@ __all__ = [
     "JudgeUnavailable",
     "RuleBasedJudge",
     "Usage",
+    "judge_for",
     "make_judge",
     "metrics_of",
     "require_available",

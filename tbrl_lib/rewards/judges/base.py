@@ -3,9 +3,10 @@
 A `Judge` scores *how* an agent worked (the process), not whether the tests passed. Every
 judge takes a `JudgeInput` (task instruction, environment description, trajectory messages)
 and returns a `JudgeResult` with a score in [0, 1], the prompt version that produced it, and
-usage/cost; or raises `JudgeError`. `retryable=True` on a `JudgeError` (429, 529, 5xx,
-timeouts) tells the chain to fall back to the next judge; a reply that cannot be parsed even
-after one format-correction retry raises `JudgeFormatError` (also a fallback reason).
+usage/cost (`tbrl_lib.llm_api.Usage`, as every LLM call reports it); or raises `JudgeError`.
+`retryable=True` on a `JudgeError` (429, 529, 5xx, timeouts) tells the chain to fall back to
+the next judge; a reply that cannot be parsed even after one format-correction retry raises
+`JudgeFormatError` (also a fallback reason).
 A judge never returns NaN and never turns its own failure into a 0.
 """
 
@@ -15,6 +16,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from tbrl_lib.llm_api import Usage
 
 
 @dataclass(frozen=True)
@@ -48,26 +51,6 @@ class JudgeInput:
             ensure_ascii=False,
         )
         return hashlib.sha256(blob.encode()).hexdigest()
-
-
-@dataclass
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    """Prompt tokens read from the provider's cache."""
-    cache_write_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, other: Usage) -> None:
-        for name in (
-            "input_tokens",
-            "output_tokens",
-            "cached_tokens",
-            "cache_write_tokens",
-            "cost_usd",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 @dataclass

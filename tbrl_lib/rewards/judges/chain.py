@@ -34,7 +34,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tbrl_lib.rewards.judges.base import Judge, JudgeError, JudgeInput, JudgeResult, Usage
+from tbrl_lib.llm_api import Usage
+from tbrl_lib.rewards.judges.base import Judge, JudgeError, JudgeInput, JudgeResult
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class CostLedger:
             "judge/cost_usd_step": total(self.step, "cost_usd"),
             "judge/input_tokens_run": total(self.run, "input_tokens"),
             "judge/output_tokens_run": total(self.run, "output_tokens"),
-            "judge/cached_tokens_run": total(self.run, "cached_tokens"),
+            "judge/cache_read_tokens_run": total(self.run, "cache_read_tokens"),
             "judge/calls": float(sum(self.calls.values())),
             "judge/fallbacks": float(self.fallbacks),
             "judge/missing": float(self.missing),
@@ -241,6 +242,7 @@ class JudgeConfig(BaseModel):
             raise ValueError(f"{path}: invalid judge config:\n{err}") from err
 
     def build(self, ledger: CostLedger | None = None) -> JudgeChain:
+        # the package's make_judge builds every kind of judge, this chain among them: a cycle
         from tbrl_lib.rewards.judges import make_judge
 
         judges = [

@@ -4,7 +4,9 @@ All three share one flow (`LLMJudge.score`): render the judge input, call the ba
 the versioned judge prompt as the system prompt, parse the score; when the reply cannot be
 read, ask once more with a format-correction message; then give up with `JudgeFormatError`.
 Transport errors become `JudgeError(retryable=...)` after the SDK's own retries with
-backoff (`max_retries`), so the chain can fall back to the next judge.
+backoff (`max_retries`), so the chain can fall back to the next judge. The SDK clients, the
+usage and which errors are retryable come from `tbrl_lib.llm_api`, as for the API policies
+and the synthesis pipeline.
 
 - Anthropic: the system prompt carries `cache_control` (prompt caching: the rubric is read
   from the cache after the first call); structured output through a forced `record_score`
@@ -19,19 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import time
 from typing import Any
 
-from tbrl_lib import pricing
-from tbrl_lib.rewards.judges.base import (
-    JudgeError,
-    JudgeFormatError,
-    JudgeInput,
-    JudgeResult,
-    Usage,
-)
+from tbrl_lib.llm_api import Transport, Usage, anthropic_usage, openai_usage, retryable
+from tbrl_lib.rewards.judges.base import JudgeError, JudgeFormatError, JudgeInput, JudgeResult
 from tbrl_lib.rewards.judges.prompt import (
     FORMAT_CORRECTION,
     SCORE_SCHEMA,
@@ -39,8 +34,6 @@ from tbrl_lib.rewards.judges.prompt import (
     parse_score,
     render_input,
 )
-
-RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 
 
 class LLMJudge:
@@ -78,23 +71,27 @@ class LLMJudge:
         self.cli_path = cli_path
         self.prompt = load_prompt(prompt_file)
         self.prompt_version = self.prompt.version
-        default_env = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(backend)
-        self.api_key_env = api_key_env or default_env
-        self.api_key = api_key or os.environ.get(self.api_key_env or "", "") or None
-        self._client: Any = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self.transport = (
+            None
+            if backend == "claude-cli"
+            else Transport(
+                backend,
+                base_url=base_url,
+                api_key=api_key,
+                api_key_env=api_key_env,
+                timeout_s=timeout_s,
+                max_retries=max_retries,
+            )
+        )
 
     def unavailable(self) -> str | None:
         """Why this judge cannot be called here (an absent API key or CLI), else None.
         An OpenAI-compatible endpoint given by `base_url` (vLLM) may need no key."""
-        if self.backend == "claude-cli":
-            if shutil.which(self.cli_path) is None:
-                return f"judge {self.name} needs `{self.cli_path}` on PATH (install Claude Code)"
-            return None
-        if self.api_key or (self.backend == "openai" and self.base_url):
-            return None
-        other = " or pass --base-url for a local endpoint" if self.backend == "openai" else ""
-        return f"judge {self.name} needs an API key: set {self.api_key_env}{other}"
+        if self.transport is not None:
+            return self.transport.unavailable(f"judge {self.name}")
+        if shutil.which(self.cli_path) is None:
+            return f"judge {self.name} needs `{self.cli_path}` on PATH (install Claude Code)"
+        return None
 
     async def score(self, item: JudgeInput) -> JudgeResult:
         started = time.perf_counter()
@@ -117,7 +114,7 @@ class LLMJudge:
                 conversation = [user, reply or json.dumps(data), FORMAT_CORRECTION]
                 continue
             if self.backend != "claude-cli":  # the CLI reports its own dollars
-                usage.cost_usd = _dollars(self.model, usage)
+                usage.priced(self.model)
             subscores = {
                 k: float(v)
                 for k, v in fields.items()
@@ -146,19 +143,9 @@ class LLMJudge:
         except JudgeError:
             raise
         except Exception as exc:  # SDK errors after its own retries
-            status = getattr(exc, "status_code", None)
-            retryable = status is None or status in RETRYABLE_STATUS
             raise JudgeError(
-                f"{self.name}: {type(exc).__name__}: {str(exc)[:300]}", retryable
+                f"{self.name}: {type(exc).__name__}: {str(exc)[:300]}", retryable(exc)
             ) from exc
-
-    def _stale_client(self) -> bool:
-        """SDK async clients belong to one event loop; make a new one for a new loop."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client_loop = loop
-            return True
-        return False
 
     @staticmethod
     def _turns(conversation: list[str]) -> list[dict[str, str]]:
@@ -166,15 +153,6 @@ class LLMJudge:
         return [{"role": roles[i % 2], "content": text} for i, text in enumerate(conversation)]
 
     async def _anthropic(self, conversation: list[str]) -> tuple[str, dict | None, Usage]:
-        import anthropic
-
-        if self._stale_client():
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self.api_key or "missing",
-                base_url=self.base_url,
-                max_retries=self.max_retries,
-                timeout=self.timeout_s,
-            )
         kwargs: dict[str, Any] = {}
         if self.structured:
             kwargs["tools"] = [
@@ -185,7 +163,7 @@ class LLMJudge:
                 }
             ]
             kwargs["tool_choice"] = {"type": "tool", "name": "record_score"}
-        msg = await self._client.messages.create(
+        msg = await self.transport.client().messages.create(
             model=self.model,
             max_tokens=self.max_tokens,
             messages=self._turns(conversation),
@@ -196,32 +174,16 @@ class LLMJudge:
         )
         text = "".join(getattr(b, "text", "") for b in msg.content if b.type == "text")
         data = next((b.input for b in msg.content if b.type == "tool_use"), None)
-        u = msg.usage
-        usage = Usage(
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cached_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
-            cache_write_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
-        )
-        return text, data if isinstance(data, dict) else None, usage
+        return text, data if isinstance(data, dict) else None, anthropic_usage(msg.usage)
 
     async def _openai(self, conversation: list[str]) -> tuple[str, dict | None, Usage]:
-        import openai
-
-        if self._stale_client():
-            self._client = openai.AsyncOpenAI(
-                api_key=self.api_key or "missing",
-                base_url=self.base_url,
-                max_retries=self.max_retries,
-                timeout=self.timeout_s,
-            )
         kwargs: dict[str, Any] = {}
         if self.structured and len(conversation) == 1:
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "judge_score", "schema": SCORE_SCHEMA},
             }
-        resp = await self._client.chat.completions.create(
+        resp = await self.transport.client().chat.completions.create(
             model=self.model,
             max_tokens=self.max_tokens,
             messages=[{"role": "system", "content": self.prompt.text}, *self._turns(conversation)],
@@ -230,16 +192,7 @@ class LLMJudge:
         if not resp.choices:
             raise JudgeError(f"{self.name}: reply without choices", retryable=True)
         text = resp.choices[0].message.content or ""
-        u = resp.usage
-        cached = (
-            getattr(getattr(u, "prompt_tokens_details", None), "cached_tokens", 0) or 0 if u else 0
-        )
-        usage = Usage(
-            input_tokens=(u.prompt_tokens - cached) if u else 0,
-            output_tokens=u.completion_tokens if u else 0,
-            cached_tokens=cached,
-        )
-        return text, None, usage
+        return text, None, openai_usage(resp.usage)
 
     async def _cli(self, conversation: list[str]) -> tuple[str, dict | None, Usage]:
         exe = shutil.which(self.cli_path)
@@ -281,22 +234,8 @@ class LLMJudge:
         usage = Usage(
             input_tokens=int(u.get("input_tokens", 0)),
             output_tokens=int(u.get("output_tokens", 0)),
-            cached_tokens=int(u.get("cache_read_input_tokens", 0)),
+            cache_read_tokens=int(u.get("cache_read_input_tokens", 0)),
             cache_write_tokens=int(u.get("cache_creation_input_tokens", 0)),
             cost_usd=float(data.get("total_cost_usd") or 0.0),
         )
         return str(data.get("result", "")), None, usage
-
-
-def _dollars(model: str, usage: Usage) -> float:
-    """Cost of a judge call; an unpriced model counts 0.0 (reports show its tokens)."""
-    price = pricing.price_for(model)
-    if price is None:
-        return 0.0
-    return pricing.cost_usd(
-        price,
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cached_tokens,
-        usage.cache_write_tokens,
-    )

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import random
+import tempfile
 import textwrap
+from pathlib import Path
 
 from tbrl_lib.synth.families.base import LEVEL, WORDS, Draft, heredoc, pick, pytest_module
 from tbrl_lib.tasks.model import Difficulty
@@ -213,9 +215,6 @@ def _script(bugs: set[str]) -> str:
 
 
 def _run(source: str, csv_text: str, tmp_name: str = "/tmp/_tbrl_synth_scores.csv"):
-    import tempfile
-    from pathlib import Path
-
     namespace: dict = {"__name__": "tbrl_synth_check"}
     exec(compile(source, "report.py", "exec"), namespace)  # our own generated code
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,16 +1,17 @@
-import pytest
-from inventory import Inventory, InsufficientStock
+import unittest
+
+from inventory import InsufficientStock, Inventory
 
 
-def test_add_and_quantity():
-    inv = Inventory()
-    inv.add("a", 3)
-    inv.add("a", 2)
-    assert inv.quantity("a") == 5
+class StoreTest(unittest.TestCase):
+    def test_add_and_quantity(self):
+        inv = Inventory()
+        inv.add("a", 3)
+        inv.add("a", 2)
+        self.assertEqual(inv.quantity("a"), 5)
 
-
-def test_remove_too_many():
-    inv = Inventory()
-    inv.add("a", 2)
-    with pytest.raises(InsufficientStock):
-        inv.remove("a", 3)
+    def test_remove_too_many(self):
+        inv = Inventory()
+        inv.add("a", 2)
+        with self.assertRaises(InsufficientStock):
+            inv.remove("a", 3)

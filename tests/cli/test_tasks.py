@@ -6,8 +6,7 @@ from typer.testing import CliRunner
 
 from tbrl_lib.cli import app
 from tbrl_lib.tasks import load_tasks, write_tasks
-
-from .helpers import make_task
+from tests.tasks.helpers import make_task
 
 runner = CliRunner()
 

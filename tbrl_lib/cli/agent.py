@@ -1,19 +1,33 @@
-"""`tbrl agent ...`: the system prompt, the parser, one episode, the tiny model - from a shell.
+"""`tbrl agent prompt|parse|run|tiny-model`: the system prompt, the parser, one rollout, the
+tiny model, from a shell.
 
-Thin wrappers over `prompts.system_prompt`, `parse_actions`, `run_episode` and
-`build_tiny_qwen3`. Mount with `app.add_typer(agent_app, name="agent")` in `tbrl_lib/cli.py`.
+Thin over `prompts.system_prompt`, `parse_actions`, `tbrl_lib.rollout.run_rollout` (the one
+rollout training and evaluation run) and `tbrl_lib.models.tiny_corpus.build_tiny_model`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
 
 import typer
 
-from tbrl_lib.tasks.console import LENIENT_HELP
+from tbrl_lib.agent.config import EpisodeLimits
+from tbrl_lib.agent.parser import ParseError, parse_actions
+from tbrl_lib.agent.prompts import system_prompt
+from tbrl_lib.agent.trajectory import Trajectory
+from tbrl_lib.aio import run_sync
+from tbrl_lib.console import console
+from tbrl_lib.evaluate.harness import require_credentials
+from tbrl_lib.models import SPEC_HELP, make_policy
+from tbrl_lib.models.tiny_corpus import build_tiny_model
+from tbrl_lib.rewards import RewardConfig
+from tbrl_lib.rewards.judges import judge_for
+from tbrl_lib.rollout import RolloutConfig, run_rollout
+from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.tasks import load_tasks
+from tbrl_lib.tasks.console import LENIENT_HELP, print_load_report
 
 app = typer.Typer(no_args_is_help=True, help="The agent: prompt, parser, episodes, tiny model.")
 
@@ -21,8 +35,6 @@ app = typer.Typer(no_args_is_help=True, help="The agent: prompt, parser, episode
 @app.command()
 def prompt() -> None:
     """Print the rendered system prompt (default limits)."""
-    from tbrl_lib.agent.prompts import system_prompt
-
     typer.echo(system_prompt())
 
 
@@ -31,8 +43,6 @@ def parse(
     path: str = typer.Argument("-", help="File with one assistant reply; '-' reads stdin."),
 ) -> None:
     """Parse one reply: each action as a JSON record, each error as the model would read it."""
-    from tbrl_lib.agent.parser import ParseError, parse_actions
-
     text = sys.stdin.read() if path == "-" else Path(path).read_text()
     result = parse_actions(text)
     for item in result.items:
@@ -46,11 +56,7 @@ def run(
         ..., help="A task directory or a directory of tasks (any format load_tasks reads)."
     ),
     task_id: str = typer.Option("", help="Which task; empty means the first."),
-    policy: str = typer.Option(
-        "oracle",
-        help="oracle, noop, hf:MODEL (a folder, smollm2-135m, tiny, a hub id), "
-        "openai:BASE_URL+MODEL, anthropic:MODEL",
-    ),
+    policy: str = typer.Option("oracle", help=SPEC_HELP.removeprefix("policy specs: ")),
     out: str = typer.Option(
         "outputs/agent/trajectory.jsonl", help="Where the trajectory JSONL is appended."
     ),
@@ -58,26 +64,16 @@ def run(
     max_new_tokens: int = typer.Option(
         4096, help="Tokens one reply may generate (a CPU-run model: ~100)."
     ),
-    system_prompt: str = typer.Option(
-        "full", help="`full` (every tool, ~2k tokens) or `compact` (a few lines)."
+    prompt_style: str = typer.Option(
+        "full",
+        "--system-prompt",
+        help="`full` (every tool, ~2k tokens) or `compact` (a few lines).",
     ),
     judge: str = typer.Option("rule", help="Judge of the reward (rule, anthropic:MODEL, none)."),
     lenient: bool = typer.Option(False, help=LENIENT_HELP),
 ) -> None:
     """Run one rollout (sandbox, episode, tests, judge) and save its trajectory: the same
     rollout training and evaluation run."""
-    from tbrl_lib.agent.config import EpisodeLimits
-    from tbrl_lib.agent.trajectory import Trajectory
-    from tbrl_lib.console import console
-    from tbrl_lib.evaluate.harness import require_credentials
-    from tbrl_lib.policies import make_policy
-    from tbrl_lib.rewards import RewardConfig
-    from tbrl_lib.rewards.judges import make_judge, require_available
-    from tbrl_lib.rollout import RolloutConfig, run_rollout
-    from tbrl_lib.sandbox.engine import require_engine
-    from tbrl_lib.tasks import load_tasks
-    from tbrl_lib.tasks.console import print_load_report
-
     require_engine("tbrl agent run")
     loaded, report = load_tasks(tasks, "lenient" if lenient else "strict", progress=False)
     print_load_report(console(), report)
@@ -89,16 +85,11 @@ def run(
     task = matching[0]
     policy_obj = make_policy(policy)
     require_credentials(policy_obj)
-    judge_obj = None if judge == "none" else make_judge(judge)
-    if judge_obj is not None:
-        require_available(judge_obj)
-    config = RolloutConfig(
-        episode=EpisodeLimits(
-            max_turns=max_turns, max_tokens_per_turn=max_new_tokens, system_prompt=system_prompt
-        ),
-        reward=RewardConfig() if judge_obj is not None else RewardConfig(w_judge=0.0),
+    episode = EpisodeLimits(
+        max_turns=max_turns, max_tokens_per_turn=max_new_tokens, system_prompt=prompt_style
     )
-    result = asyncio.run(run_rollout(task, policy_obj, config, judge_obj))
+    config = RolloutConfig(episode=episode, reward=RewardConfig(judge=judge))
+    result = run_sync(run_rollout(task, policy_obj, config, judge_for(config.reward)))
     if result.trajectory is not None:
         Trajectory.save_jsonl(result.trajectory, out, append=True)
     if result.task_error:
@@ -119,6 +110,4 @@ def run(
 @app.command("tiny-model")
 def tiny_model(out_dir: str = typer.Argument("outputs/models", help="Cache directory.")) -> None:
     """Build (or reuse) the tiny Qwen3 model and print its path."""
-    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
-
-    typer.echo(build_tiny_qwen3(out_dir))
+    typer.echo(build_tiny_model(out_dir))

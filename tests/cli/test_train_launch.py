@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from tbrl_lib.train.cli import app
+from tbrl_lib.cli.train import app
 
 runner = CliRunner()
 
@@ -29,7 +29,7 @@ def test_16xh100_is_two_nodes_everywhere():
     from tbrl_lib.train.presets import load_preset
 
     c = load_preset("16xh100")
-    assert c.num_nodes + c.vllm_server_nodes == 2 and c.num_processes == 8
+    assert c.launch.num_nodes + c.launch.vllm_server_nodes == 2 and c.launch.num_processes == 8
     assert plan_memory(c).fits
     listing = runner.invoke(app, ["presets"]).output
     assert "16xh100" in listing and "2x8 GPU" in listing

@@ -9,10 +9,10 @@ import asyncio
 import pytest
 
 from tbrl_lib.agent.episode import run_episode
+from tbrl_lib.agent.scripted import OraclePolicy
 from tbrl_lib.agent.trajectory import Termination
-from tbrl_lib.policies import make_policy
+from tbrl_lib.models.policy_spec import make_policy
 from tbrl_lib.policies.base import Conversation, PolicyError
-from tbrl_lib.policies.scripted import OraclePolicy
 from tests.agent.conftest import toy_task
 from tests.conftest import REPO
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from tbrl_lib.agent.cli import app
+from tbrl_lib.cli.agent import app
 from tests.conftest import REPO
 
 

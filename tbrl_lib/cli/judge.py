@@ -1,11 +1,28 @@
-"""`tbrl judge ...`: evaluate judges on labelled cases, calibrate the rule judge, score one
-trajectory, check a config."""
+"""`tbrl judge eval|calibrate|score|check-config`: evaluate judges on labelled cases, calibrate
+the rule judge, score one trajectory, check a config (thin over `tbrl_lib.judge_eval` and
+`tbrl_lib.rewards.judges`)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
+
+from tbrl_lib.aio import run_sync
+from tbrl_lib.judge_eval import load_cases, run_comparison, suite_dirs, summarize, write_report
+from tbrl_lib.judge_eval.calibration import (
+    calibrate,
+    calibration_lines,
+    write_calibration_report,
+)
+from tbrl_lib.rewards.judges import (
+    JudgeConfig,
+    JudgeInput,
+    RuleBasedJudge,
+    make_judge,
+    require_available,
+)
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -39,10 +56,6 @@ def eval_judges(
     """Score labelled cases with each judge; write the results and the rendered report (with
     the rule judge's in-sample and cross-validated figures when it is among the judges).
     A judge whose API key is absent is refused before any case runs."""
-    from tbrl_lib.judge_eval import load_cases, run_comparison, suite_dirs, summarize, write_report
-    from tbrl_lib.judge_eval.calibration import calibrate, calibration_lines
-    from tbrl_lib.rewards.judges import RuleBasedJudge, make_judge, require_available
-
     options = {"base_url": base_url} if base_url else {}
     built = [
         make_judge(s, **(options if ":" in s and not s.startswith("config:") else {}))
@@ -90,9 +103,6 @@ def calibrate_rule_judge(
 ) -> None:
     """Fit the rule judge's thresholds on labelled cases and report pass rate and Spearman
     in-sample, leave-one-out and leave-one-suite-out."""
-    from tbrl_lib.judge_eval import load_cases, suite_dirs
-    from tbrl_lib.judge_eval.calibration import calibrate, write_calibration_report
-
     dirs = {d.name: d for d in cases} if cases else suite_dirs(suites, note=_note)
     loaded = [c for name, d in dirs.items() for c in load_cases(d, suite=name).cases]
     cal = calibrate(loaded)
@@ -114,17 +124,12 @@ def score_one(
 ) -> None:
     """Score one trajectory and print the judge's result as JSON (a judge whose API key is
     absent is refused first)."""
-    import asyncio
-    import json
-
-    from tbrl_lib.rewards.judges import JudgeInput, make_judge, require_available
-
     built = make_judge(judge)
     require_available(built)
     item = JudgeInput.from_messages(
         json.loads(messages.read_text()), environment=dockerfile.read_text() if dockerfile else ""
     )
-    result = asyncio.run(built.score(item))
+    result = run_sync(built.score(item))
     typer.echo(
         json.dumps(
             result.to_dict() if hasattr(result, "to_dict") else vars(result), indent=2, default=str
@@ -135,8 +140,6 @@ def score_one(
 @app.command("check-config")
 def check_config(path: Path = typer.Argument(..., help="Judge config YAML.")) -> None:
     """Validate a judge config file and print the chain it builds."""
-    from tbrl_lib.rewards.judges import JudgeConfig
-
     chain = JudgeConfig.load(path).build()
     typer.echo(
         f"ok: {chain.name} (prompt {chain.prompt_version}, concurrency {chain.max_concurrency})"

@@ -1,17 +1,38 @@
-"""`tbrl tasks` commands: thin wrappers over `tbrl_lib.tasks` (loader, stats, console).
-
-Other packages append their commands at the end (`generate` from tbrl_lib.synth,
-`validate` from tbrl_lib.evaluate.validate).
+"""`tbrl tasks convert|stats|generate|validate|check`: thin over `tbrl_lib.tasks` (loader,
+stats, console), `tbrl_lib.synth.generate` (procedural families) and
+`tbrl_lib.evaluate.validate` (build, no-op, oracle, repeats). The parquet format carries the
+agent's first prompt (`initial_messages`).
 """
 
 from __future__ import annotations
 
+import json
 from enum import Enum
 from pathlib import Path
 
 import typer
 
-from tbrl_lib.tasks.console import LENIENT_HELP
+from tbrl_lib.agent.prompts import initial_messages
+from tbrl_lib.console import console
+from tbrl_lib.evaluate.validate import (
+    ValidationConfig,
+    check_ok,
+    check_table,
+    validate_tasks,
+    validation_table,
+)
+from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.synth.dedup import balance_table
+from tbrl_lib.synth.families import FAMILIES
+from tbrl_lib.synth.generate import generate as draw_tasks
+from tbrl_lib.tasks.console import (
+    LENIENT_HELP,
+    print_convert_reports,
+    print_load_report,
+    skipped_table,
+)
+from tbrl_lib.tasks.loader import load_tasks, write_tasks
+from tbrl_lib.tasks.stats import stats_tables, task_stats
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -37,10 +58,6 @@ def convert(
 ) -> None:
     """Convert tasks between formats (the source format is detected). Nothing is written
     when no task loads."""
-    from tbrl_lib.console import console
-    from tbrl_lib.tasks.console import print_convert_reports, skipped_table
-    from tbrl_lib.tasks.loader import load_tasks, write_tasks
-
     mode = "lenient" if lenient else "strict"
     screen = console()
     tasks, load = load_tasks(src, mode, workers=workers)
@@ -56,8 +73,6 @@ def convert(
             f"{src} holds no tasks; nothing written to {out}. Give a task source "
             "with at least one task (a .csv, .parquet, task dir or dir of task dirs)"
         )
-    from tbrl_lib.agent.prompts import initial_messages
-
     write = write_tasks(
         tasks,
         to.value,
@@ -76,11 +91,6 @@ def stats(
     lenient: bool = typer.Option(False, help=LENIENT_HELP),
 ) -> None:
     """Counts by difficulty and category, base images, and sizes."""
-    from tbrl_lib.console import console
-    from tbrl_lib.tasks.console import print_load_report
-    from tbrl_lib.tasks.loader import load_tasks
-    from tbrl_lib.tasks.stats import stats_tables, task_stats
-
     screen = console()
     tasks, report = load_tasks(path, "lenient" if lenient else "strict")
     for table in stats_tables(task_stats(tasks)):
@@ -88,13 +98,30 @@ def stats(
     print_load_report(screen, report)
 
 
-# `tbrl tasks generate`: procedural task families, owned by tbrl_lib.synth.
-from tbrl_lib.synth.cli import generate as _synth_generate  # noqa: E402
+@app.command()
+def generate(
+    family: str = typer.Option("all", help=f"Family, comma list or 'all': {', '.join(FAMILIES)}."),
+    n: int = typer.Option(8, min=1, help="How many tasks."),
+    seed: int = typer.Option(0, help="First instance seed (instances use seed, seed+1, ...)."),
+    difficulty: str = typer.Option("mixed", help="easy|medium|hard|extremely_hard|mixed."),
+    out: Path = typer.Option(..., help="Output directory (or file for csv/parquet)."),
+    fmt: str = typer.Option("harbor", "--format", help="harbor|tb1|csv|parquet."),
+    balance: bool = typer.Option(True, help="Print the category/difficulty balance table."),
+) -> None:
+    """Generate tasks from the procedural families and write them (Harbor dirs by default)."""
+    try:
+        tasks = draw_tasks(family, n, seed, difficulty, progress=True)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    report = write_tasks(tasks, fmt, out, prompt_fn=initial_messages if fmt == "parquet" else None)
+    typer.echo(f"wrote {len(tasks)} tasks as {fmt} to {out}")
+    dropped = getattr(report, "dropped", None)
+    if dropped:
+        typer.echo(f"fields the {fmt} format cannot hold: {dropped}")
+    if balance:
+        typer.echo(balance_table(tasks).to_string())
 
-app.command("generate")(_synth_generate)
 
-
-# `tbrl tasks validate`: build, nop, solve, repeat; owned by tbrl_lib.evaluate.validate.
 @app.command()
 def validate(
     path: Path = typer.Argument(
@@ -112,14 +139,6 @@ def validate(
 ) -> None:
     """Build each task, check the untouched environment scores <= 0.2 and the reference
     solution 1.0 (stable over repeats); print a table; exit 1 if any task fails."""
-    import json
-
-    from tbrl_lib.console import console
-    from tbrl_lib.evaluate.validate import ValidationConfig, validate_tasks, validation_table
-    from tbrl_lib.sandbox.engine import require_engine
-    from tbrl_lib.tasks.console import print_load_report
-    from tbrl_lib.tasks.loader import load_tasks
-
     require_engine("tbrl tasks validate")
     tasks, report = load_tasks(path, "lenient" if lenient else "strict")
     print_load_report(console(), report)
@@ -151,14 +170,6 @@ def check(
     """Before training on a dataset: load it leniently, build each image, run the no-op
     policy and (where a solution exists) the oracle through the real rollout; one table of
     loads / builds / no-op / oracle / reason. Exit 1 when anything failed."""
-    import json
-
-    from tbrl_lib.console import console
-    from tbrl_lib.evaluate.validate import ValidationConfig, check_ok, check_table, validate_tasks
-    from tbrl_lib.sandbox.engine import require_engine
-    from tbrl_lib.tasks.console import print_load_report
-    from tbrl_lib.tasks.loader import load_tasks
-
     require_engine("tbrl tasks check")
     loaded = load_tasks(path, "lenient")
     print_load_report(console(), loaded.report, skipped=False)  # skipped: rows of the table

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
+from tbrl_lib.evaluate.batch_validate import results_frame, summary_table
 from tbrl_lib.evaluate.validate import ValidationResult, Verdict
-from tbrl_lib.synth.batch_validate import results_frame, summary_table
 from tbrl_lib.synth.families import FAMILIES
 from tbrl_lib.synth.generate import generate, make_task
 

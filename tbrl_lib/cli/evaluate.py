@@ -20,8 +20,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
-from tbrl_lib.tasks.console import LENIENT_HELP
+from tbrl_lib.console import console
+from tbrl_lib.evaluate.harness import require_credentials, run_eval
+from tbrl_lib.evaluate.report import compare_runs, comparison_table, summary_table
+from tbrl_lib.evaluate.results import RunConfig, RunResults
+from tbrl_lib.models import make_policy, resolve_model
+from tbrl_lib.notebook_tools import run_dir
+from tbrl_lib.overrides import merge, parse_overrides, settings_error
+from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.tasks import load_tasks
+from tbrl_lib.tasks.console import LENIENT_HELP, print_load_report
 
 app = typer.Typer(no_args_is_help=False, invoke_without_command=True)
 
@@ -121,15 +131,6 @@ def run(
         raise typer.BadParameter(
             "give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks"
         )
-    from tbrl_lib.console import console
-    from tbrl_lib.evaluate.harness import require_credentials, run_eval
-    from tbrl_lib.evaluate.report import summary_table
-    from tbrl_lib.models import resolve_model
-    from tbrl_lib.notebook_tools import run_dir
-    from tbrl_lib.policies import make_policy
-    from tbrl_lib.sandbox.engine import require_engine
-    from tbrl_lib.tasks import load_tasks
-    from tbrl_lib.tasks.console import print_load_report
 
     config = run_config(
         policy=policy,
@@ -138,7 +139,7 @@ def run(
         concurrency=concurrency,
         timeout_scale=timeout_scale,
         limit=limit,
-        judge=judge,
+        reward={"judge": judge},
         settings=settings or [],
     )
     if policy.startswith("anthropic:"):  # an API policy is cheap to build: check its key now
@@ -167,11 +168,6 @@ def run(
 
 def run_config(settings: list[str], **values):
     """A `RunConfig` from the CLI's options plus `--set` items; a bad setting is a usage error."""
-    from pydantic import ValidationError
-
-    from tbrl_lib.evaluate.results import RunConfig
-    from tbrl_lib.overrides import merge, parse_overrides, settings_error
-
     try:
         return RunConfig.model_validate(merge(values, parse_overrides(settings)))
     except (ValueError, ValidationError) as err:
@@ -183,10 +179,6 @@ def show(
     run_folder: Annotated[Path, typer.Argument(help="A run folder or its results.json.")],
 ) -> None:
     """Print the summary of a finished (or interrupted) run."""
-    from tbrl_lib.console import console
-    from tbrl_lib.evaluate.report import summary_table
-    from tbrl_lib.evaluate.results import RunResults
-
     console().print(summary_table(RunResults.load(run_folder)))
 
 
@@ -196,8 +188,5 @@ def compare(
     run_b: Annotated[Path, typer.Argument(help="Run folder B (e.g. the baseline).")],
 ) -> None:
     """Paired per-task comparison of two runs: A - B with its 95% interval."""
-    from tbrl_lib.console import console
-    from tbrl_lib.evaluate.report import compare_runs, comparison_table
-
     cmp = compare_runs(run_a, run_b)
     console().print(comparison_table(cmp, run_a.name, run_b.name))

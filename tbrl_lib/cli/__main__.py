@@ -1,0 +1,5 @@
+"""`python -m tbrl_lib.cli ...` is `tbrl ...` (what `accelerate launch -m` starts)."""
+
+from tbrl_lib.cli.app import app
+
+app()

@@ -1,0 +1,52 @@
+"""`tbrl docker ensure|reap`: a Docker engine answering, and tbrl's leftovers removed (thin
+over `tbrl_lib.sandbox.engine` and `tbrl_lib.sandbox.reaper`)."""
+
+from __future__ import annotations
+
+import typer
+
+from tbrl_lib.sandbox import engine, reaper
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("ensure")
+def docker_ensure() -> None:
+    """Make sure a Docker engine answers (starts dockerd when root and allowed)."""
+    info = engine.ensure_engine()
+    typer.echo(
+        f"docker {info.version} at {info.endpoint}" + (" (started)" if info.started_by_us else "")
+    )
+
+
+@app.command("reap")
+def docker_reap(
+    host: list[str] = typer.Option(
+        [],
+        help="Docker host(s) to reap (unix://, tcp://, ssh://); "
+        "default: DOCKER_HOST or the local engine.",
+    ),
+    foreign: bool = typer.Option(
+        False,
+        help="Also remove tbrl objects owned by processes on "
+        "OTHER machines (only when you know those runs are gone).",
+    ),
+) -> None:
+    """Remove tbrl-labelled containers/networks/volumes whose owner process is gone.
+
+    Only objects carrying tbrl's `tbrl.owner` label are considered; live owners' objects
+    are kept. Never a host-wide prune."""
+    if not host:
+        engine.require_engine("tbrl docker reap")
+    for base_url in host or [None]:
+        client = engine.client(base_url)
+        report = reaper.reap(client, foreign=foreign)
+        where = base_url or "default engine"
+        typer.echo(
+            f"{where}: removed {len(report.containers)} containers, "
+            f"{len(report.networks)} networks, {len(report.volumes)} volumes; kept "
+            f"{report.kept_alive_owner} of live owners, {report.kept_foreign} of other machines"
+        )
+        for err in report.errors:
+            typer.echo(f"  error: {err}", err=True)
+        client.close()

@@ -1,0 +1,150 @@
+"""`RolloutRunner`: one step's rollouts, from tasks to the records training learns from.
+
+Everything below the trainer's interface lives here, so any producer of rollouts (TRL's
+synchronous `rollout_func`, `trl_rollouts.RolloutFunc`; an asynchronous worker) shares it:
+
+1. every task is one `tbrl_lib.rollout.run_rollout` (sandbox, episode, verifier + judge, the
+   mission's reward: the one rollout evaluation and validation run), by `policy`, all on one
+   asyncio loop, `concurrency` at a time;
+2. a rollout that produced no tokens is given a stub (the task's first prompt and one masked
+   EOS: TRL needs a completion token per row), and every infra-error rollout gets an
+   all-zero env mask, so what is saved is what training sees;
+3. dynamic sampling refills flat groups (`dynamic_sampling.py`);
+4. the step's rollouts are saved (`step-…-call-…[-rank<i>].jsonl`), a small row per rollout
+   is gathered from every process (`processes.gather_across`), and from those rows alone,
+   identical on every process, the infra-rate stop (`infra_guard.py`) counts and may stop the
+   run, the curriculum counts each group, and the step's metrics are made.
+
+Infra errors never teach the model it failed (masked), and any other exception from a
+rollout is a bug that stops training: never masked. Left out: the TRL output format
+(`trl_rollouts.py`), the order tasks come in (the curriculum's sampler).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from tbrl_lib.aio import run_sync
+from tbrl_lib.policies.base import Policy
+from tbrl_lib.rollout import RolloutConfig, RolloutResult, run_rollout
+from tbrl_lib.tasks.model import Task
+from tbrl_lib.train.curriculum import Curriculum
+from tbrl_lib.train.dynamic_sampling import DynamicSampling, combine_sampling
+from tbrl_lib.train.infra_guard import InfraErrorGuard
+from tbrl_lib.train.processes import gather_across, rank_suffix
+from tbrl_lib.train.rollout_records import Rollout, metrics_of_rows, rollout_row, save_rollouts
+
+RolloutFn = Callable[[Task, Policy, RolloutConfig, Any], Awaitable[RolloutResult]]
+"""`run_rollout`'s shape: `async (task, policy, config, judge) -> RolloutResult`."""
+
+
+@dataclass
+class StepRollouts:
+    """What one step's rollouts give the trainer."""
+
+    rollouts: list[Rollout]
+    """The batch to train on, one per task asked for, in order (refilled groups in place)."""
+    metrics: dict[str, float]
+    """`rollout/`, `reward/`, `judge/`, `sandbox/`, `sampling/` numbers over every process."""
+
+
+class RolloutRunner:
+    """Runs, refills, saves and counts one step's rollouts (see the module docstring)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        rollout: RolloutConfig,
+        judge: Any | None,
+        curriculum: Curriculum,
+        *,
+        concurrency: int,
+        stub_prompt_ids: Callable[[Task], list[int]],
+        eos_id: int,
+        sampling: DynamicSampling | None = None,
+        infra: InfraErrorGuard | None = None,
+        trajectories_dir: Path | None = None,
+        progress: bool = True,
+        rollout_fn: RolloutFn = run_rollout,
+    ) -> None:
+        self.policy, self.rollout, self.judge = policy, rollout, judge
+        self.curriculum, self.sampling = curriculum, sampling
+        self.infra = infra or InfraErrorGuard()
+        self.concurrency, self.progress = concurrency, progress
+        self.stub_prompt_ids, self.eos_id = stub_prompt_ids, eos_id
+        self.trajectories_dir = trajectories_dir
+        self.rollout_fn = rollout_fn
+        self.calls = 0
+        """Steps run so far (names the trajectory files; a resumed run continues it)."""
+
+    def step(self, tasks: list[Task], step: int | None = None) -> StepRollouts:
+        """One rollout per task (TRL repeats each task `num_generations` times in a row)."""
+        rollouts = run_sync(self.run_all(tasks))
+        dropped, sampling = [], {}
+        if self.sampling is not None:
+            rollouts, dropped, sampling = run_sync(self.sampling.refill(rollouts, self.run_all))
+        self.calls += 1
+        if self.trajectories_dir is not None:
+            name = f"step-{self.calls if step is None else step:05d}-call-{self.calls:04d}"
+            save_rollouts(
+                rollouts + dropped, self.trajectories_dir / f"{name}{rank_suffix()}.jsonl"
+            )
+        # Every decision below uses all processes' rollouts, so every process takes the same one.
+        reports = gather_across(
+            {
+                "kept": [rollout_row(r) for r in rollouts],
+                "dropped": [rollout_row(r) for r in dropped],
+                "sampling": sampling,
+                "draws": self.sampling.last_draws if self.sampling is not None else [],
+            }
+        )
+        kept = [row for report in reports for row in report["kept"]]
+        seen = [row for report in reports for row in report["kept"] + report["dropped"]]
+        self.infra.record(seen)
+        self.curriculum.record_rollouts([r["task_id"] for r in seen], [r["reward"] for r in seen])
+        self.curriculum.commit_refills([t for report in reports for t in report["draws"]])
+        metrics = {**metrics_of_rows(kept), **combine_sampling([r["sampling"] for r in reports])}
+        return StepRollouts(rollouts, metrics)
+
+    async def run_all(self, tasks: list[Task]) -> list[Rollout]:
+        """One rollout per task, in order, `concurrency` at a time."""
+        limit = asyncio.Semaphore(self.concurrency)
+        bar = tqdm(total=len(tasks), desc="rollouts", disable=not self.progress, leave=False)
+
+        async def one(task: Task) -> Rollout:
+            async with limit:
+                try:
+                    result = await self.rollout_fn(task, self.policy, self.rollout, self.judge)
+                finally:
+                    bar.update(1)
+            rollout = Rollout.from_result(result)
+            if rollout.infra_error and not (rollout.prompt_ids and rollout.completion_ids):
+                rollout.prompt_ids, rollout.completion_ids = self.stub_ids(task)
+                rollout.logprobs = None
+            if rollout.infra_error:  # what is saved is what training sees: no loss tokens
+                rollout.env_mask = [0] * len(rollout.completion_ids)
+            return rollout
+
+        try:
+            return list(await asyncio.gather(*(one(t) for t in tasks)))
+        finally:
+            bar.close()
+
+    def stub_ids(self, task: Task) -> tuple[list[int], list[int]]:
+        """Prompt and completion of a rollout that produced no tokens: the task's prompt and
+        one masked EOS (TRL needs at least one completion token per row)."""
+        return list(self.stub_prompt_ids(task)), [self.eos_id]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Counters a resumed run continues (trajectory file names, the infra error rate)."""
+        return {"calls": self.calls, "total": self.infra.total, "infra_errors": self.infra.errors}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.calls, self.infra.total = state["calls"], state["total"]
+        self.infra.errors = list(state["infra_errors"])
