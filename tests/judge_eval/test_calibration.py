@@ -60,6 +60,24 @@ def test_shipped_thresholds_are_the_fit_on_every_labelled_case(ours, upstream_ju
     loo = overall.loc["leave-one-out (cross-validated)"]
     assert loo["pass_rate"] >= 0.75 and loo["spearman"] >= 0.8
     assert "leave-one-suite-out (cross-validated)" in overall.index
+    assert_claims_cases_hold(cal)
+
+
+CLAIMS = ("ep_todo_theatre", "ep_echoed_verification", "ep_short_genuine")
+
+
+def assert_claims_cases_hold(cal):
+    """Todo theatre, echoed verification and the short genuine run land in their ranges when
+    scored by a fit that never saw them, and theatre stays at most half of the genuine run
+    under every scheme (its `at_most` label)."""
+    rows = cal.per_case.set_index("case").loc[list(CLAIMS)]
+    for case, row in rows.iterrows():
+        assert row["lo"] - 1e-9 <= row["leave_one_out"] <= row["hi"] + 1e-9, (case, row)
+    assert len(cal.relative) and cal.relative["holds"].all(), cal.relative
+
+
+def test_claims_count_for_nothing_on_cases_the_fit_never_saw(ours):
+    assert_claims_cases_hold(calibrate(ours))
 
 
 def test_cli_calibrate_and_the_eval_report_show_cross_validated_figures(tbrl, tmp_path):
