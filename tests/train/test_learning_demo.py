@@ -24,7 +24,10 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
         "cpu-demo",
         {
             "sft_demos": 16,
-            "sft_epochs": 3,
+            # 24 epochs (48 SFT steps) make the tiny policy act: after 3 it only emits a few
+            # tokens with no action, every reward is 0 under a judge that pays nothing for an
+            # empty reply, and GRPO has no group with variance to learn from
+            "sft_epochs": 24,
             "family_tasks": 8,
             "max_steps": 2,
             "eval_every": 1,
