@@ -10,8 +10,8 @@ finders, which come first.
 
 Used by the verifier's runner (for the runtime's stdlib, in the test process) and by the
 pristine volume's `sitecustomize` (for the image's stdlib, in every image `python3` the tests
-start). Standard library only; its source travels inside those programs, so it defines
-nothing at import time but the two names below.
+start). Standard library only, and nothing runs at import: its source travels inside those
+programs, which call `install`.
 
 Left out: code imported from the agent's work runs in the same process and can remove the
 finder (see the verifier's "not blocked" list); a stdlib module the directories lack (the

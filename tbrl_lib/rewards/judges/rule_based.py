@@ -184,9 +184,9 @@ def _count_call(f: TrajectoryFeatures, reply: ReplyFact, call: ToolFact, tally: 
     kind = command_class(call.action)
     if kind == "finish":
         f.finished = True
-    touched = GAMING.search(" ".join(str(v) for v in call.action.record()["fields"].values()))
-    if touched:
-        f.gaming_signals.append(f"reply {reply.index}: {call.kind} touches {touched.group(0)}")
+    gaming = GAMING.search(" ".join(str(v) for v in call.action.record()["fields"].values()))
+    if gaming:
+        f.gaming_signals.append(f"reply {reply.index}: {call.kind} touches {gaming.group(0)}")
     f.said += kind == "say"
     if call.ok and kind not in NO_WORK:
         f.work_actions += 1
