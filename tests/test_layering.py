@@ -33,6 +33,16 @@ ABOVE = {
         "evaluate",
         "judge_eval",
     ),
+    "models": (
+        "sandbox",
+        "agent",
+        "rewards",
+        "rollout",
+        "synth",
+        "train",
+        "evaluate",
+        "judge_eval",
+    ),
     "rollout": ("train", "evaluate", "synth", "judge_eval"),
     "rewards": ("rollout", "train", "evaluate", "synth"),
 }

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import typer
 
+from tbrl_lib.tasks.console import LENIENT_HELP
+
 app = typer.Typer(no_args_is_help=True, help="The agent: prompt, parser, episodes, tiny model.")
 
 
@@ -45,18 +47,28 @@ def run(
     ),
     task_id: str = typer.Option("", help="Which task; empty means the first."),
     policy: str = typer.Option(
-        "oracle", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL"
+        "oracle",
+        help="oracle, noop, hf:MODEL (a folder, smollm2-135m, tiny, a hub id), "
+        "openai:BASE_URL+MODEL, anthropic:MODEL",
     ),
     out: str = typer.Option(
         "outputs/agent/trajectory.jsonl", help="Where the trajectory JSONL is appended."
     ),
     max_turns: int = typer.Option(50, help="Turn limit of the episode."),
+    max_new_tokens: int = typer.Option(
+        4096, help="Tokens one reply may generate (a CPU-run model: ~100)."
+    ),
+    system_prompt: str = typer.Option(
+        "full", help="`full` (every tool, ~2k tokens) or `compact` (a few lines)."
+    ),
     judge: str = typer.Option("rule", help="Judge of the reward (rule, anthropic:MODEL, none)."),
+    lenient: bool = typer.Option(False, help=LENIENT_HELP),
 ) -> None:
     """Run one rollout (sandbox, episode, tests, judge) and save its trajectory: the same
     rollout training and evaluation run."""
     from tbrl_lib.agent.config import EpisodeLimits
     from tbrl_lib.agent.trajectory import Trajectory
+    from tbrl_lib.console import console
     from tbrl_lib.evaluate.harness import require_credentials
     from tbrl_lib.policies import make_policy
     from tbrl_lib.rewards import RewardConfig
@@ -64,9 +76,11 @@ def run(
     from tbrl_lib.rollout import RolloutConfig, run_rollout
     from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.tasks import load_tasks
+    from tbrl_lib.tasks.console import print_load_report
 
     require_engine("tbrl agent run")
-    loaded = load_tasks(tasks, progress=False).tasks
+    loaded, report = load_tasks(tasks, "lenient" if lenient else "strict", progress=False)
+    print_load_report(console(), report)
     matching = [t for t in loaded if t.id == task_id] if task_id else loaded[:1]
     if not matching:
         raise typer.BadParameter(
@@ -79,12 +93,18 @@ def run(
     if judge_obj is not None:
         require_available(judge_obj)
     config = RolloutConfig(
-        episode=EpisodeLimits(max_turns=max_turns),
+        episode=EpisodeLimits(
+            max_turns=max_turns, max_tokens_per_turn=max_new_tokens, system_prompt=system_prompt
+        ),
         reward=RewardConfig() if judge_obj is not None else RewardConfig(w_judge=0.0),
     )
     result = asyncio.run(run_rollout(task, policy_obj, config, judge_obj))
     if result.trajectory is not None:
         Trajectory.save_jsonl(result.trajectory, out, append=True)
+    if result.task_error:
+        why = result.task_error.removeprefix(f"task {task.id}: ")
+        typer.echo(f"{task.id}: the task cannot run here, not scored: {why}", err=True)
+        raise typer.Exit(1)
     if result.infra_error:
         typer.echo(f"{task.id}: infrastructure error, not scored: {result.infra_error}", err=True)
         raise typer.Exit(1)

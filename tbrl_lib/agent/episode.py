@@ -7,6 +7,11 @@ failures end it as `infra_error`, a sandbox the agent broke as `sandbox_broken` 
 The trajectory is returned in every case but one: any other exception is a bug and
 propagates. The episode never decides the score: the verifier runs the tests afterwards,
 also for rollouts that stopped on a limit.
+
+The time limit and a generating policy: a policy that `stops_at_deadline` (token policies)
+is given the moment the time runs out (`Conversation.deadline`) and `STOP_GRACE_S` more to
+hand back the reply it has by then; that reply is recorded as the last turn, unrun, and the
+episode ends as `time_limit`. Any other policy is cancelled at the deadline (no turn).
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ from tbrl_lib.agent.trajectory import Termination, ToolCall, Trajectory, Turn
 from tbrl_lib.policies.base import ContextOverflow, Conversation, Policy, PolicyError
 from tbrl_lib.sandbox.base import Sandbox, SandboxError, SandboxLimitExceeded
 from tbrl_lib.tasks.model import Task
+
+STOP_GRACE_S = 30.0
+"""How long after the deadline a policy that stops there may take to return (it stops between
+two tokens; a long prompt's forward pass cannot be cut)."""
 
 
 class EpisodeEnd(Exception):
@@ -94,10 +103,12 @@ async def _turn(
         raise EpisodeEnd(Termination.time_limit, "the episode's time limit passed")
     conversation.token_ids, conversation.turn = traj.token_ids, len(traj.turns)
     t0 = time.monotonic()
+    conversation.deadline = t0 + time_left()
+    grace = STOP_GRACE_S if getattr(policy, "stops_at_deadline", False) else 0.0
     try:
         gen = await asyncio.wait_for(
             policy.generate(conversation, min(limits.max_tokens_per_turn, budget)),
-            timeout=max(time_left(), 0.001),
+            timeout=max(time_left(), 0.001) + grace,
         )
     except TimeoutError as exc:
         raise EpisodeEnd(
@@ -116,6 +127,12 @@ async def _turn(
     traj.turns.append(turn)
     traj.messages.append({"role": "assistant", "content": gen.text})
     traj.add_generation(gen)
+    if gen.finish_reason == "time_limit":
+        raise EpisodeEnd(
+            Termination.time_limit,
+            f"the time limit passed while the policy was generating ({gen.completion_tokens} "
+            "tokens so far, kept as the last turn, not run)",
+        )
 
     parsed = parse_actions(gen.text)
     if not parsed.items:

@@ -133,21 +133,51 @@ def action_from_record(record: dict[str, Any]) -> Action:
     return result
 
 
+OPEN_THINK, CLOSE_THINK = "<think>", "</think>"
+
+
+def _think_spans(text: str) -> tuple[list[tuple[int, int, int, int]], bool]:
+    """Each thinking block as (start, stop, body start, body stop), and whether the last one
+    was left open. A `</think>` before any `<think>` closes a block the template opened."""
+    spans: list[tuple[int, int, int, int]] = []
+    first_close, first_open = text.find(CLOSE_THINK), text.find(OPEN_THINK)
+    pos = 0
+    if first_close != -1 and (first_open == -1 or first_close < first_open):
+        pos = first_close + len(CLOSE_THINK)
+        spans.append((0, pos, 0, first_close))
+    while (start := text.find(OPEN_THINK, pos)) != -1:
+        end = text.find(CLOSE_THINK, start)
+        if end == -1:
+            spans.append((start, len(text), start + len(OPEN_THINK), len(text)))
+            return spans, True
+        pos = end + len(CLOSE_THINK)
+        spans.append((start, pos, start + len(OPEN_THINK), end))
+    return spans, False
+
+
+def split_thinking(text: str) -> tuple[str, str, bool]:
+    """(reasoning, the rest, whether a `<think>` was left open) of a reply, in every chat format
+    the parser reads: Qwen3's `<think>...</think>` first (thinking on), a reply that starts
+    inside a block the template opened (a bare `</think>`: DeepSeek-R1, Qwen3 `-Thinking`
+    models), several blocks, or none (thinking off: the template closed an empty block in the
+    prompt). The reasoning of several blocks is joined by blank lines; the rest keeps its text
+    between the blocks."""
+    spans, unclosed = _think_spans(text)
+    reasoning = "\n\n".join(b for b in (text[s:e].strip() for _, _, s, e in spans) if b)
+    rest, pos = [], 0
+    for start, stop, _, _ in spans:
+        rest.append(text[pos:start])
+        pos = stop
+    rest.append(text[pos:])
+    return reasoning, "".join(rest), unclosed
+
+
 def visible_text(text: str) -> tuple[str, bool]:
     """`text` with thinking blanked out (offsets kept), and whether a <think> was left open."""
     chars = list(text)
-    first_close, first_open = text.find("</think>"), text.find("<think>")
-    if first_close != -1 and (first_open == -1 or first_close < first_open):
-        _blank(chars, 0, first_close + len("</think>"))
-    unclosed = False
-    pos = 0
-    masked = "".join(chars)
-    while (start := masked.find("<think>", pos)) != -1:
-        end = masked.find("</think>", start)
-        stop = len(chars) if end == -1 else end + len("</think>")
-        unclosed = unclosed or end == -1
+    spans, unclosed = _think_spans(text)
+    for start, stop, _, _ in spans:
         _blank(chars, start, stop)
-        pos = stop
     return "".join(chars), unclosed
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tbrl_lib.agent.parser import split_thinking
 from tbrl_lib.policies.base import Generation
 
 
@@ -72,11 +73,9 @@ class Turn(BaseModel):
 
     @property
     def thinking(self) -> str:
-        """Text inside <think>...</think> (or before a bare </think>)."""
-        text = self.assistant
-        if "</think>" in text:
-            return text.split("</think>")[0].split("<think>")[-1].strip()
-        return text.split("<think>", 1)[1].strip() if "<think>" in text else ""
+        """The reply's reasoning: inside <think>...</think>, or before a bare </think>
+        (`parser.split_thinking`)."""
+        return split_thinking(self.assistant)[0]
 
 
 class Trajectory(BaseModel):

@@ -21,6 +21,8 @@ from typing import Annotated
 
 import typer
 
+from tbrl_lib.tasks.console import LENIENT_HELP
+
 app = typer.Typer(no_args_is_help=False, invoke_without_command=True)
 
 TasksOpt = Annotated[
@@ -31,7 +33,11 @@ TasksOpt = Annotated[
 ]
 PolicyOpt = Annotated[
     str,
-    typer.Option("--policy", help="oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL."),
+    typer.Option(
+        "--policy",
+        help="oracle, noop, hf:MODEL (a folder, smollm2-135m, tiny, a hub id), "
+        "openai:BASE_URL+MODEL, anthropic:MODEL.",
+    ),
 ]
 AttemptsOpt = Annotated[
     int, typer.Option("--attempts", min=1, help="Attempts per task (pass@k up to this k).")
@@ -57,6 +63,7 @@ JudgeOpt = Annotated[
         "--judge", help="Judge whose score enters the reward: rule, anthropic:MODEL, a chain, none."
     ),
 ]
+LenientOpt = Annotated[bool, typer.Option("--lenient", help=LENIENT_HELP)]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -78,6 +85,7 @@ def main(
     limit: LimitOpt = None,
     judge: JudgeOpt = "rule",
     settings: SetOpt = None,
+    lenient: LenientOpt = False,
 ) -> None:
     """Benchmark a policy on tasks: accuracy with 95% CIs, pass@k, failure modes.
 
@@ -88,7 +96,7 @@ def main(
     if tasks is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(0)
-    run(tasks, policy, attempts, concurrency, out, timeout_scale, limit, judge, settings)
+    run(tasks, policy, attempts, concurrency, out, timeout_scale, limit, judge, settings, lenient)
 
 
 @app.command()
@@ -102,11 +110,13 @@ def run(
     limit: LimitOpt = None,
     judge: JudgeOpt = "rule",
     settings: SetOpt = None,
+    lenient: LenientOpt = False,
 ) -> None:
     """Run every task K times in fresh sandboxes; write results.json (resumable).
 
     Exits 1 when trials ended in infra errors (they are not scored); rerunning the same
-    command retries them."""
+    command retries them. Tasks whose own image does not build are listed with the reason
+    (not scored, not infra errors): the run completed, and exits 0."""
     if tasks is None:
         raise typer.BadParameter(
             "give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks"
@@ -114,10 +124,12 @@ def run(
     from tbrl_lib.console import console
     from tbrl_lib.evaluate.harness import require_credentials, run_eval
     from tbrl_lib.evaluate.report import summary_table
+    from tbrl_lib.models import resolve_model
     from tbrl_lib.notebook_tools import run_dir
     from tbrl_lib.policies import make_policy
     from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.tasks import load_tasks
+    from tbrl_lib.tasks.console import print_load_report
 
     config = run_config(
         policy=policy,
@@ -131,12 +143,18 @@ def run(
     )
     if policy.startswith("anthropic:"):  # an API policy is cheap to build: check its key now
         require_credentials(make_policy(policy))
+    if policy.startswith("hf:"):  # a model not fetched: one line naming the fetch, at once
+        resolve_model(policy.removeprefix("hf:"))
     require_engine("tbrl eval run")
-    loaded = load_tasks(tasks)
+    loaded = load_tasks(tasks, "lenient" if lenient else "strict")
+    print_load_report(console(), loaded.report)
     run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
     results = run_eval(loaded.tasks, config, run_folder)
     console().print(summary_table(results))
     typer.echo(f"results: {run_folder / 'results.json'}")
+    for task_id, reason in results.summary.get("task_error_tasks", {}).items():
+        reason = reason.removeprefix(f"task {task_id}: ")
+        typer.echo(f"task error (not scored): {task_id}: {reason}", err=True)
     infra = results.summary.get("infra_errors", 0)
     if infra:
         typer.echo(

@@ -8,8 +8,11 @@ judge (`RunConfig.judge`, the offline rule judge by default) -> one `TrialResult
 test score, the judge score and the reward. Terminal-Bench forbids changing the timeouts;
 `timeout_scale` multiplies both and the summary then says the numbers are not comparable.
 
-Infrastructure failures (the engine, an image that will not build, a verifier that could
-not run) are retried once and then recorded as `infra_error`, never as an agent failure.
+Infrastructure failures (the engine, a build that lost the network or ran out of time, a
+verifier that could not run) are retried once and then recorded as `infra_error`, never as an
+agent failure. A task whose own image does not build here (a failing Dockerfile step, a base
+image the engine cannot provide) is recorded as `task_error` with the build's reason, once per
+task (its other trials reuse the verdict instead of rebuilding), and never retried.
 After an infra error the engine is pinged: one that stopped answering (a restart) is waited
 for, with a message, before the retry (`engine_wait_s`); if it does not come back the run
 stops with `EngineOutage` (finished trials are saved; rerunning resumes). Any other
@@ -41,7 +44,7 @@ from tbrl_lib.evaluate.results import (
     TrialResult,
 )
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
-from tbrl_lib.sandbox.engine import EngineUnavailable
+from tbrl_lib.sandbox.engine import wait_for_engine
 from tbrl_lib.tasks.model import Task
 
 TERMINATION_MODES: dict[str, FailureMode] = {
@@ -57,11 +60,6 @@ TERMINATION_MODES: dict[str, FailureMode] = {
 episode's token limit) counts as a context overflow; `finished`, `max_turns`,
 `resource_limit` and `sandbox_broken` are `unresolved` when the tests fail. `agent_timeout`
 is the rollout's own stop, for an episode that overran its limit by the grace period."""
-
-
-class EngineOutage(EngineUnavailable):
-    """The Docker engine stopped answering and did not come back within `engine_wait_s`.
-    An `EngineUnavailable`, so `tbrl` ends it in one line (what happened, how to resume)."""
 
 
 def failure_mode(termination: str | None, resolved: bool, test_timed_out: bool) -> FailureMode:
@@ -230,6 +228,9 @@ class TrialRunner:
     ) -> None:
         self.policy, self.judge, self.rollout = policy, judge, rollout
         self.out_dir, self.engine_wait_s = out_dir, engine_wait_s
+        self._defects: dict[str, str] = {}
+        """Task content hash -> why its image does not build (asked once per task)."""
+        self._build_locks: dict[str, asyncio.Lock] = {}
 
     async def run(self, task: Task, attempt: int) -> TrialResult:
         from tbrl_lib.sandbox import ensure_image
@@ -240,72 +241,69 @@ class TrialRunner:
             result = await self._build(task, ensure_image)
             if result is None:
                 result = await run_rollout(task, self.policy, self.rollout, self.judge)
+            if result.task_error is not None:
+                return self._unscored(task, attempt, FailureMode.task_error, result.task_error)
             if result.infra_error is None:
                 return self._trial(task, attempt, result, started, retries=len(errors))
             errors.append(result.infra_error)
             await self._wait_for_engine(result.infra_error)
+        trial = self._unscored(task, attempt, FailureMode.infra_error, " | ".join(errors))
+        trial.total_seconds, trial.infra_retries = time.monotonic() - started, len(errors) - 1
+        return trial
+
+    def _unscored(self, task: Task, attempt: int, mode: FailureMode, error: str) -> TrialResult:
+        """A trial that says nothing about the agent (an infra error or the task's defect)."""
         return TrialResult(
             task_id=task.id,
             attempt=attempt,
             resolved=False,
             score=0.0,
-            failure_mode=FailureMode.infra_error,
+            failure_mode=mode,
             difficulty=task.difficulty.value,
             category=task.category,
             task_hash=task.content_hash(),
-            total_seconds=time.monotonic() - started,
-            infra_retries=len(errors) - 1,
-            error=" | ".join(errors),
+            error=error,
         )
 
     async def _build(self, task: Task, ensure_image) -> RolloutResult | None:
         """Build the image first, under the task's own build limit (concurrent trials of one
-        task share one build); a failure is the trial's infra error."""
+        task share one build); a failure is the trial's infra error or the task's defect (then
+        remembered: the task's other trials do not build it again)."""
         from tbrl_lib.sandbox.base import SandboxError
 
+        key = task.content_hash()
         limit = task.limits.build_timeout_sec + self.rollout.grace_s
-        try:
-            await asyncio.wait_for(ensure_image(task), limit)
-        except TimeoutError:
-            return RolloutResult(
-                task.id,
-                None,
-                infra_error=f"image build exceeded {limit:.0f}s",
-                infra_kind="build_timeout",
-            )
-        except SandboxError as err:
-            if not err.infra:
-                raise
-            return RolloutResult(
-                task.id, None, infra_error=f"sandbox: {err.kind}: {err}", infra_kind=err.kind
-            )
+        async with self._build_locks.setdefault(key, asyncio.Lock()):
+            if key in self._defects:
+                return RolloutResult(task.id, None, task_error=self._defects[key])
+            try:
+                await asyncio.wait_for(ensure_image(task), limit)
+            except TimeoutError:
+                return RolloutResult(
+                    task.id,
+                    None,
+                    infra_error=f"image build exceeded {limit:.0f}s",
+                    infra_kind="build_timeout",
+                )
+            except SandboxError as err:
+                if err.task_fault:
+                    self._defects[key] = str(err)
+                    return RolloutResult(task.id, None, task_error=self._defects[key])
+                if not err.infra:
+                    raise
+                return RolloutResult(
+                    task.id, None, infra_error=f"sandbox: {err.kind}: {err}", infra_kind=err.kind
+                )
         return None
 
     async def _wait_for_engine(self, why: str) -> None:
         """Return at once while the engine answers; else wait for it (saying so), bounded."""
-        from tbrl_lib.sandbox.engine import ping
-
-        deadline = time.monotonic() + self.engine_wait_s
-        said = False
-        while True:
-            if await asyncio.to_thread(ping) is not None:
-                if said:
-                    tqdm.write("tbrl eval: the Docker engine answers again; retrying the trial")
-                return
-            if not said:
-                tqdm.write(
-                    f"tbrl eval: the Docker engine does not answer ({why}); waiting up to "
-                    f"{self.engine_wait_s:.0f}s for it before retrying"
-                )
-                said = True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            await asyncio.sleep(min(5.0, left))
-        raise EngineOutage(
-            f"the Docker engine stopped answering ({why}) and did not come back within "
-            f"{self.engine_wait_s:.0f}s; finished trials are saved: start the engine and "
-            "rerun the same command to resume"
+        await wait_for_engine(
+            why,
+            self.engine_wait_s,
+            who="tbrl eval",
+            resume="finished trials are saved: start the engine and rerun the same command "
+            "to resume",
         )
 
     def _trial(

@@ -61,6 +61,8 @@ def summary_table(results: RunResults, title: str | None = None) -> Table:
     table.add_row("tasks x attempts", f"{s['n_tasks']} tasks, {s['n_scored']} scored trials")
     table.add_row("accuracy", accuracy_text(s))
     table.add_row("infra errors (not scored)", _infra_text(s))
+    if s.get("task_errors"):
+        table.add_row("task errors (not scored)", _task_errors_text(s))
     for k, value in s["pass_at_k"].items():
         table.add_row(f"pass@{k}", _pct(value))
     if s["mean_score"] is not None:
@@ -83,9 +85,18 @@ def summary_table(results: RunResults, title: str | None = None) -> Table:
 
 def _infra_text(summary: dict) -> str:
     text = f"{summary['infra_errors']} of {summary['n_trials']} trials"
-    if summary["unscored_tasks"]:
-        text += f"; {len(summary['unscored_tasks'])} task(s) with no scored trial"
+    broken = summary.get("task_error_tasks", {})
+    unscored = [t for t in summary["unscored_tasks"] if t not in broken]
+    if unscored:
+        text += f"; {len(unscored)} task(s) with no scored trial"
     return text
+
+
+def _task_errors_text(summary: dict) -> str:
+    broken = summary["task_error_tasks"]
+    return (
+        f"{summary['task_errors']} trial(s) of {len(broken)} task(s): {', '.join(sorted(broken))}"
+    )
 
 
 def compare_runs(

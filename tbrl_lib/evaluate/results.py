@@ -5,12 +5,14 @@ trials, writes `results.json` atomically after every trial (temp file + `os.repl
 so a kill at any instant leaves either the old or the new file, never half of one), and
 on reopening refuses a run whose config differs in what changes the numbers (policy,
 task source, timeout scale). Finished trials are kept; trials that ended in an infra
-error are redone on resume, since they say nothing about the agent.
+error or a task error are redone on resume, since they say nothing about the agent (and the
+task may have been fixed since).
 
 The summary counts a trial's outcome per task and averages over tasks, over *scored*
-trials only: an infra error (Docker, build or verifier failed) says nothing about the agent,
-so it is left out of every denominator and counted apart (`infra_errors`, and
-`unscored_tasks` for tasks with no scored trial). `accuracy` = mean per-task resolve rate,
+trials only: an infra error (the engine, the network or the verifier failed) and a task error
+(the task's own image does not build here) say nothing about the agent, so they are left out
+of every denominator and counted apart (`infra_errors`; `task_errors`, with each broken task's
+reason in `task_error_tasks`; `unscored_tasks` for tasks with no scored trial). `accuracy` = mean per-task resolve rate,
 None ("n/a") when no trial was scored; `accuracy_ci` is always the 95% Wilson interval with
 tasks as the unit (never zero-width: 3 of 3 gives [43.9%, 100%]); with several attempts per
 task a percentile bootstrap over tasks (`accuracy_ci_bootstrap`, else None) is reported
@@ -56,7 +58,14 @@ class FailureMode(str, Enum):
     no_action = "no_action"
     context_overflow = "context_overflow"
     infra_error = "infra_error"
-    """Docker, the image build or the verifier failed: not the agent's fault."""
+    """The engine, the network during a build, or the verifier failed: not the agent's fault."""
+    task_error = "task_error"
+    """The task itself is broken here (its Dockerfile does not build, its image is missing):
+    neither the agent's fault nor the infrastructure's; fix the task."""
+
+
+UNSCORED = frozenset({FailureMode.infra_error, FailureMode.task_error})
+"""Failure modes that say nothing about the agent: out of every denominator, redone on resume."""
 
 
 class TrialResult(BaseModel):
@@ -183,7 +192,7 @@ class RunResults(BaseModel):
                 f"cannot resume {path}: its config differs ({'; '.join(diffs)}). "
                 "Rerun with the original settings to resume, or use a new --out directory."
             )
-        previous.trials = [t for t in previous.trials if t.failure_mode != FailureMode.infra_error]
+        previous.trials = [t for t in previous.trials if t.failure_mode not in UNSCORED]
         previous.config = config
         return previous
 
@@ -254,12 +263,15 @@ def summarize(trials: list[TrialResult], config: RunConfig) -> dict[str, Any]:
     """Headline numbers of a set of trials (see the module docstring for definitions)."""
     if not trials:
         raise ValueError("cannot summarize a run with no trials")
-    scored = [t for t in trials if t.failure_mode != FailureMode.infra_error]
+    scored = [t for t in trials if t.failure_mode not in UNSCORED]
+    broken = [t for t in trials if t.failure_mode == FailureMode.task_error]
     modes = Counter(t.failure_mode.value for t in trials)
     summary: dict[str, Any] = {
         "n_trials": len(trials),
         "n_scored": len(scored),
-        "infra_errors": len(trials) - len(scored),
+        "infra_errors": modes.get(FailureMode.infra_error.value, 0),
+        "task_errors": len(broken),
+        "task_error_tasks": {t.task_id: (t.error or "").split("\n", 1)[0] for t in broken},
         "unscored_tasks": sorted({t.task_id for t in trials} - {t.task_id for t in scored}),
         "failure_modes": {m.value: modes.get(m.value, 0) for m in FailureMode},
         "tokens_in": _describe([t.tokens_in for t in trials]),
@@ -321,7 +333,8 @@ def eval_metrics(summary: dict[str, Any]) -> dict[str, float]:
     """Flat `eval/...` metrics of a summary, for a trainer's or tracker's log.
 
     eval/accuracy, eval/accuracy_ci_low, eval/accuracy_ci_high (Wilson), eval/mean_score,
-    eval/mean_reward (NaN when no trial was scored), eval/infra_errors (count), eval/pass@K for each K,
+    eval/mean_reward (NaN when no trial was scored), eval/infra_errors and eval/task_errors
+    (counts), eval/pass@K for each K,
     eval/failure/<mode> (share of all trials), eval/turns_mean, eval/tokens_out_mean.
     """
     n = summary["n_trials"]
@@ -334,6 +347,7 @@ def eval_metrics(summary: dict[str, Any]) -> dict[str, float]:
         "eval/mean_score": nan if summary["mean_score"] is None else summary["mean_score"],
         "eval/mean_reward": nan if summary.get("mean_reward") is None else summary["mean_reward"],
         "eval/infra_errors": summary["infra_errors"],
+        "eval/task_errors": summary.get("task_errors", 0),
         "eval/turns_mean": summary["turns"]["mean"],
         "eval/tokens_out_mean": summary["tokens_out"]["mean"],
     }

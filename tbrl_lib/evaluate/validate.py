@@ -12,9 +12,10 @@ Validation is an evaluation with two policies, through the one rollout
 4. **stability**: the tests run `repeats - 1` more times on that same solved container
    (`RolloutConfig.verify_repeats`); every run must give the same per-test outcomes.
 
-The verdict is `pass`, `fail` (the task is at fault: no solution, build or solve failure,
-scores out of range, flaky tests) or `error` (the Docker engine or a container failed, so
-nothing is known about the task). Every verdict carries its reasons. Tasks run concurrently
+The verdict is `pass`, `fail` (the task is at fault: no solution, an image that does not
+build here - `SandboxError.task_fault`, the failing step and its error lines in the reason -,
+a solve failure, scores out of range, flaky tests) or `error` (the Docker engine, the network
+during a build or a container failed, so nothing is known about the task). Every verdict carries its reasons. Tasks run concurrently
 under an asyncio semaphore; timings are kept per phase.
 
     results = validate_tasks(tasks, concurrency=4)            # from sync code
@@ -42,6 +43,7 @@ from tbrl_lib.tasks.model import Task
 
 SCORE_EPS = 1e-9
 NO_SOLUTION = "no reference solution"
+BUILD_FAILED = "image build failed"
 
 
 class Verdict(str, Enum):
@@ -87,10 +89,18 @@ class ValidationResult:
     passing_on_nop: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds per phase: build, nop, solve, tests (mean per run), total."""
+    build_error: str | None = None
+    """The whole build failure (the reason holds its first line): the end of the failing
+    step's output."""
 
     @property
     def ok(self) -> bool:
         return self.verdict is Verdict.passed
+
+    @property
+    def task_defect(self) -> bool:
+        """The task's own image does not build here."""
+        return self.build_error is not None
 
     @property
     def solution_score(self) -> float | None:
@@ -125,10 +135,12 @@ async def validate_task(task: Task, config: ValidationConfig | None = None) -> V
         try:
             await ensure_image(task)
         except SandboxError as err:
-            if err.kind in ("build_failed", "build_timeout"):
-                result.fail(f"image build failed: {_short(str(err))}")
+            if err.task_fault:
+                result.build_error = str(err)
+                first = str(err).splitlines()[0].removeprefix(f"task {task.id}: ")
+                result.fail(f"{BUILD_FAILED}: {_short(first)}")
             elif err.infra:
-                result.infra(f"image: {_short(str(err))}")
+                result.infra(f"image: {_short(str(err).splitlines()[0])}")
             else:
                 raise
             return result
@@ -359,22 +371,23 @@ def check_table(skipped: Sequence[Any], results: Sequence[ValidationResult]):
         where = getattr(err, "location", "?")
         table.add_row(escape(str(where)), "[red]no[/]", "-", "-", "-", escape(str(err)))
     for r in results:
-        built = not any(x.startswith("image build failed") for x in r.reasons)
         problems = [x for x in r.reasons if not x.startswith(NO_SOLUTION)]
         oracle = (
             "no solution"
             if any(x.startswith(NO_SOLUTION) for x in r.reasons)
             else ("-" if r.solution_score is None else f"{r.solution_score:.2f}")
         )
-        verdict = (
-            "[yellow]infra error[/]"
-            if r.verdict is Verdict.error
-            else ("[red]" + escape("; ".join(problems)) + "[/]" if problems else "[green]ok[/]")
-        )
+        if r.verdict is Verdict.error:
+            verdict = "[yellow]infra error: " + escape("; ".join(r.reasons)) + "[/]"
+        elif r.task_defect:
+            verdict = "[red]task defect: " + escape("; ".join(problems)) + "[/]"
+        else:
+            verdict = "[red]" + escape("; ".join(problems)) + "[/]" if problems else "[green]ok[/]"
+        unknown = r.verdict is Verdict.error and any(x.startswith("image:") for x in r.reasons)
         table.add_row(
             escape(r.task_id),
             "yes",
-            "yes" if built else "[red]no[/]",
+            "[red]no[/]" if r.task_defect else ("-" if unknown else "yes"),
             "-" if r.nop_score is None else f"{r.nop_score:.2f}",
             oracle,
             verdict,
@@ -385,7 +398,12 @@ def check_table(skipped: Sequence[Any], results: Sequence[ValidationResult]):
         if r.verdict is not Verdict.error
         and not [x for x in r.reasons if not x.startswith(NO_SOLUTION)]
     )
-    table.caption = f"{ok}/{len(skipped) + len(results)} ok"
+    defects = sum(r.task_defect for r in results)
+    infra = sum(r.verdict is Verdict.error for r in results)
+    table.caption = (
+        f"{ok}/{len(skipped) + len(results)} ok; {len(skipped)} do not load, {defects} do not "
+        f"build (the task's own defect), {infra} infra error(s)"
+    )
     return table
 
 

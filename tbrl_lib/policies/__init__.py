@@ -1,7 +1,8 @@
 """Who writes the assistant turns. `make_policy(spec)` picks one from a short string:
 
 - `oracle`, `noop` (no model; see `scripted.py`)
-- `hf:PATH` (a local Hugging Face model; `hf.py`)
+- `hf:MODEL` (a local Hugging Face model: a folder, a packaged name such as `smollm2-135m`,
+  `tiny`, a hub id; resolved by `tbrl_lib.models`; `hf.py`)
 - `openai:BASE_URL+MODEL` (any OpenAI-compatible endpoint: vLLM, OpenRouter; `api.py`)
 - `anthropic:MODEL` (the Anthropic Messages API; `api.py`)
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from tbrl_lib.policies.base import ContextOverflow, Conversation, Generation, Policy, PolicyError
 
-SPEC_HELP = "policy specs: oracle, noop, hf:PATH, openai:BASE_URL+MODEL, anthropic:MODEL"
+SPEC_HELP = "policy specs: oracle, noop, hf:MODEL, openai:BASE_URL+MODEL, anthropic:MODEL"
 
 
 def make_policy(spec: str, **kwargs: Any) -> Policy:

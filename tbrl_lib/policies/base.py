@@ -37,6 +37,10 @@ class Conversation:
     token_ids: list[int] = field(default_factory=list)
     """Prompt + every completion and observation so far, exactly as generated/added."""
     turn: int = 0
+    deadline: float | None = None
+    """`time.monotonic()` at which the episode's time runs out (None: no limit). A policy that
+    can (`TokenPolicy`) stops generating there and returns the reply so far, with
+    `finish_reason="time_limit"`."""
 
 
 @dataclass

@@ -6,19 +6,30 @@ batch, in a worker thread, so the event loop keeps driving sandboxes meanwhile. 
 `Sampler` of `TokenPolicy` for local HF models (`tbrl_lib.policies.hf.HFBackend`) and for
 the trainer's vLLM engine (`tbrl_lib.train.generation.VLLMBackend`).
 
-A backend failure is handed to every episode waiting on that batch.
+A backend failure is handed to every episode waiting on that batch. A batch whose every
+episode stopped waiting (cancelled) or is past its deadline is `abandoned`: the backend may
+stop generating for it (`HFBackend` does, between two tokens) and return the replies so far,
+so an episode out of time still gets what the model wrote, and a dead episode's reply never
+holds up the next batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 from tbrl_lib.policies.chat import Sample
 
 
 class GenerationBackend(Protocol):
-    def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]: ...
+    def generate(
+        self,
+        prompts: list[list[int]],
+        max_new_tokens: int,
+        abandoned: Callable[[], bool] | None = None,
+    ) -> list[Sample]: ...
 
 
 class BatchingGenerator:
@@ -34,13 +45,15 @@ class BatchingGenerator:
         self.calls = 0
         self.batched_requests = 0
 
-    async def sample(self, prompt_ids: list[int], max_new_tokens: int) -> Sample:
+    async def sample(
+        self, prompt_ids: list[int], max_new_tokens: int, deadline: float | None = None
+    ) -> Sample:
         loop = asyncio.get_running_loop()
         if self._worker is None or self._worker.done() or self._loop is not loop:
             self._queue, self._loop = asyncio.Queue(), loop
             self._worker = asyncio.create_task(self._serve())
         future: asyncio.Future = loop.create_future()
-        await self._queue.put((prompt_ids, max_new_tokens, future))
+        await self._queue.put((prompt_ids, max_new_tokens, future, deadline))
         return await future
 
     async def aclose(self) -> None:
@@ -61,15 +74,26 @@ class BatchingGenerator:
                 group = [item for item in batch if item[1] == budget]
                 try:
                     results = await asyncio.to_thread(
-                        self.backend.generate, [g[0] for g in group], budget
+                        self.backend.generate, [g[0] for g in group], budget, _abandoned(group)
                     )
                 except Exception as exc:  # noqa: BLE001 - handed to every waiting episode
-                    for _, _, future in group:
+                    for _, _, future, _ in group:
                         if not future.done():
                             future.set_exception(exc)
                     continue
                 self.calls += 1
                 self.batched_requests += len(group)
-                for (_, _, future), result in zip(group, results, strict=True):
+                for (_, _, future, _), result in zip(group, results, strict=True):
                     if not future.done():
                         future.set_result(result)
+
+
+def _abandoned(group: list[tuple]) -> Callable[[], bool]:
+    """True once no episode of the batch can use more tokens: each stopped waiting or is past
+    its deadline (then it takes the reply so far)."""
+
+    def abandoned() -> bool:
+        now = time.monotonic()
+        return all(f.done() or (d is not None and now >= d) for _, _, f, d in group)
+
+    return abandoned

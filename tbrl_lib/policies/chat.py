@@ -12,6 +12,14 @@ end-of-turn marker. A reply cut by `max_new_tokens` gets the whole marker append
 when its last token happens to be a prefix of it (a cut on `<` must not turn `<|im_end|>`
 into the text `|im_end|>`).
 
+Thinking (`enable_thinking`, Qwen3's flag, passed to every template call): with it off,
+Qwen3's template closes an empty `<think>` block in each generation prompt, so those ids
+are the environment's; with it on, the model opens its own block. Earlier turns' reasoning
+stays in the ids exactly as generated, although Qwen3's template, rendering a whole
+conversation afresh, drops it (and the empty blocks): a trajectory is what the model saw
+turn by turn, not what a fresh render of its messages would be. `reply_format` says which
+of the three shapes a reply takes under this template and flag.
+
 `TokenPolicy` is the `Policy` built on it: a `TokenChat`, a `Sampler` (anything that turns
 prompt ids into sampled ids: `HFSampler`, the trainer's batching generator, vLLM) and a
 context limit.
@@ -19,6 +27,7 @@ context limit.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -51,7 +60,11 @@ class Sample:
 
 
 class Sampler(Protocol):
-    async def sample(self, prompt_ids: list[int], max_new_tokens: int) -> Sample: ...
+    async def sample(
+        self, prompt_ids: list[int], max_new_tokens: int, deadline: float | None = None
+    ) -> Sample:
+        """Sample up to `max_new_tokens`; one that can stops at `deadline` (monotonic)."""
+        ...
 
 
 class TokenChat:
@@ -61,6 +74,25 @@ class TokenChat:
         self.tokenizer = tokenizer
         self.enable_thinking = enable_thinking
         self.stop_ids = stop_token_ids(tokenizer)
+
+    @property
+    def reply_format(self) -> str:
+        """How a reply carries reasoning here: `think` (the model opens its own `<think>`
+        block: Qwen3, thinking on), `inside` (the generation prompt ends inside an opened
+        block; the reply reasons, then closes it: DeepSeek-R1, Qwen3 `-Thinking` models) or
+        `plain` (no reasoning block: thinking off, or a template that knows no thinking)."""
+        probe = [{"role": "user", "content": "u"}]
+        prompt = self._render(probe, self.enable_thinking)
+        if prompt.rstrip().endswith("<think>"):
+            return "inside"
+        if self.enable_thinking and prompt != self._render(probe, False):
+            return "think"
+        return "plain"
+
+    def _render(self, messages: list[dict[str, str]], thinking: bool) -> str:
+        return self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False, enable_thinking=thinking
+        )
 
     def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
         """The first prompt: the whole conversation so far plus the generation prompt."""
@@ -109,7 +141,12 @@ class TokenChat:
 
 
 class TokenPolicy:
-    """A `Policy` that works in tokens: exact ids in, exact ids out, never re-tokenized."""
+    """A `Policy` that works in tokens: exact ids in, exact ids out, never re-tokenized.
+    At the conversation's deadline its sampler stops and the reply so far comes back
+    (`finish_reason="time_limit"`), so an episode out of time still records what the model
+    wrote."""
+
+    stops_at_deadline = True
 
     def __init__(self, name: str, chat: TokenChat, sampler: Sampler, max_context: int) -> None:
         self.name, self.chat, self.sampler, self.max_context = name, chat, sampler, max_context
@@ -127,7 +164,11 @@ class TokenPolicy:
                 f"{self.name}: the conversation has {len(context)} tokens; the context holds "
                 f"{self.max_context}"
             )
-        sample = await self.sampler.sample(context, min(max_new_tokens, room))
+        sample = await self.sampler.sample(
+            context, min(max_new_tokens, room), deadline=conversation.deadline
+        )
+        late = conversation.deadline is not None and time.monotonic() >= conversation.deadline
+        finish = "stop" if sample.stopped else ("time_limit" if late else "length")
         return Generation(
             text=self.chat.reply_text(sample.ids, sample.stopped),
             completion_ids=sample.ids,
@@ -135,5 +176,5 @@ class TokenPolicy:
             logprobs=sample.logprobs,
             prompt_tokens=len(context),
             completion_tokens=len(sample.ids),
-            finish_reason="stop" if sample.stopped else "length",
+            finish_reason=finish,
         )

@@ -14,9 +14,11 @@ generation goes through vLLM, which caches prefixes).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tbrl_lib.models.resolve import resolve_model
 from tbrl_lib.policies.batching import BatchingGenerator
 from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_ids
 
@@ -40,8 +42,20 @@ class HFBackend:
         )
         self._lock = threading.Lock()
 
-    def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]:
+    def generate(
+        self,
+        prompts: list[list[int]],
+        max_new_tokens: int,
+        abandoned: Callable[[], bool] | None = None,
+    ) -> list[Sample]:
+        """Sample each prompt; stops early (between tokens) once `abandoned()` says nobody
+        waits for the batch any more."""
         import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        class Abandoned(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                return torch.full((input_ids.shape[0],), bool(abandoned()), dtype=torch.bool)
 
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
@@ -67,6 +81,9 @@ class HFBackend:
                         eos_token_id=sorted(self.eos_ids),
                         output_scores=True,
                         return_dict_in_generate=True,
+                        stopping_criteria=StoppingCriteriaList([Abandoned()])
+                        if abandoned
+                        else None,
                     )
             finally:
                 self.model.train(was_training)
@@ -83,7 +100,8 @@ class HFBackend:
 
 
 class HFPolicy(TokenPolicy):
-    """A local checkpoint (`hf:PATH`), sampled through a `BatchingGenerator`."""
+    """A local model (`hf:SPEC`: a folder, a packaged name such as `smollm2-135m`, `tiny`, a
+    hub id; `tbrl_lib.models.resolve_model`), sampled through a `BatchingGenerator`."""
 
     def __init__(
         self,
@@ -97,8 +115,9 @@ class HFPolicy(TokenPolicy):
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-        model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
+        folder = resolve_model(str(path))
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
         self.model = model
         self.backend = HFBackend(model, tokenizer, temperature, top_p, seed=seed)
         super().__init__(

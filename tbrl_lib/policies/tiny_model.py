@@ -7,7 +7,7 @@ instructions and solutions), adds Qwen3's special tokens (`<|im_start|>`, `<|im_
 and saves a randomly initialised `Qwen3ForCausalLM` (2 layers, hidden 64) next to it. The
 result is cached under `out_dir/<content hash>/`, so a second call is instant. It exercises
 the same code paths as Qwen/Qwen3-8B (HF policy, token ids, GRPO `cpu-smoke` preset); it
-writes gibberish.
+writes gibberish. Model specs (`tiny`, `tiny:learn`) resolve in `tbrl_lib.models`.
 
 The chat template differs from Qwen3's on purpose in one way: earlier assistant turns are
 rendered verbatim, thinking included, so a rendered conversation equals the concatenated
@@ -178,23 +178,3 @@ def _init_model(tokenizer, seed: int, shape: dict):
         **shape,
     )
     return Qwen3ForCausalLM(config).eval()
-
-
-def tiny_size(model: str) -> str | None:
-    """The tiny shape a model spec names (`tiny` -> "smoke", `tiny:learn` -> "learn"), or
-    None for anything else (a hub id or a folder)."""
-    if model == "tiny":
-        return "smoke"
-    if model.startswith("tiny:"):
-        size = model.partition(":")[2]
-        if size not in SIZES:
-            raise ValueError(f"tiny model size {size!r} is unknown; use one of {sorted(SIZES)}")
-        return size
-    return None
-
-
-def resolve_model(model: str) -> str:
-    """A path `from_pretrained` loads: the tiny model built (or found cached) for `tiny...`
-    specs, anything else unchanged."""
-    size = tiny_size(model)
-    return str(build_tiny_qwen3(size=size)) if size else model

@@ -2,7 +2,7 @@
 
 It keeps the trajectory (messages, exact token ids, env mask), the test report, the judge's
 verdict, the combined reward, and - when the rollout says nothing about the agent - the
-infrastructure error with its reason. Training turns it into TRL's rollout outputs,
+infrastructure error or the task's own defect, with its reason. Training turns it into TRL's rollout outputs,
 evaluation into a trial record.
 """
 
@@ -19,7 +19,8 @@ from tbrl_lib.rewards.verifier import TestReport
 
 @dataclass
 class RolloutResult:
-    """One rollout of one task. `reward` is None exactly when `infra_error` is set."""
+    """One rollout of one task. `reward` is None exactly when `infra_error` or `task_error`
+    is set."""
 
     task_id: str
     trajectory: Trajectory | None
@@ -33,6 +34,9 @@ class RolloutResult:
     """Why the rollout could not be run or scored (engine, build, container, backend, verifier)."""
     infra_kind: str | None = None
     """The failing part's kind (`SandboxError.kind`, `policy`, `verifier`), for retry decisions."""
+    task_error: str | None = None
+    """Why the task itself could not run (its image does not build here): neither the agent's
+    doing nor the infrastructure's; never scored, never retried."""
     termination: str = "unknown"
     """The episode's `Termination` value; `agent_timeout` when the rollout had to stop it."""
     timings: dict[str, float] = field(default_factory=dict)
@@ -46,7 +50,7 @@ class RolloutResult:
         writing a reward) have no per-test outcomes: score 1.0. A verifier that ran out of
         time never resolves a rollout, whatever it recorded before."""
         report = self.tests
-        if report is None or self.infra_error or report.timed_out:
+        if report is None or self.infra_error or self.task_error or report.timed_out:
             return False
         if report.outcomes:
             return all(report.outcomes.values()) and not report.missing
@@ -75,6 +79,7 @@ class RolloutResult:
             "termination": self.termination,
             "infra_error": self.infra_error,
             "infra_kind": self.infra_kind,
+            "task_error": self.task_error,
             "reward": None if self.reward is None else self.reward.to_dict(),
             "tests": None if self.tests is None else self.tests.to_dict(),
             "judge": None if self.judge is None else _judge_dict(self.judge),

@@ -11,6 +11,9 @@ Who is to blame is decided by cause (see `tbrl_lib.sandbox.base`):
   (engine unreachable, build failed, container vanished), a model backend that failed
   (`PolicyError`), a verifier that could not run or did not return, a judge chain that
   failed entirely when `on_judge_missing="infra_error"`;
+- the task's defect (`task_error` set, reward None): a `SandboxError` whose `task_fault` is
+  true (its Dockerfile does not build here, its prebuilt image is missing): reported, never
+  scored, never retried;
 - the agent's doing, scored: limits (time, pids, memory), a shell it broke, anything its
   commands did inside a running container;
 - anything else is a bug and raises: it is never turned into a score or a masked rollout.
@@ -77,11 +80,14 @@ async def run_rollout(
                 await _score(result, task, sandbox, trajectory, config, judge)
             result.sandbox = _numbers(asdict(sandbox.stats))
     except SandboxError as err:
-        if not err.infra:
+        if err.task_fault:
+            result.task_error = str(err)
+        elif err.infra:
+            result.infra_error, result.infra_kind = f"sandbox: {err.kind}: {err}", err.kind
+        else:
             raise
-        result.infra_error, result.infra_kind = f"sandbox: {err.kind}: {err}", err.kind
     timings["total"] = time.monotonic() - started
-    if result.infra_error:
+    if result.infra_error or result.task_error:
         result.reward = None
     return result
 

@@ -10,13 +10,19 @@ uses the isolated operations: `exec_isolated` (a fresh process started by the en
 by the agent's shell, with an explicit environment), `put_archive` (files written by the
 engine), and `runtime_dir`, where tbrl's own interpreter and tools are mounted read-only.
 
-Who is to blame when something fails (`SandboxError.infra`), decided by cause, not by
-symptom: only an unreachable engine, a failed transport, a container that vanished or was
-stopped from outside (its init ignores every signal from inside), or a container that
-could not be built or started is infrastructure. When the engine answers and the
-container runs, whatever went wrong inside it (a dead shell that cannot restart, the
-pids or memory limit, the wall clock, a refused file operation) is the agent's doing
-and is scored.
+Who is to blame when something fails, decided by cause, not by symptom:
+
+- infrastructure (`SandboxError.infra`): an unreachable engine, a failed transport (a build
+  step that could not reach the network included), a container that vanished or was stopped
+  from outside (its init ignores every signal from inside), a container that could not be
+  started, a build that ran out of time;
+- the task (`SandboxError.task_fault`): its image cannot be made from what it ships - a
+  Dockerfile step that fails, a base or prebuilt image this engine does not have and cannot
+  substitute. Neither the agent's doing nor a machine's: reported per task, never scored,
+  never retried;
+- the agent: when the engine answers and the container runs, whatever went wrong inside it
+  (a dead shell that cannot restart, the pids or memory limit, the wall clock, a refused
+  file operation) is the agent's doing and is scored.
 """
 
 from __future__ import annotations
@@ -26,11 +32,14 @@ from typing import Protocol, runtime_checkable
 
 
 class SandboxError(RuntimeError):
-    """A sandbox operation failed; `kind` names what failed, `infra` says whose fault it is.
+    """A sandbox operation failed; `kind` names what failed, `infra` and `task_fault` say
+    whose fault it is.
 
     Infrastructure kinds ("daemon_unreachable", "container_died", "build_failed", ...) make
-    a rollout `infra_error` (masked in training, retried in evaluation); the agent's kinds
-    ("pids", "memory", "wall_clock", "shell_broken", "exec_failed") are scored.
+    a rollout `infra_error` (masked in training, retried in evaluation); the task's kinds
+    (`TASK_KINDS`) make it a `task_error` (the task is skipped or reported, never scored);
+    the agent's kinds ("pids", "memory", "wall_clock", "shell_broken", "exec_failed") are
+    scored.
     """
 
     def __init__(self, message: str = "", kind: str = "infra") -> None:
@@ -41,6 +50,11 @@ class SandboxError(RuntimeError):
     def infra(self) -> bool:
         """True when the infrastructure failed; False when the agent caused it (see module doc)."""
         return self.kind in INFRA_KINDS
+
+    @property
+    def task_fault(self) -> bool:
+        """True when the task itself is broken (see module doc): fix the task, not the machine."""
+        return self.kind in TASK_KINDS
 
 
 INFRA_KINDS = frozenset(
@@ -64,6 +78,10 @@ INFRA_KINDS = frozenset(
 """`SandboxError.kind`s that are infrastructure failures. The others are the agent's doing:
 `pids`, `memory`, `wall_clock` (limits), `shell_broken` (the shell died and no new one
 starts), `exec_failed` (the engine refused an operation on a running container)."""
+TASK_KINDS = frozenset({"task_build_failed", "task_image_missing"})
+"""`SandboxError.kind`s that are the task's own defect: its Dockerfile does not build here
+(a failing step, a base image that is neither on the engine nor substitutable), or its
+prebuilt image is not on the engine."""
 
 
 class SandboxClosed(RuntimeError):

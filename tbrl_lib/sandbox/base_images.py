@@ -3,34 +3,48 @@
 No container registry is reachable from this workspace's machines, yet task Dockerfiles
 start `FROM ghcr.io/laude-institute/t-bench/...` with many tags (`:latest`, `:20250620`,
 `:20250624`, ...). One Debian trixie root filesystem (Python 3.13) becomes two images, one
-per family of public images, each shaped like what it stands for:
+per family of public images, each shaped like what it stands for, judged by what Dockerfiles
+written for the original do with it: what the distribution's package manager installed and
+what pip installed must match closely enough that pinning, upgrading or uninstalling a
+package with pip or apt works as it does there.
 
-- `tbrl/base:trixie` (`BASE_IMAGE`) for `t-bench/python-3-13:*`: `python`, `python3` and
-  `pip` on PATH and `pip install` allowed system-wide, like the python images. The verifier
-  builds its runtime from it, so its name and contents stay stable.
-- `tbrl/ubuntu-like:trixie` (`UBUNTU_IMAGE`) for `t-bench/ubuntu-24-04:*`: `python3` but no
+- `tbrl/base:trixie-r2` (`BASE_IMAGE`) for `t-bench/python-3-13:*`: `python`, `python3` and
+  `pip` on PATH, `pip install` allowed system-wide, and pip itself installed *by pip*, with
+  no Python package left to Debian's package manager, so a Dockerfile may pin, upgrade or
+  uninstall any of them (as in the python images, whose packages are all pip's).
+- `tbrl/ubuntu-like:trixie-r2` (`UBUNTU_IMAGE`) for `t-bench/ubuntu-24-04:*`: `python3` but no
   `python` alias (Dockerfiles add one with `ln -s /usr/bin/python3 /usr/bin/python`), the
-  PEP 668 guard kept as Ubuntu keeps it (`pip install --break-system-packages`), and
-  `apt-get install python3-pip` a no-op that works offline (the package is installed and
-  the package lists are present).
+  PEP 668 guard kept as Ubuntu keeps it (`pip install --break-system-packages`), no Python
+  test runner (so `pip3 install --break-system-packages pytest==8.4.1` has nothing to
+  replace), and `apt-get install python3-pip` a no-op that works offline (the package is
+  installed and the package lists are present).
 
-A public name is a one-line layer on its family's image, labelled `tbrl.substitute-for`,
-so Dockerfiles build unchanged and `tbrl doctor` tells a substitute from the real thing.
-Which names exist is discovered from the Dockerfiles being built: `ensure_substitutes`
-(called by every task image build) tags any missing tag of a known family on the spot.
-`bootstrap` also tags the names the upstream data use (`PRETAGGED`), so a plain
-`docker build` of those works outside tbrl. With a reachable registry, `bootstrap(pull=True)`
-pulls the real images instead.
+What tbrl itself needs beyond the originals lives where no task's install reaches it: the
+verifier's pytest is copied from the root filesystem (`RUNTIME_SOURCE`, which keeps Debian's
+python3-pytest) into its own read-only runtime (`runtime_volume.py`); the ubuntu family has
+no jq or sqlite3 CLI, like the original. The python family keeps those two apt-installed
+programs (the bundled tasks and the synthetic families build and solve with them; a task's
+own `apt-get install jq` is a no-op and `apt-get remove` works; pip never touches them).
+
+A task build never depends on which image a public name is tagged to: `resolve` maps every
+FROM of a known family to its local image (unless the real image is on the engine), and the
+sandbox builds the rewritten Dockerfile. `bootstrap` also tags the names the upstream data
+use (`PRETAGGED`) as one-line layers labelled `tbrl.substitute-for`, so a plain `docker build`
+of those works outside tbrl and `tbrl doctor` tells a substitute from the real thing. With a
+reachable registry, `bootstrap(pull=True)` pulls the real images instead.
 
 What remains different from the originals (measured, see the README): Debian trixie, not
 Ubuntu noble (`/etc/os-release`, package names and versions; Python 3.13 where Ubuntu has
-3.12, since no offline Python 3.12 exists here); extra tools installed (pytest, jq, sqlite3);
-no asciinema.
+3.12, since no offline Python 3.12 exists here); the ubuntu family's python3-pip is
+preinstalled without its Recommends, and with Debian's python3-wheel and python3-packaging;
+the python family carries jq and sqlite3; no asciinema.
 
 Rebuilds happen only when a recipe changes: the root filesystem's recipe (suite, mirror,
 packages, CAs) and the full recipe (plus the layers) are stored as labels and compared on
-every call, so a second call is a no-op. A substitute also records the id of the image it
-was made from (`tbrl.source-id`) and is made again when that image was rebuilt.
+every call, so a second call is a no-op. `REVISION` is in the family images' tags: a change
+of what they hold gets new names, so another checkout on the same engine keeps its images
+(and the volumes and task images made from them). A substitute also records the id of the
+image it was made from (`tbrl.source-id`) and is made again when that image was rebuilt.
 """
 
 from __future__ import annotations
@@ -41,7 +55,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,9 +64,13 @@ from docker.errors import DockerException, ImageNotFound
 
 SUITE = "trixie"
 MIRROR = os.environ.get("TBRL_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+REVISION = "r2"
+"""Revision of the family layers, part of their tags: bump it with any change of what they hold."""
 ROOTFS_IMAGE = f"tbrl/rootfs:{SUITE}"
-BASE_IMAGE = f"tbrl/base:{SUITE}"
-UBUNTU_IMAGE = f"tbrl/ubuntu-like:{SUITE}"
+BASE_IMAGE = f"tbrl/base:{SUITE}-{REVISION}"
+UBUNTU_IMAGE = f"tbrl/ubuntu-like:{SUITE}-{REVISION}"
+RUNTIME_SOURCE = ROOTFS_IMAGE
+"""The image the verifier's runtime is copied from (it keeps Debian's pytest)."""
 PACKAGES = [
     "bash",
     "coreutils",
@@ -80,26 +98,39 @@ PACKAGES = [
     "jq",
     "sqlite3",
 ]
-"""What tasks and tests expect to find (bash, coreutils, python3, pip, pytest, git, curl, tmux)."""
+"""The root filesystem: what tasks expect (bash, coreutils, python3, pip, git, curl, tmux, ...)
+plus what the verifier's runtime copies (python3-pytest); each family layer removes what its
+original lacks."""
+TEST_RUNNER_PACKAGES = (
+    "python3-pytest python3-pluggy python3-iniconfig python3-exceptiongroup python3-tomli"
+)
+"""Debian's pytest and what only it needs: in no original image, and in the way of pip."""
 
-BASE_LAYER = """\
-FROM {rootfs}
-# Behave like the python/ubuntu images upstream Dockerfiles expect:
-# `python` and `pip` on PATH, and `pip install` allowed system-wide (PEP 668 guard lifted).
-RUN rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \\
+BASE_LAYER = f"""\
+FROM {{rootfs}}
+# Shaped like the python images: `python`, `python3`, `pip` on PATH, `pip install` allowed
+# system-wide (PEP 668 guard lifted), pip itself installed by pip (from Debian's pip wheel,
+# offline) and no Python package left to Debian's package manager, so pip can pin,
+# upgrade and uninstall anything a Dockerfile asks for.
+RUN python3 -m pip install --no-index --no-cache-dir --break-system-packages --ignore-installed \\
+      --root-user-action=ignore /usr/share/python-wheels/pip-*.whl \\
+ && dpkg --purge python3-pip python3-wheel python3-packaging {TEST_RUNNER_PACKAGES} \\
+ && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \\
  && ln -sf /usr/bin/python3 /usr/local/bin/python \\
- && ln -sf /usr/bin/pip3 /usr/local/bin/pip \\
  && mkdir -p /app /logs
 ENV LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 CMD ["bash"]
 """
 
-UBUNTU_LAYER = """\
-FROM {rootfs}
-# Behave like the Terminal-Bench Ubuntu 24.04 image as published: python3 without a
-# `python` alias, and the PEP 668 guard in place (pip needs --break-system-packages).
-RUN mkdir -p /app /logs
+UBUNTU_LAYER = f"""\
+FROM {{rootfs}}
+# Shaped like the Terminal-Bench Ubuntu 24.04 image as published: python3 without a
+# `python` alias, the PEP 668 guard in place (pip needs --break-system-packages),
+# python3-pip installed (so `apt-get install python3-pip` works offline), and nothing the
+# original lacks that a Dockerfile would install itself: no pytest, jq or sqlite3 CLI.
+RUN dpkg --purge {TEST_RUNNER_PACKAGES} jq libjq1 libonig5 sqlite3 \\
+ && mkdir -p /app /logs
 ENV LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 CMD ["bash"]
@@ -119,13 +150,14 @@ FAMILIES = (
     Family(
         "ghcr.io/laude-institute/t-bench/python-3-13",
         BASE_IMAGE,
-        "Python 3.13: python, python3, pip on PATH, pip installs system-wide; "
-        "pytest, git, curl, tmux",
+        "Python 3.13: python, python3, pip (pip-managed) on PATH, pip installs system-wide; "
+        "git, curl, tmux, jq, sqlite3",
     ),
     Family(
         "ghcr.io/laude-institute/t-bench/ubuntu-24-04",
         UBUNTU_IMAGE,
-        "python3 without a python alias, python3-pip (apt), PEP 668 guard; curl, git, tmux",
+        "python3 without a python alias, python3-pip (apt), PEP 668 guard, no pytest; "
+        "curl, git, tmux",
     ),
 )
 PRETAGGED = (
@@ -143,7 +175,12 @@ LAYERS = {BASE_IMAGE: BASE_LAYER, UBUNTU_IMAGE: UBUNTU_LAYER}
 
 
 class SubstituteError(RuntimeError):
-    """A base image a build needs cannot be substituted; the message says what to do."""
+    """A base image a build needs cannot be substituted; the message says what to do.
+    `task_fault`: the task must change (a digest pin), not the machine (a missing image)."""
+
+    def __init__(self, message: str, task_fault: bool = False) -> None:
+        super().__init__(message)
+        self.task_fault = task_fault
 
 
 @dataclass(frozen=True)
@@ -252,32 +289,29 @@ def bootstrap(
     return done
 
 
-def ensure_substitutes(client: docker.DockerClient, names: Iterable[str]) -> list[str]:
-    """Tag a substitute for each missing image in `names` that belongs to a known family
-    (the FROM images of a Dockerfile about to be built). Returns the names it tagged;
-    names of no known family are left to the build (which then says the image is missing)."""
-    tagged = []
-    for name in dict.fromkeys(names):
-        family = family_of(name)
-        labels = _labels(client, name) if family else None
-        if family is None or (
-            labels is not None
-            and not (LABEL_SUBSTITUTE in labels and _stale(client, name, labels, recipe_hash()))
-        ):
-            continue  # no family, the real image, or a current substitute
-        if "@" in name:
-            raise SubstituteError(
-                f"FROM {name} pins a digest of {family.repository}, which no local substitute "
-                f"can carry: use a tag instead (e.g. {family.repository}:latest)"
-            )
-        if _labels(client, family.source) is None:
-            raise SubstituteError(
-                f"FROM {name} needs the local image {family.source}, which is missing: "
-                "run `tbrl images bootstrap` (or `tbrl setup`)"
-            )
-        tag_substitute(client, name, recipe_hash())
-        tagged.append(name)
-    return tagged
+def resolve(client: docker.DockerClient, name: str) -> str:
+    """The image a `FROM name` builds on here: `name` itself when it belongs to no known
+    family or is the real image (pulled or loaded onto this engine); else its family's local
+    image, whatever the tag. A digest of a family is refused (the task's to fix); a family
+    image that is missing is refused with the command that makes it."""
+    family = family_of(name)
+    if family is None:
+        return name
+    labels = _labels(client, name)
+    if labels is not None and LABEL_SUBSTITUTE not in labels:
+        return name
+    if "@" in name:
+        raise SubstituteError(
+            f"FROM {name} pins a digest of {family.repository}, which no local substitute "
+            f"can carry: use a tag instead (e.g. {family.repository}:latest)",
+            task_fault=True,
+        )
+    if _labels(client, family.source) is None:
+        raise SubstituteError(
+            f"FROM {name} needs the local image {family.source}, which is missing: "
+            "run `tbrl images bootstrap` (or `tbrl setup`)"
+        )
+    return family.source
 
 
 def tag_substitute(client: docker.DockerClient, name: str, recipe: str) -> None:

@@ -4,26 +4,35 @@
 machine where `dockerd` is installed but not running, starts it in the background and
 waits for it. It never installs anything; when it cannot help it says exactly what to run.
 `require_engine(purpose)` only asks, and refuses (one line, with the fix) when none answers:
-commands that run sandboxes call it before anything else.
+commands that run sandboxes call it before anything else. `wait_for_engine(...)` rides out an
+engine that stopped answering in the middle of a run (a restart): it waits, bounded and
+saying so, and past the bound raises `EngineOutage` with the way to resume.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 from docker.errors import DockerException
+from tenacity import AsyncRetrying, Retrying, retry_if_result, stop_after_delay, wait_fixed
+from tqdm.auto import tqdm
 
 DOCKERD_LOG = Path("/tmp/tbrl-dockerd.log")
 
 
 class EngineUnavailable(RuntimeError):
     """No Docker engine answers; the message says how to get one."""
+
+
+class EngineOutage(EngineUnavailable):
+    """The engine stopped answering mid-run and did not come back within the wait. An
+    `EngineUnavailable`, so `tbrl` ends it in one line (what happened, how to resume)."""
 
 
 @dataclass(frozen=True)
@@ -72,14 +81,38 @@ def ensure_engine(start: bool = True, wait_s: float = 60.0) -> EngineInfo:
         raise EngineUnavailable(_how_to_fix())
     with DOCKERD_LOG.open("ab") as log:
         subprocess.Popen([dockerd], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        info = ping()
-        if info:
-            return EngineInfo(info.version, info.endpoint, started_by_us=True)
-        time.sleep(0.5)
-    raise EngineUnavailable(
-        f"started dockerd but it did not answer within {wait_s:.0f}s; see {DOCKERD_LOG}"
+    info = _until_answered(Retrying, wait_s, every_s=0.5)(ping)
+    if info is None:
+        raise EngineUnavailable(
+            f"started dockerd but it did not answer within {wait_s:.0f}s; see {DOCKERD_LOG}"
+        )
+    return EngineInfo(info.version, info.endpoint, started_by_us=True)
+
+
+async def wait_for_engine(why: str, wait_s: float, who: str, resume: str) -> None:
+    """Return at once while the local engine answers. Else say so, ask again every few
+    seconds for up to `wait_s`, and say when it is back; past that raise `EngineOutage`.
+    `why`: the error that made the caller ask; `who`: the command, first in every message;
+    `resume`: what to do after the outage (ends the error's one line)."""
+    if await asyncio.to_thread(ping) is not None:
+        return
+    tqdm.write(f"{who}: the Docker engine does not answer ({why}); waiting up to {wait_s:.0f}s")
+    retrying = _until_answered(AsyncRetrying, wait_s, every_s=min(5.0, wait_s))
+    if await retrying(asyncio.to_thread, ping) is None:
+        raise EngineOutage(
+            f"the Docker engine stopped answering ({why}) and did not come back within "
+            f"{wait_s:.0f}s; {resume}"
+        )
+    tqdm.write(f"{who}: the Docker engine answers again")
+
+
+def _until_answered(retrying: type[Retrying] | type[AsyncRetrying], wait_s: float, every_s: float):
+    """tenacity's loop for "ping until it answers": the answer, or None past `wait_s`."""
+    return retrying(
+        stop=stop_after_delay(wait_s),
+        wait=wait_fixed(every_s),
+        retry=retry_if_result(lambda info: info is None),
+        retry_error_callback=lambda state: None,
     )
 
 

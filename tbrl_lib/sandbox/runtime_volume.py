@@ -4,15 +4,16 @@ The agent is root in its container for the whole episode, so nothing the contain
 can be trusted afterwards: `python`, `pytest`, site-packages, `/lib64/ld-linux`, shell rc
 files. The verifier therefore brings its own runtime — the dynamic loader, the Python 3.13
 interpreter with its standard library and shared libraries, pytest and its dependencies,
-and bash — assembled from the offline base image `tbrl/base:trixie`, and runs it through
-its *own* loader:
+and bash — assembled from the offline root filesystem `tbrl/rootfs:trixie`
+(`base_images.RUNTIME_SOURCE`: it keeps Debian's pytest, which the task images do not carry,
+so a task's own pip installs never meet it), and runs it through its *own* loader:
 
     /.tbrl-rt/rt/lib/ld.so --inhibit-cache --library-path /.tbrl-rt/rt/lib /.tbrl-rt/rt/usr/bin/interp -I -S ...
 
 so no binary or library of the container is loaded. Names contain neither `python` nor
 `pytest`, so `pkill -f python` loops miss it.
 
-The runtime lives in one named Docker volume per engine (`tbrl-runtime-<key>`, key = base
+The runtime lives in one named Docker volume per engine (`tbrl-runtime-<key>`, key = source
 image id + recipe), built once by a throwaway container and mounted read-only into every
 sandbox container at creation: nothing is copied per rollout, and the agent can neither
 change it (read-only mount) nor move it (a mount point), since it has no CAP_SYS_ADMIN.
@@ -38,7 +39,7 @@ import docker
 from docker.errors import NotFound
 
 from tbrl_lib.sandbox.base import SandboxError
-from tbrl_lib.sandbox.base_images import BASE_IMAGE
+from tbrl_lib.sandbox.base_images import RUNTIME_SOURCE
 from tbrl_lib.sandbox.hosts import Host
 
 RUNTIME_MOUNT = "/.tbrl-rt"
@@ -90,7 +91,7 @@ cp /stage/init.py /vol/init.py
 chmod -R a-w,go-w /vol/rt /vol/init.py
 touch /vol/.ready
 """
-"""Runs in a throwaway container of BASE_IMAGE with the volume at /vol; idempotent, and
+"""Runs in a throwaway container of RUNTIME_SOURCE with the volume at /vol; idempotent, and
 `flock` makes concurrent builders (other processes) wait for the first one."""
 
 INIT_SCRIPT = """\
@@ -122,12 +123,12 @@ _registry_lock = threading.Lock()
 
 
 def runtime_key(client: docker.DockerClient) -> str:
-    """Base image id + recipe: a new base image or recipe gives a new volume."""
+    """Source image id + recipe: a new source image or recipe gives a new volume."""
     try:
-        image_id = client.images.get(BASE_IMAGE).id
+        image_id = client.images.get(RUNTIME_SOURCE).id
     except NotFound as err:
         raise SandboxError(
-            f"{BASE_IMAGE} is missing, and the verifier runtime is built from it: "
+            f"{RUNTIME_SOURCE} is missing, and the verifier runtime is built from it: "
             "run `tbrl setup` (or `tbrl images bootstrap`)",
             kind="runtime_failed",
         ) from err
@@ -169,7 +170,7 @@ def _ensure_blocking(host: Host, timeout_s: float) -> str:
 def _build(client: docker.DockerClient, volume: str, timeout_s: float) -> None:
     """Fill the volume (a no-op when its `.ready` marker exists)."""
     container = client.containers.create(
-        BASE_IMAGE,
+        RUNTIME_SOURCE,
         ["bash", "-c", BUILD_SCRIPT],
         labels={"tbrl.role": "runtime-build"},
         network_disabled=True,
@@ -182,7 +183,7 @@ def _build(client: docker.DockerClient, volume: str, timeout_s: float) -> None:
         if result.get("StatusCode") != 0:
             logs = container.logs().decode(errors="replace")[-2000:]
             raise SandboxError(
-                f"building the verifier runtime volume {volume} from {BASE_IMAGE} failed:\n{logs}",
+                f"building the verifier runtime volume {volume} from {RUNTIME_SOURCE} failed:\n{logs}",
                 kind="runtime_failed",
             )
     finally:

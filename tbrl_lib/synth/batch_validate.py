@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     results = validate_many(tasks, args.concurrency, jsonl=out / "results.jsonl")
     seconds = time.perf_counter() - started
     table = summary_table(results, tasks)
-    (out / "summary.md").write_text(table.to_markdown() if _has_tabulate() else table.to_string())
+    (out / "summary.md").write_text(table.to_markdown())
     summary = {
         "tasks": len(tasks),
         "passed": sum(r.ok for r in results),
@@ -167,14 +167,6 @@ def main(argv: list[str] | None = None) -> int:
     print(table.to_string())
     print(json.dumps(summary))
     return 0 if summary["passed"] == len(tasks) else 1
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 if __name__ == "__main__":

@@ -15,6 +15,12 @@ from rich.table import Table
 from tbrl_lib.tasks.errors import LoadReport, TaskFormatError
 from tbrl_lib.tasks.loader import WriteReport
 
+LENIENT_HELP = (
+    "Skip tasks that do not load and read loosely written weights (numbers as text, keys "
+    "without test_), each change reported; without it the first bad task stops the command."
+)
+"""The help of every command's `--lenient` (one loading mode everywhere)."""
+
 
 def skipped_table(title: str, skipped: list[TaskFormatError]) -> Table:
     table = Table(title=title, show_lines=True)
@@ -25,17 +31,23 @@ def skipped_table(title: str, skipped: list[TaskFormatError]) -> Table:
     return table
 
 
-def print_convert_reports(console: Console, load: LoadReport, write: WriteReport) -> None:
-    console.print(
-        f"read {load.loaded} task(s) from {escape(load.source)}; wrote {write.written} "
-        f"to {escape(write.target)}"
-    )
-    if load.skipped:
+def print_load_report(console: Console, load: LoadReport, skipped: bool = True) -> None:
+    """What a lenient load skipped (unless `skipped` is False: the caller shows those) and
+    what it changed, one table each; nothing when it did neither."""
+    if skipped and load.skipped:
         console.print(skipped_table(f"skipped while reading ({len(load.skipped)})", load.skipped))
     if load.warnings:
         console.print(
             skipped_table(f"changed while reading leniently ({len(load.warnings)})", load.warnings)
         )
+
+
+def print_convert_reports(console: Console, load: LoadReport, write: WriteReport) -> None:
+    console.print(
+        f"read {load.loaded} task(s) from {escape(load.source)}; wrote {write.written} "
+        f"to {escape(write.target)}"
+    )
+    print_load_report(console, load)
     if write.skipped:
         console.print(skipped_table(f"skipped while writing ({len(write.skipped)})", write.skipped))
     if write.dropped:

@@ -5,9 +5,10 @@ file is tbrl's training Parquet, a directory with `task.toml` is one Harbor task
 `task.yaml` one TB1 task, any other directory is a collection whose subdirectories are task
 dirs (hidden entries are ignored; a subdirectory that is no task dir is reported).
 
-Modes: `strict` raises the first `TaskFormatError` (in source order); `lenient` skips the
-bad item and records why in the `LoadReport`/`WriteReport`, and reads loosely written
-weights files (mapped or dropped, each change listed in `LoadReport.warnings`). Duplicate
+Modes: `strict` raises the first `TaskFormatError` (in source order), its fix naming the
+lenient mode; `lenient` skips the bad item and records why in the `LoadReport`/`WriteReport`,
+and reads loosely written weights files (mapped or dropped, each change listed in
+`LoadReport.warnings`); every command that reads tasks offers it as `--lenient`. Duplicate
 ids are errors (the later one is the one skipped). Directory reads and writes run on a thread pool with a tqdm
 bar; the CSV and Parquet row conversions are cheap and run in order.
 """
@@ -102,7 +103,7 @@ def load_tasks(
             )
         if isinstance(item, TaskFormatError):
             if mode == "strict":
-                raise item
+                raise _naming_lenient(item)
             report.skipped.append(item)
             continue
         seen[item.id] = item.provenance.location
@@ -231,6 +232,19 @@ def _read_dir(path: Path, lenient: bool = False) -> Task | TaskFormatError:
             "add task.toml (Harbor) or task.yaml (TB1), or move the directory out",
         )
     return _catch(DIR_READERS[fmt], path, lenient)
+
+
+LENIENT_FIX = (
+    "or load leniently (--lenient; `lenient: true` in a training config): tasks that do not "
+    "load are skipped and loosely written weights read, each change reported"
+)
+
+
+def _naming_lenient(err: TaskFormatError) -> TaskFormatError:
+    """A strict refusal whose fix also names the lenient mode (once)."""
+    if "--lenient" in err.fix:
+        return err
+    return TaskFormatError(err.location, err.field, err.problem, f"{err.fix}; {LENIENT_FIX}")
 
 
 def _task_dirs(path: Path) -> list[Path]:

@@ -2,13 +2,11 @@
 
 `task_stats(tasks)` computes plain numbers (for notebooks and tests); `stats_tables(stats)`
 turns them into rich tables (for `tbrl tasks stats`). Base images come from the Dockerfile's
-FROM lines (a prebuilt `image` counts as its own base); `FROM <earlier stage>` in multi-stage
-builds is not counted as a base image. Left out: image sizes (that needs a build).
+FROM lines (`tasks.dockerfile.base_images`). Left out: image sizes (that needs a build).
 """
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -16,10 +14,8 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
+from tbrl_lib.tasks.dockerfile import base_images
 from tbrl_lib.tasks.model import Difficulty, Task
-
-_FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE)
-_HEREDOC = re.compile(r"<<-?\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?")
 
 
 @dataclass
@@ -32,39 +28,6 @@ class TaskStats:
     """Per-task measures: instruction_chars, dockerfile_lines, test_functions, env_files, env_bytes."""
     with_solution: int = 0
     with_weights: int = 0
-
-
-def base_images(task: Task) -> list[str]:
-    """The external images a task's environment starts from."""
-    if task.environment.dockerfile is None:
-        return [task.environment.image] if task.environment.image else []
-    images, stages = [], set()
-    for line in instruction_lines(task.environment.dockerfile):
-        match = _FROM.match(line)
-        if not match:
-            continue
-        image, stage = match.group(1), match.group(2)
-        if image.lower() not in stages:
-            images.append(image)
-        if stage:
-            stages.add(stage.lower())
-    return images
-
-
-def instruction_lines(dockerfile: str) -> list[str]:
-    """The lines that start a Dockerfile instruction: not continuation lines (after a
-    trailing backslash) and not heredoc bodies (`RUN cat <<EOF ... EOF`)."""
-    starts, continuing, heredoc_ends = [], False, []
-    for line in dockerfile.splitlines():
-        if heredoc_ends:
-            if line.strip() == heredoc_ends[0]:
-                heredoc_ends.pop(0)
-            continue
-        if not continuing and line.strip() and not line.lstrip().startswith("#"):
-            starts.append(line)
-        heredoc_ends += _HEREDOC.findall(line)
-        continuing = line.rstrip().endswith("\\")
-    return starts
 
 
 def task_stats(tasks: Sequence[Task]) -> TaskStats:

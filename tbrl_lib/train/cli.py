@@ -1,6 +1,7 @@
 """`tbrl train ...`: run a preset, print its memory plan, write its launch files.
 
 tbrl train run --preset cpu-smoke [--set max_steps=1] [--out DIR] [--resume latest|CHECKPOINT]
+tbrl train run --preset cpu-smoke --tasks DIR [--lenient]   (a task set of one's own)
 tbrl train sft --family write_word --demos 96 --out DIR   (oracle demos -> SFT checkpoint)
 tbrl train presets
 tbrl train plan --preset 32xh100
@@ -9,9 +10,12 @@ tbrl train launch 32xh100 --out launch/   (accelerate.yaml, commands.sh, job.sba
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
+
+from tbrl_lib.tasks.console import LENIENT_HELP
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -28,6 +32,40 @@ def _config(preset: str, overrides: list[str]):
 PresetOpt = typer.Option("cpu-smoke", "--preset", help="Preset name (see `tbrl train presets`).")
 PresetArg = typer.Argument("", show_default=False, help="Preset name; same as --preset.")
 SetOpt = typer.Option([], "--set", help="Override a setting: KEY=VALUE (YAML value).")
+TasksOpt = typer.Option(
+    None,
+    "--tasks",
+    help="Train on this task source (a Harbor/TB1 dir or a dir of them, a CSV, a Parquet) "
+    "instead of the preset's: `--set tasks=DIR task_ids=[]`.",
+)
+LenientOpt = typer.Option(False, "--lenient", help=LENIENT_HELP + " (`--set lenient=true`)")
+
+
+def task_overrides(tasks: Path | None, lenient: bool, overrides: list[str]) -> list[str]:
+    """`--tasks` / `--lenient` as the `--set` items they stand for (so launch files repeat
+    them): a task source of one's own replaces the preset's, and its task_ids (unless set)."""
+    extra = []
+    if tasks is not None:
+        extra.append(f"tasks={json.dumps(str(tasks))}")
+        if not any(item.partition("=")[0].strip() == "task_ids" for item in overrides):
+            extra.append("task_ids=[]")
+    if lenient:
+        extra.append("lenient=true")
+    return [*overrides, *extra]
+
+
+def refuse_family_with_tasks(config, tasks: Path | None) -> None:
+    """A preset that trains on a procedural family never reads `tasks`: say so, not ignore it."""
+    if tasks is not None and config.family:
+        raise typer.BadParameter(
+            f"preset {config.name} trains on instances of the procedural family "
+            f"{config.family!r} (its warm start and held-out evaluation need them), not on a "
+            "task folder: use a preset without a family (e.g. --preset cpu-smoke), or add "
+            "--set family=null sft_demos=0 eval_tasks=0",
+            param_hint="--tasks",
+        )
+
+
 LaunchOutOpt = typer.Option(
     Path("launch"), "--out", help="Folder for accelerate.yaml and commands.sh."
 )
@@ -47,12 +85,17 @@ def run_cmd(
         help="Continue a run: `latest` (newest checkpoint of --out) or a checkpoint folder; "
         "same preset and settings (max_steps may grow).",
     ),
+    tasks: Path | None = TasksOpt,
+    lenient: bool = LenientOpt,
 ) -> None:
-    """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary."""
+    """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary.
+    Tasks whose own image does not build are skipped before step 1 (one line each)."""
     from tbrl_lib.sandbox.engine import require_engine
     from tbrl_lib.train.resume import ResumeError, find_checkpoint
 
+    overrides = task_overrides(tasks, lenient, overrides)
     config = _config(preset, overrides)
+    refuse_family_with_tasks(config, tasks)
     try:
         checkpoint = find_checkpoint(resume, out, config) if resume else None
     except ResumeError as exc:
@@ -82,7 +125,10 @@ def run_cmd(
 
 @app.command("sft")
 def sft_cmd(
-    model: str = typer.Option("tiny", help="Model folder, or `tiny` (the local tiny Qwen3)."),
+    model: str = typer.Option(
+        "tiny",
+        help="Model folder, packaged name (smollm2-135m), hub id, or `tiny` (the local tiny Qwen3).",
+    ),
     family: str = typer.Option("write_word", help="Procedural family of the demonstrations."),
     demos: int = typer.Option(32, help="Oracle demonstrations to record (seeds --first-seed ...)."),
     first_seed: int = typer.Option(1000, help="First training seed; held-out seeds stay below it."),
@@ -94,9 +140,14 @@ def sft_cmd(
         1.0,
         help="Share of demonstrations the teacher gets right (in the rest it writes the file in /tmp instead).",
     ),
+    lora_rank: int = typer.Option(
+        0, help="0: full fine-tuning; > 0: a LoRA adapter of this rank, merged into checkpoint/."
+    ),
+    lora_alpha: int = typer.Option(16, help="LoRA alpha (with --lora-rank)."),
     out: Path = typer.Option(Path("outputs/sft"), help="Folder for demos.parquet and checkpoint/."),
 ) -> None:
     """Record teacher demonstrations in sandboxes, then SFT on assistant tokens; prints the checkpoint."""
+    from tbrl_lib.models import resolve_model
     from tbrl_lib.sandbox.engine import require_engine
 
     require_engine("tbrl train sft")
@@ -112,11 +163,15 @@ def sft_cmd(
             epochs=epochs,
             learning_rate=lr,
             teacher_accuracy=teacher_accuracy,
+            lora_rank=lora_rank,
+            lora_alpha=lora_alpha,
         )
+        resolve_model(model)  # a missing model: one line naming the fetch, before any sandbox
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     summary = run_sft(settings, out)
-    for key in ("checkpoint", "demos", "demos_right", "steps", "loss_before", "loss_after"):
+    keys = ("checkpoint", "demos", "demos_right", "trainable_parameters", "steps")
+    for key in (*keys, "loss_before", "loss_after", "seconds"):
         typer.echo(f"{key}: {summary[key]}")
 
 

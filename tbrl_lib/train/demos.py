@@ -8,6 +8,14 @@ generation, and `prompt_ids` / `completion_ids` / `env_mask` are what a model th
 those replies would have produced. SFT on them (`tbrl_lib.train.sft`) trains the same
 token sequences GRPO later samples from.
 
+Thinking: a reply takes the shape the model's template and `enable_thinking` ask for
+(`TokenChat.reply_format`, `format_reply`): with thinking off (or a template without it)
+the teacher's reasoning is dropped, the prompt already holds the template's empty block;
+with Qwen3's thinking on, a teacher that `thinks` opens the reply with its reasoning in a
+`<think>` block, one that does not writes none; where the template opens the block, the
+reply continues it and closes it. The CPU demo's teacher does not think (its tiny model's
+replies are 64 tokens).
+
 `ShortOracle` is the teacher used for the CPU demo: one reply runs the task's reference
 solution with `bash`, the next one finishes - the shortest trajectory a tiny model can
 imitate. `OraclePolicy` (four replies with todos) is the long alternative.
@@ -25,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tbrl_lib.agent.actions import render_action
+from tbrl_lib.agent.parser import split_thinking
 from tbrl_lib.policies.base import Conversation, Generation, Policy
 from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy
 from tbrl_lib.rollout import RolloutConfig, RolloutResult, run_rollout
@@ -51,6 +60,12 @@ class ShortOracle:
         if conversation.turn == 0:
             return self.solution_reply(conversation)
         return Generation(text=render_action("finish", {"message": "done"}))
+
+    def reasoning(self, conversation: Conversation) -> str:
+        """What this teacher thinks before its reply (a thinking model's demonstration)."""
+        if conversation.turn == 0:
+            return "The instruction says what to produce and where. I will run the commands that do it."
+        return "The commands ran without an error, so the task is done."
 
 
 class CarefulOracle(ShortOracle):
@@ -82,7 +97,9 @@ class TeacherSampler:
         self.chat = chat
         self.queue: list[str] = []
 
-    async def sample(self, prompt_ids: list[int], max_new_tokens: int) -> Sample:
+    async def sample(
+        self, prompt_ids: list[int], max_new_tokens: int, deadline: float | None = None
+    ) -> Sample:
         end = _im_end(self.chat)
         ids = self.chat.encode(self.queue.pop(0)) + [
             end if end is not None else self.chat.stop_ids[-1]
@@ -95,17 +112,40 @@ def _im_end(chat: TokenChat) -> int | None:
     return found if isinstance(found, int) and found in chat.stop_ids else None
 
 
-class TeacherPolicy(TokenPolicy):
-    """A `TokenPolicy` whose replies come from a text teacher, tokenised by the one renderer."""
+def format_reply(text: str, reply_format: str, reasoning: str = "") -> str:
+    """A teacher's reply in the shape the chat expects (`TokenChat.reply_format`): `plain`
+    drops any thinking; `think` puts `reasoning` (or the reply's own block) in a `<think>`
+    block first, or writes none when there is no reasoning; `inside` continues the block the
+    prompt opened and closes it (empty when there is no reasoning)."""
+    own, rest, _ = split_thinking(text)
+    rest = rest.strip()
+    thought = own or reasoning
+    if reply_format == "plain":
+        return rest
+    if reply_format == "inside":
+        return f"{thought}\n</think>\n\n{rest}" if thought else f"</think>\n\n{rest}"
+    return f"<think>\n{thought}\n</think>\n\n{rest}" if thought else rest
 
-    def __init__(self, teacher: Policy, chat: TokenChat, max_context: int) -> None:
+
+class TeacherPolicy(TokenPolicy):
+    """A `TokenPolicy` whose replies come from a text teacher, tokenised by the one renderer.
+    `thinks`: in a thinking chat, the teacher's reasoning opens each reply."""
+
+    def __init__(
+        self, teacher: Policy, chat: TokenChat, max_context: int, thinks: bool = False
+    ) -> None:
         super().__init__(f"teacher:{teacher.name}", chat, TeacherSampler(chat), max_context)
-        self.teacher = teacher
+        self.teacher, self.thinks = teacher, thinks
+        self.reply_format = chat.reply_format
 
     async def generate(self, conversation: Conversation, max_new_tokens: int) -> Generation:
         reply = await self.teacher.generate(conversation, max_new_tokens)
+        reasoning = ""
+        if self.thinks and isinstance(self.teacher, ShortOracle):
+            reasoning = self.teacher.reasoning(conversation)
+        text = reply.text if self.thinks else split_thinking(reply.text)[1]
         # One episode per policy object: the queue holds this turn's reply only.
-        self.sampler.queue = [reply.text]
+        self.sampler.queue = [format_reply(text, self.reply_format, reasoning)]
         return await super().generate(conversation, max_new_tokens)
 
 
@@ -117,17 +157,20 @@ async def record_demos(
     teachers: Sequence[Policy] | None = None,
     max_context: int = 4096,
     concurrency: int = 2,
+    enable_thinking: bool = True,
+    thinks: bool = False,
 ) -> list[RolloutResult]:
     """One teacher rollout per task (`teachers[i]` acts on `tasks[i]`; default the short
-    oracle), token-exact; each gets its own policy (own queue)."""
+    oracle), token-exact; each gets its own policy (own queue). `enable_thinking` is the
+    chat's flag (as in generation), `thinks` whether the teacher's reasoning goes in."""
     if teachers is not None and len(teachers) != len(tasks):
         raise ValueError(f"{len(teachers)} teachers for {len(tasks)} tasks: need one per task")
     gate = asyncio.Semaphore(concurrency)
-    chat = TokenChat(tokenizer)
+    chat = TokenChat(tokenizer, enable_thinking)
 
     async def one(task: Task, teacher: Policy) -> RolloutResult:
         async with gate:
-            policy = TeacherPolicy(teacher, chat, max_context)
+            policy = TeacherPolicy(teacher, chat, max_context, thinks)
             return await run_rollout(task, policy, config, judge)
 
     chosen = teachers or [ShortOracle() for _ in tasks]

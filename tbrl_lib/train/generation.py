@@ -10,6 +10,7 @@ them too. Left out: speculative decoding.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tbrl_lib.policies.chat import Sample, stop_token_ids
@@ -28,7 +29,13 @@ class VLLMBackend:
         self.generation, self.temperature, self.top_p = generation, temperature, top_p
         self.eos_ids = set(stop_token_ids(trainer.processing_class))
 
-    def generate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]:
+    def generate(
+        self,
+        prompts: list[list[int]],
+        max_new_tokens: int,
+        abandoned: Callable[[], bool] | None = None,
+    ) -> list[Sample]:
+        """`abandoned` is not used: vLLM finishes a batch in seconds."""
         if self.generation.mode == "colocate":
             return self._colocate(prompts, max_new_tokens)
         out = self._client().generate(

@@ -31,13 +31,21 @@ class EvalPlan:
     temperature: float
     out: Path
     concurrency: int = 4
+    enable_thinking: bool = True
 
     @classmethod
     def for_run(cls, config: TrainConfig, rollout: RolloutConfig, out: Path) -> EvalPlan | None:
         if not (config.family and config.eval_tasks):
             return None
         tasks = heldout_tasks(config.family, config.eval_tasks, config.family_difficulty)
-        return cls(tasks, rollout, config.temperature, out, config.sandbox_concurrency)
+        return cls(
+            tasks,
+            rollout,
+            config.temperature,
+            out,
+            config.sandbox_concurrency,
+            config.enable_thinking,
+        )
 
     def run(self, policy: Any, name: str) -> dict[str, Any]:
         """Evaluate `policy` on the held-out instances; results under `out/<name>/`."""
@@ -48,7 +56,10 @@ class EvalPlan:
     def evaluate_checkpoint(self, path: str | Path, name: str, seed: int = 0) -> dict[str, Any]:
         from tbrl_lib.policies.hf import HFPolicy
 
-        return self.run(HFPolicy(path, temperature=self.temperature, seed=seed), name)
+        policy = HFPolicy(
+            path, temperature=self.temperature, seed=seed, enable_thinking=self.enable_thinking
+        )
+        return self.run(policy, name)
 
 
 class HeldoutEval(TrainerCallback):

@@ -18,6 +18,11 @@ training dtype):
   in b, the fp32 gradient of the LM head (vocab x hidden x 4 B) and of the hidden states
   (C x hidden x 4 B).
 - vLLM (colocate): vllm_gpu_memory_utilization x GPU memory, reserved up front.
+- On CPU (`gpus_per_node: 0`) the plan is of the process's memory: TRL's fused head is
+  replaced by `trl_compat.TorchChunkedLogProb`, which keeps, for backward, the fp32 logits,
+  log-probs and probabilities of every token (C x vocab x 12 B), and the process itself
+  (Python, torch, tokenizer) adds `CPU_RUNTIME_GIB`. `measured_peak_gib()` is what a run
+  then reports beside it (peak RSS on CPU, peak allocated CUDA memory on a GPU).
 
 It is an estimate to catch presets that cannot fit, not a promise that one does: CUDA
 context, allocator fragmentation and NCCL buffers (a few GB) are not counted. What is left
@@ -30,12 +35,9 @@ fine-tuning, one 32k-token trajectory per micro-batch, checkpointing): measured 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
-from tbrl_lib.policies.tiny_model import SIZES, tiny_size
-from tbrl_lib.policies.tiny_model import VOCAB_SIZE as TINY_VOCAB
+from tbrl_lib.models import PACKAGED, model_config
 from tbrl_lib.train.presets import TrainConfig
 
 GIB = 2**30
@@ -82,6 +84,9 @@ KNOWN_SHAPES: dict[str, ModelShape] = {
     "Qwen/Qwen3-8B": ModelShape(4096, 36, 12288, 32, 8, 128, 151_936, False),
     "Qwen/Qwen3-14B": ModelShape(5120, 40, 17408, 40, 8, 128, 151_936, False),
     "Qwen/Qwen3-32B": ModelShape(5120, 64, 25600, 64, 8, 128, 151_936, False),
+    # Packaged models, so a plan needs no fetch (`tbrl_lib.models.PACKAGED`); the fetched
+    # folder's config.json says the same (tests/models check it).
+    "smollm2-135m": ModelShape(576, 30, 1536, 9, 3, 64, 49_152, True),
 }
 
 
@@ -101,18 +106,18 @@ def shape_from_hf_config(config: dict) -> ModelShape:
 
 
 def model_shape(model: str) -> ModelShape:
-    """Shape of a known model id, or read from `<model>/config.json` for a local path."""
+    """Shape of a known hub id, else from the model's `config.json` through the resolver
+    (`tiny...`: the builder's shape; a packaged name: its shape before or after the fetch;
+    a folder: its file)."""
     if model in KNOWN_SHAPES:
         return KNOWN_SHAPES[model]
-    size = tiny_size(model)
-    if size:  # built locally on demand; its shape is a constant of the builder
-        return shape_from_hf_config({**SIZES[size], "vocab_size": TINY_VOCAB})
-    config = Path(model) / "config.json"
-    if config.is_file():
-        return shape_from_hf_config(json.loads(config.read_text()))
+    config = model_config(model)
+    if config is not None:
+        return shape_from_hf_config(config)
     raise ValueError(
-        f"memory planner does not know model {model!r}; use one of {sorted(KNOWN_SHAPES)} "
-        "or a local model folder with a config.json"
+        f"memory planner does not know model {model!r}; use one of {sorted(KNOWN_SHAPES)}, "
+        f"a packaged name ({', '.join(sorted(PACKAGED))}), `tiny[:size]` or a local model "
+        "folder with a config.json"
     )
 
 
@@ -147,6 +152,9 @@ class MemoryPlan:
         return "\n".join(lines)
 
 
+CPU_RUNTIME_GIB = 0.5
+"""Resident memory of a training process before the model (Python, torch, transformers, TRL,
+the tokenizer; measured here: 0.51 GiB after those imports and loading SmolLM2's tokenizer)."""
 FUSED_TILE_TOKENS, FUSED_TILE_VOCAB = 4096, 32768
 """TRL 1.15's chunked log-prob kernel tile (trl.kernels.chunked_logprob)."""
 
@@ -189,17 +197,20 @@ def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryP
     else:
         activations = shape.layers * layer_set
         act_basis = f"all layers kept, {tokens:,} tokens"
+    cpu = config.gpus_per_node == 0
+    if cpu:
+        logits = (tokens * shape.vocab * 12 + shape.vocab * shape.hidden * 4, "torch head")
+    else:
+        logits = (logits_bytes(shape, tokens, b), "fused head tiles")
     rows = [
         ("weights", params * b / shards / GIB, f"{params / 1e9:.2f}B params / {shards} shard(s)"),
         ("gradients", trainable * b / shards / GIB, f"{trainable / 1e6:,.1f}M trainable"),
         ("optimizer", trainable * opt_bytes / shards / GIB, opt_basis),
         ("activations", activations / GIB, act_basis),
-        (
-            "logits",
-            logits_bytes(shape, tokens, b) / GIB,
-            f"fused head tiles, vocab {shape.vocab:,}",
-        ),
+        ("logits", logits[0] / GIB, f"{logits[1]}, vocab {shape.vocab:,}"),
     ]
+    if cpu:
+        rows.append(("runtime", CPU_RUNTIME_GIB, "Python, torch, tokenizer (process)"))
     if config.generation_backend == "vllm-colocate":
         rows.append(
             (
@@ -209,3 +220,26 @@ def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryP
             )
         )
     return MemoryPlan(config.name, rows, config.gpu_memory_gb)
+
+
+def measured_peak_gib() -> dict[str, float]:
+    """What this process used at its peak: resident memory (CPU runs) and, where CUDA is
+    initialised, the peak allocated GPU memory of this process's device."""
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    peak = {"peak_rss_gib": rss / (GIB if sys.platform == "darwin" else 2**20)}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        peak["peak_gpu_gib"] = torch.cuda.max_memory_allocated() / GIB
+    return peak
+
+
+def memory_report(config: TrainConfig) -> dict[str, float | None]:
+    """The plan's total beside the measured peak (summary.json `memory`)."""
+    try:
+        planned: float | None = round(plan_memory(config).total_gib, 2)
+    except ValueError:
+        planned = None
+    return {"plan_gib": planned, **{k: round(v, 2) for k, v in measured_peak_gib().items()}}

@@ -21,6 +21,9 @@ from tbrl_lib.train.presets import TrainConfig
 
 log = logging.getLogger("tbrl.train")
 
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+"""The projections a LoRA adapter trains (Qwen3 and Llama name them alike): GRPO and SFT."""
+
 
 def why_not_unsloth(config: TrainConfig) -> str | None:
     """Why this run loads with PEFT although it asked for unsloth (None: unsloth applies)."""

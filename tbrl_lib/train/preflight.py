@@ -24,9 +24,9 @@ import os
 import socket
 import threading
 import urllib.request
-from pathlib import Path
 from urllib.parse import urlparse
 
+from tbrl_lib.models import ModelNotFound, is_local, model_kind, resolve_model
 from tbrl_lib.train.presets import TrainConfig
 
 HUB_TIMEOUT_S = 3.0
@@ -77,17 +77,6 @@ def _hub_reachable() -> bool:
         with socket.create_connection((host, 443), timeout=HUB_TIMEOUT_S):
             return True
     except OSError:
-        return False
-
-
-def _model_local(model: str) -> bool:
-    if model.startswith("tiny") or Path(model).is_dir():
-        return True
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(model, "config.json"), str)
-    except Exception:  # noqa: BLE001 - no cache / bad id: treated as not local
         return False
 
 
@@ -235,7 +224,12 @@ def preflight(config: TrainConfig) -> list[str]:
             f"no vLLM server answers at {url}/health: start it first (launch/commands.sh "
             "starts it, then training)"
         )
-    if not _model_local(config.model) and not _hub_reachable():
+    if model_kind(config.model) in ("packaged", "folder"):
+        try:
+            resolve_model(config.model)
+        except ModelNotFound as exc:
+            problems.append(str(exc))
+    elif not is_local(config.model) and not _hub_reachable():
         problems.append(
             f"model {config.model}: not in a local folder or the HF cache, and the hub is not reachable"
         )

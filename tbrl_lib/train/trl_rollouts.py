@@ -156,7 +156,7 @@ class Rollout:
             sandbox=result.sandbox,
             details=details,
         )
-        error = result.infra_error
+        error = result.infra_error or result.task_error
         if error is None and (traj is None or not traj.prompt_ids or not traj.completion_ids):
             why = (
                 "overran its time limit"

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Environment, Task, Tests
 
 
@@ -21,7 +22,7 @@ def toy_task(
     return Task(
         id=task_id,
         instruction="Write the number 42 to /app/answer.txt.",
-        environment=Environment(image="tbrl/base:trixie"),
+        environment=Environment(image=BASE_IMAGE),
         tests=tests,
         solution=solution,
         limits={"agent_timeout_sec": timeout},

@@ -39,3 +39,30 @@ def test_run_command_oracle_on_a_bundled_task(base_image, tmp_path):
         and "judge" in result.output
     )
     assert out.exists()
+
+
+TB1 = REPO / "tests/tasks/fixtures/third_party/tb1"
+TB2 = REPO / "tests/tasks/fixtures/third_party/tb2"
+
+
+@pytest.mark.docker
+def test_run_reads_loosely_written_tasks_only_with_lenient(base_image, tmp_path, tbrl):
+    """The TB1 example's weights (a number as text, keys without `test_`) are refused, naming
+    the option; with `--lenient` each change is printed and the oracle solves the task."""
+    out = tmp_path / "t.jsonl"
+    refused = tbrl("agent", "run", TB1, "--judge", "none", "--out", out)
+    assert refused.code == 1 and "--lenient" in refused.err.split("\r")[-1]
+    result = tbrl("agent", "run", TB1, "--lenient", "--judge", "none", "--out", out)
+    assert result.code == 0, result.err
+    assert "changed while reading leniently" in result.out
+    assert "hello-world: finished" in result.out and "tests 1.000" in result.out
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_run_says_a_task_that_does_not_build_is_the_tasks_defect(base_image, tmp_path, tbrl):
+    args = ("agent", "run", TB2, "--task-id", "broken-test-deps", "--judge", "none")
+    result = tbrl(*args, "--out", tmp_path / "t.jsonl")
+    assert result.code == 1 and "infrastructure" not in result.err
+    assert "broken-test-deps: the task cannot run here, not scored: " in result.err
+    assert "No matching distribution found for iniconfig==9.0.0" in result.err

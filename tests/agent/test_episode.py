@@ -192,3 +192,40 @@ def test_a_fork_bomb_ends_the_episode_as_a_resource_limit_not_an_infra_error(bas
         task,
     )
     assert traj.termination == Termination.resource_limit and traj.error_kind == "pids"
+
+
+def test_a_reply_cut_by_the_time_limit_is_kept_as_the_last_turn(base_image):
+    """A slow model still writing when the episode's time runs out: its sampler stops at the
+    deadline, the reply so far is recorded (ids included) and not run, the episode ends as
+    `time_limit` within the grace period, never with zero turns."""
+    import time
+
+    from transformers import AutoTokenizer
+
+    from tbrl_lib.agent.episode import STOP_GRACE_S
+    from tbrl_lib.policies.batching import BatchingGenerator
+    from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy
+    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+
+    tok = AutoTokenizer.from_pretrained(str(build_tiny_qwen3()))
+    word = tok.encode(" sleep", add_special_tokens=False)
+
+    class SlowModel:  # one token every 20 ms, never an end-of-turn
+        def generate(self, prompts, max_new_tokens, abandoned=None):
+            ids = tok.encode("<bash>\ncmd:", add_special_tokens=False)
+            while len(ids) < max_new_tokens and not abandoned():
+                time.sleep(0.02)
+                ids += word
+            return [Sample(ids, stopped=False) for _ in prompts]
+
+    policy = TokenPolicy("slow", TokenChat(tok), BatchingGenerator(SlowModel()), 32_768)
+    started = time.monotonic()
+    traj = episode(policy, EpisodeLimits(time_limit_s=2, max_tokens_per_turn=100_000))
+    assert time.monotonic() - started < 2 + STOP_GRACE_S
+    assert traj.termination == Termination.time_limit and "kept as the last turn" in (
+        traj.termination_message
+    )
+    (turn,) = traj.turns
+    assert turn.finish_reason == "time_limit" and turn.completion_tokens > 10 and not turn.calls
+    assert turn.assistant.startswith("<bash>\ncmd: sleep sleep")
+    assert traj.env_mask.count(1) == turn.completion_tokens  # its ids are in the trajectory

@@ -10,7 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tbrl_lib.agent.actions import ACTION_TAGS, EXAMPLES, BashAction, FileEdit, TodoAction
-from tbrl_lib.agent.parser import ParseError, action_from_record, parse_actions
+from tbrl_lib.agent.parser import (
+    ParseError,
+    action_from_record,
+    parse_actions,
+    split_thinking,
+    visible_text,
+)
 from tests.conftest import REPO
 
 CORPUS = [
@@ -142,3 +148,33 @@ def test_many_unclosed_brackets_stay_fast():
     assert parse_actions("<a> x " * 100_000).items == []  # prose brackets, no tag attempts
     assert len(parse_actions("<a>x</a>" * 20_000).errors) == 20_000
     assert time.monotonic() - start < 20  # linear, not quadratic (quadratic takes minutes)
+
+
+@pytest.mark.parametrize(
+    ("reply", "reasoning", "rest", "unclosed"),
+    [
+        # Qwen3, thinking on: the model opens its own block first
+        (
+            "<think>\nLook first.\n</think>\n\n<bash>\ncmd: ls\n</bash>",
+            "Look first.",
+            "\n\n<bash>\ncmd: ls\n</bash>",
+            False,
+        ),
+        # a -Thinking template opened the block in the prompt: the reply closes it
+        (
+            "Look first.\n</think>\n\n<bash>\ncmd: ls\n</bash>",
+            "Look first.",
+            "\n\n<bash>\ncmd: ls\n</bash>",
+            False,
+        ),
+        # thinking off: no block in the reply (the prompt held the empty one)
+        ("<bash>\ncmd: ls\n</bash>", "", "<bash>\ncmd: ls\n</bash>", False),
+        # several blocks; the last one cut by the token limit
+        ("<think>a</think>x<think>b</think>y<think>c", "a\n\nb\n\nc", "xy", True),
+    ],
+)
+def test_split_thinking_reads_every_chat_format(reply, reasoning, rest, unclosed):
+    assert split_thinking(reply) == (reasoning, rest, unclosed)
+    visible, left_open = visible_text(reply)
+    assert len(visible) == len(reply) and left_open == unclosed
+    assert "".join(visible.split()) == "".join(rest.split())  # the parser sees the same rest

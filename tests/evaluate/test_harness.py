@@ -77,14 +77,16 @@ def tiny_tasks(docker_client, base_image):
     """Tasks made here, their images removed afterwards."""
     made: list[Task] = []
 
-    def make(task_id, solution, test_src, agent_s=60.0, test_s=60.0, dockerfile=None):
+    def make(task_id, solution, test_src, agent_s=60.0, test_s=60.0, dockerfile=None, build_s=600):
         task = Task(
             id=task_id,
             instruction=f"Tiny harness check {task_id}.",
             environment=Environment(dockerfile=dockerfile or f"FROM {base_image}\nWORKDIR /app\n"),
             tests=TaskTests(pytest=test_src),
             solution=solution,
-            limits=Limits(agent_timeout_sec=agent_s, test_timeout_sec=test_s),
+            limits=Limits(
+                agent_timeout_sec=agent_s, test_timeout_sec=test_s, build_timeout_sec=build_s
+            ),
         )
         made.append(task)
         return task
@@ -153,7 +155,7 @@ def test_an_engine_that_stays_down_stops_the_run_with_a_way_to_resume(monkeypatc
     runner = harness.TrialRunner(
         None, None, RunConfig(policy="noop").rollout_config(), tmp_path, engine_wait_s=0.5
     )
-    with pytest.raises(harness.EngineOutage, match="rerun the same command to resume"):
+    with pytest.raises(engine.EngineOutage, match="rerun the same command to resume"):
         asyncio.run(runner._wait_for_engine("sandbox: daemon_unreachable: refused"))
     assert len(pings) >= 2  # it kept asking for the whole wait
 
@@ -191,18 +193,45 @@ def test_verifier_timeout_is_its_own_failure_mode(tiny_tasks, tmp_path):
 def test_infra_errors_are_retried_once_recorded_and_redone_on_resume(
     tiny_tasks, tmp_path, base_image
 ):
+    slow = tiny_tasks(  # a build past its time limit: the machine's, not the task's
+        "eval-slow-image",
+        "true",
+        DONE_TEST,
+        dockerfile=f"FROM {base_image}\nRUN sleep 30\n",
+        build_s=2,
+    )
+    run = run_eval([slow], RunConfig(policy="oracle"), tmp_path, progress=False)
+    trial = run.trials[0]
+    assert trial.failure_mode == FailureMode.infra_error and trial.infra_retries == 1
+    assert "build_timeout_sec=2s" in trial.error, trial.error
+    assert run.summary["infra_errors"] == 1 and run.summary["task_errors"] == 0
+    assert RunResults.open(tmp_path, run.config).done() == {}  # a resume tries it again
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_dockerfile_that_does_not_build_is_the_tasks_error_asked_once(
+    tiny_tasks, tmp_path, base_image
+):
+    """Not an infra error: not retried, each attempt says why (the failing step and its
+    output), counted apart from accuracy, and redone on resume (the task may be fixed)."""
     broken = tiny_tasks(
         "eval-broken-image",
         "true",
         DONE_TEST,
         dockerfile=f"FROM {base_image}\nRUN echo broken on purpose && exit 3\n",
     )
-    run = run_eval([broken], RunConfig(policy="oracle"), tmp_path, progress=False)
-    trial = run.trials[0]
-    assert trial.failure_mode == FailureMode.infra_error and trial.infra_retries == 1
-    assert "exit 3" in trial.error or "returned a non-zero code" in trial.error, trial.error
-    assert run.summary["infra_errors"] == 1
-    assert RunResults.open(tmp_path, run.config).done() == {}  # a resume tries it again
+    good = tiny_tasks("eval-good-image", "touch /app/done", DONE_TEST)
+    config = RunConfig(policy="oracle", attempts=2, concurrency=2)
+    run = run_eval([broken, good], config, tmp_path, progress=False)
+    bad = [t for t in run.trials if t.task_id == broken.id]
+    assert [t.failure_mode for t in bad] == [FailureMode.task_error] * 2
+    assert all(t.infra_retries == 0 for t in bad) and bad[0].error == bad[1].error
+    assert "`RUN echo broken on purpose && exit 3` exited 3: broken on purpose" in bad[0].error
+    s = run.summary
+    assert s["task_errors"] == 2 and s["infra_errors"] == 0 and s["n_scored"] == 2
+    assert s["accuracy"] == 1.0 and list(s["task_error_tasks"]) == [broken.id]
+    assert set(RunResults.open(tmp_path, run.config).done()) == {(good.id, 0), (good.id, 1)}
 
 
 @pytest.mark.docker

@@ -101,6 +101,16 @@ def test_infra_errors_are_counted_apart_not_in_the_denominator():
     assert eval_metrics(s)["eval/infra_errors"] == 2
 
 
+def test_task_errors_are_counted_apart_with_their_reason():
+    broken = FailureMode.task_error
+    why = "task b: Dockerfile build failed at step 2 `RUN pip3 install x==9` exited 1: ERROR: ...\nengine: ..."
+    trials = [trial("a", 0, True), trial("b", 0, False, broken, error=why)]
+    s = summarize(trials, CONFIG)
+    assert s["accuracy"] == 1.0 and s["n_scored"] == 1 and s["infra_errors"] == 0
+    assert s["task_errors"] == 1 and s["task_error_tasks"] == {"b": why.split("\n")[0]}
+    assert s["unscored_tasks"] == ["b"] and eval_metrics(s)["eval/task_errors"] == 1
+
+
 def test_every_trial_infra_is_not_applicable_rather_than_zero():
     s = summarize([trial("a", 0, False, FailureMode.infra_error)], CONFIG)
     assert s["accuracy"] is None and s["accuracy_ci"] is None and s["n_scored"] == 0
@@ -133,10 +143,11 @@ def test_add_replaces_same_key():
     assert len(run.trials) == 1 and run.trials[0].resolved
 
 
-def test_resume_keeps_finished_trials_and_drops_infra_errors(tmp_path):
+def test_resume_keeps_finished_trials_and_drops_infra_and_task_errors(tmp_path):
     run = RunResults.open(tmp_path, CONFIG)
     run.add(trial("a", 0, True))
     run.add(trial("b", 0, False, FailureMode.infra_error))
+    run.add(trial("c", 0, False, FailureMode.task_error))
     run.save(tmp_path)
     resumed = RunResults.open(tmp_path, CONFIG.model_copy(update={"attempts": 3, "concurrency": 4}))
     assert set(resumed.done()) == {("a", 0)}

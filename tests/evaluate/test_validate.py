@@ -21,6 +21,7 @@ from tbrl_lib.evaluate.validate import (
     validate_tasks_async,
     validation_table,
 )
+from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Task
 
@@ -69,7 +70,7 @@ def toy(
     tests: str = REAL_TESTS,
     solution: str | None = "echo hello > /app/out.txt\n",
     weights: dict[str, float] | None = None,
-    dockerfile: str = "FROM tbrl/base:trixie\nWORKDIR /app\n",
+    dockerfile: str = f"FROM {BASE_IMAGE}\nWORKDIR /app\n",
 ) -> Task:
     return Task.model_validate(
         {
@@ -100,7 +101,7 @@ BROKEN = {
     "tbrl-val-no-solution": toy("tbrl-val-no-solution", solution=None),
     "tbrl-val-no-build": toy(
         "tbrl-val-no-build",
-        dockerfile="FROM tbrl/base:trixie\nRUN echo broken-on-purpose && false\n",
+        dockerfile=f"FROM {BASE_IMAGE}\nRUN echo broken-on-purpose && false\n",
     ),
 }
 

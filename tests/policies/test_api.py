@@ -143,5 +143,5 @@ def test_anthropic_overloaded_is_retried_by_the_sdk():
 
 
 def test_make_policy_rejects_unknown_specs_with_the_list():
-    with pytest.raises(ValueError, match="oracle, noop, hf:PATH"):
+    with pytest.raises(ValueError, match="oracle, noop, hf:MODEL"):
         make_policy("gpt5")

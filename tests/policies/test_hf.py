@@ -37,7 +37,7 @@ class ScriptedTokens(HFPolicy):
         self.replies, self.prompts = replies, []
         self.sampler = self
 
-    async def sample(self, prompt, max_new_tokens):
+    async def sample(self, prompt, max_new_tokens, deadline=None):
         self.prompts.append(list(prompt))
         text = self.replies[len(self.prompts) - 1]
         ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
@@ -146,3 +146,16 @@ def test_a_reply_cut_by_the_token_limit_gets_the_end_of_turn_added(tiny_model):
         tok.decode(policy.chat.turn_ids(conv))
         == "\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
     )
+
+
+def test_an_abandoned_batch_stops_generating(tiny_model):
+    policy = HFPolicy(tiny_model, seed=0)
+    prompt = policy.tokenizer.encode("<|im_start|>user\nhi<|im_end|>\n", add_special_tokens=False)
+    calls = []
+
+    def abandoned():  # nobody waits after the second token
+        calls.append(1)
+        return len(calls) >= 2
+
+    (sample,) = policy.backend.generate([prompt], 500, abandoned)
+    assert 1 <= len(sample.ids) <= 2 and len(calls) <= 2  # not 500 tokens

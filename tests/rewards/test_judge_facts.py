@@ -131,6 +131,15 @@ def test_an_unanswered_last_reply_has_no_results():
     assert [(c.kind, c.output) for c in last.calls] == [("parse_error", None)]  # the open <think>
 
 
+def test_reasoning_in_a_block_the_template_opened_is_thinking_not_prose():
+    """A -Thinking template opens `<think>` in the prompt: the reply holds a bare `</think>`."""
+    (reply,) = trajectory_facts(
+        _messages("Let me list it.\n</think>\n\n" + LS, "<search_output>\nx\n</search_output>")
+    )
+    assert reply.think_chars == len("Let me list it.")
+    assert reply.other_chars == len(LS) and [c.kind for c in reply.calls] == ["search.ls"]
+
+
 SOLVE = (
     'cd /app && wc -l < logs/app.log > count.txt && python3 -c "import json; '
     "json.dump({}, open('summary.json', 'w'))\""

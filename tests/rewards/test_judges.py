@@ -25,7 +25,13 @@ from tbrl_lib.rewards.judges import (
 )
 from tbrl_lib.rewards.judges.base import JudgeError, JudgeFormatError
 from tbrl_lib.rewards.judges.chain import RateLimiter
-from tbrl_lib.rewards.judges.prompt import load_prompt, parse_score, render_input, truncate_middle
+from tbrl_lib.rewards.judges.prompt import (
+    judged_reply,
+    load_prompt,
+    parse_score,
+    render_input,
+    truncate_middle,
+)
 from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge, extract_features
 from tbrl_lib.rewards.reward import RewardConfig, combine
 from tbrl_lib.testing.llm_server import LLMServer, Reply
@@ -488,3 +494,24 @@ def test_make_judge_rejects_unknown_specs():
     with pytest.raises(ValueError, match="names no model"):
         make_judge("anthropic:")
     assert json.dumps(run(make_judge("rule").score(item())).to_dict())
+
+
+def test_the_judge_reads_reasoning_the_same_way_in_every_chat_format():
+    """Qwen3 (`<think>` first), a -Thinking template (bare `</think>`) and thinking off (none)."""
+    action = "<bash>\ncmd: ls\n</bash>"
+    qwen3 = judged_reply(f"<think>\nLook first.\n</think>\n\n{action}")
+    opened = judged_reply(f"Look first.\n</think>\n\n{action}")
+    assert qwen3 == opened == f"<think>\nLook first.\n</think>\n{action}"
+    assert judged_reply(action) == action  # thinking off: unchanged
+    cut = judged_reply(f"{action}\n<think>\nand then")  # a reply cut while thinking stays open
+    assert cut == f"{action}\n<think>\nand then" and "</think>" not in cut
+    item = JudgeInput(
+        task_id="t",
+        instruction="Do it.",
+        environment="FROM x",
+        messages=(
+            {"role": "user", "content": "Do it."},
+            {"role": "assistant", "content": f"Look first.\n</think>\n\n{action}"},
+        ),
+    )
+    assert f"### [1] assistant\n<think>\nLook first.\n</think>\n{action}" in render_input(item)

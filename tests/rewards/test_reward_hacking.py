@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import pytest
 
 from tbrl_lib.rewards.verifier import verify
+from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.sandbox.files import tar_of
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.weights import outcomes_from_junit_xml, weighted_score
@@ -53,10 +54,13 @@ SOLUTION = """\
 printf 'def product(a, b):\\n    return a * b\\n' > /app/calc.py
 printf '{"answer": 1517}' > /app/answer.json
 """
+DOCKERFILE = f"FROM {BASE_IMAGE}\nRUN pip install --no-cache-dir pytest==8.4.1\nWORKDIR /app\n"
+"""The image carries its own pytest, installed the way third-party tasks pin it (the base has
+none, like the python image it stands for): what the naive verifier below runs."""
 TASK = Task(
     id="hack-target",
     instruction="Write /app/calc.py with product(a, b) and /app/answer.json.",
-    environment={"dockerfile": "FROM tbrl/base:trixie\nWORKDIR /app\n"},
+    environment={"dockerfile": DOCKERFILE},
     tests={"pytest": TESTS, "weights": {"test_product": 0.5, "test_answer_file": 0.5}},
     solution=SOLUTION,
     limits={"test_timeout_sec": 8},

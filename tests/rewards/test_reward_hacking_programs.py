@@ -1,7 +1,7 @@
 """Reward hacking through the paths PATH does not decide: programs the tests reach by absolute
 path or through a shebang, and standard-library names shadowed from the work directory.
 
-Four task shapes on `tbrl/base:trixie`. Two `test.sh` tasks base the reward on an exit
+Four task shapes on the base image (`base_images.BASE_IMAGE`). Two `test.sh` tasks base the reward on an exit
 status (all or nothing: an attack must score 0): one runs `/tests/check.py` through its
 `#!/usr/bin/env python3` line, one runs `/usr/bin/python3 /tests/check.py`; both checks
 import `agentpkg`, a package the agent installs new. Two tasks compare the agent's module
@@ -34,13 +34,14 @@ import pytest
 
 from tbrl_lib.rewards.verifier import verify
 from tbrl_lib.sandbox import open_sandbox
+from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Task
 from tests.rewards.test_reward_hacking import daemon
 from tests.rewards.test_reward_hacking_image import SITE, WithoutPristine, heredoc
 
 pytestmark = [pytest.mark.docker]
 
-DOCKERFILE = "FROM tbrl/base:trixie\nWORKDIR /app\n"
+DOCKERFILE = f"FROM {BASE_IMAGE}\nWORKDIR /app\n"
 AGENTPKG = f"mkdir -p {SITE}/agentpkg && echo 'VERSION = 2' > {SITE}/agentpkg/__init__.py\n"
 CHECK = """\
 import json, pathlib, sys

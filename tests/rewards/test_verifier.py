@@ -13,13 +13,14 @@ import pytest
 
 from tbrl_lib.rewards import verifier
 from tbrl_lib.rewards.verifier import _score, expected_tree_hash, verify
+from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Task
 
 TESTS = "def test_a():\n    assert True\n\ndef test_b():\n    assert True\n\ndef test_c():\n    assert True\n"
 TASK = Task(
     id="v",
     instruction="x",
-    environment={"dockerfile": "FROM tbrl/base:trixie\nWORKDIR /app\n"},
+    environment={"dockerfile": f"FROM {BASE_IMAGE}\nWORKDIR /app\n"},
     tests={"pytest": TESTS, "weights": {"test_a": 2, "test_b": 1, "test_c": 1}},
 )
 JUNIT = (
@@ -159,7 +160,9 @@ def test_harbor_script_task_reads_reward_txt_and_ignores_a_prewritten_one():
     task = Task(
         id="h",
         instruction="x",
-        environment={"dockerfile": "FROM tbrl/base:trixie\nWORKDIR /app\n"},
+        environment={
+            "dockerfile": f"FROM {BASE_IMAGE}\nRUN pip install pytest==8.4.1\nWORKDIR /app\n"
+        },
         tests={
             "script": HARBOR_SH,
             "files": {"test_outputs.py": "def test_x():\n    assert open('/app/ok').read()\n"},

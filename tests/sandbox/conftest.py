@@ -2,8 +2,8 @@
 
 `second_daemon` starts a throw-away `dockerd` on a private socket and data root (no
 bridge, no iptables), loads a ~5 MB image made of the host's bash/coreutils binaries
-into it for the tasks, and the base image (`docker save | load`): every engine builds its
-verifier runtime volume from the base image. It stops the daemon at the end.
+into it for the tasks, and the verifier runtime's source image (`docker save | load`): every
+engine builds its verifier runtime volume from it. It stops the daemon at the end.
 It needs root and `dockerd`; otherwise the tests that use it are skipped with the reason.
 """
 
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tbrl_lib.sandbox.base_images import BASE_IMAGE, RUNTIME_SOURCE
 from tbrl_lib.tasks.model import Environment, Limits, Task, Tests
 
 D2_SOCK = "/tmp/tbrl-d2.sock"
@@ -34,7 +35,7 @@ daemon's bridge), breaking networking for every other container and build."""
 
 def make_task(
     task_id: str = "sandbox-test",
-    dockerfile: str | None = "FROM tbrl/base:trixie\n",
+    dockerfile: str | None = f"FROM {BASE_IMAGE}\n",
     image: str | None = None,
     **limits,
 ) -> Task:
@@ -144,10 +145,9 @@ def second_daemon(docker_client):
     for c in (client, docker_client):  # the same tiny image on both daemons
         c.api.import_image_from_data(rootfs, repository=repo, tag=tag)
     client.close()
-    from tbrl_lib.sandbox.base_images import BASE_IMAGE
 
     subprocess.run(
-        f"docker save {BASE_IMAGE} | docker -H {D2_URL} load -q",
+        f"docker save {RUNTIME_SOURCE} | docker -H {D2_URL} load -q",
         shell=True,
         check=True,
         capture_output=True,

@@ -1,5 +1,6 @@
 """Task images: content-hash caching (also across processes), one build for concurrent
-callers, clear failures with the log tail, a build timeout that really stops the build."""
+callers, failures that say which step failed and why and whose fault it is, a build timeout
+that really stops the build."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import docker
 import pytest
 
 from tbrl_lib.sandbox import ImageBuildError, SandboxError, ensure_image, image_tag
+from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.sandbox.images import build_context, image_hash
 from tests.sandbox.conftest import make_task, run
 
@@ -21,10 +23,10 @@ from tests.sandbox.conftest import make_task, run
 
 
 def test_hash_covers_dockerfile_and_every_context_file():
-    a = make_task(dockerfile="FROM tbrl/base:trixie\nCOPY f /f\n")
+    a = make_task(dockerfile=f"FROM {BASE_IMAGE}\nCOPY f /f\n")
     b = a.model_copy(update={"environment": a.environment.model_copy(update={"files": {"f": "1"}})})
     c = a.model_copy(update={"environment": a.environment.model_copy(update={"files": {"f": "2"}})})
-    d = make_task(dockerfile="FROM tbrl/base:trixie\nCOPY f  /f\n")
+    d = make_task(dockerfile=f"FROM {BASE_IMAGE}\nCOPY f  /f\n")
     assert len({image_hash(t) for t in (a, b, c, d)}) == 4
     renamed = b.model_copy(update={"instruction": "other words", "id": b.id})
     assert image_hash(renamed) == image_hash(b)  # the instruction does not go into the image
@@ -57,7 +59,7 @@ def unique_task(docker_client, base_image):
     def factory(body: str = "RUN echo built-$RANDOM > /stamp\n", **limits):
         task = make_task(
             f"img-test-{uuid.uuid4().hex[:8]}",
-            dockerfile=f"FROM tbrl/base:trixie\nARG nonce={uuid.uuid4().hex}\n{body}",
+            dockerfile=f"FROM {BASE_IMAGE}\nARG nonce={uuid.uuid4().hex}\n{body}",
             **limits,
         )
         made.append(task)
@@ -111,12 +113,53 @@ def test_concurrent_callers_get_one_build_in_process_and_across_processes(
 
 
 @pytest.mark.docker
-def test_failing_build_names_the_task_and_shows_the_log_tail(unique_task):
-    task = unique_task("RUN echo about-to-fail && false\n")
+def test_failing_step_is_the_tasks_defect_and_says_what_failed(unique_task):
+    """The first line names the task, the failing step and its command, and pip's error
+    lines (not the earlier steps' output); the rest is the end of that step's output."""
+    task = unique_task(
+        "RUN echo an-earlier-step\n"
+        "RUN echo installing && pip install --no-index --break-system-packages iniconfig==9.0.0\n"
+        "RUN echo never-runs\n"
+    )
     with pytest.raises(ImageBuildError) as info:
         run(ensure_image(task))
-    assert info.value.kind == "build_failed"
-    assert task.id in str(info.value) and "about-to-fail" in str(info.value)
+    err = info.value
+    assert err.kind == "task_build_failed" and err.task_fault and not err.infra
+    first, *rest = str(err).splitlines()
+    assert first.startswith(f"task {task.id}: Dockerfile build failed at step 4 ")
+    assert "`RUN echo installing && pip install " in first
+    assert "exited 1: ERROR: Could not find a version that satisfies the requirement " in first
+    assert "ERROR: No matching distribution found for iniconfig==9.0.0" in first
+    assert "an-earlier-step" not in str(err) and "installing" in rest
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (
+            "COPY missing.txt /app/\n",
+            "`COPY missing.txt /app/` failed: COPY failed: file not found",
+        ),
+        ("RUNN true\n", "the engine cannot read the Dockerfile: dockerfile parse error line 3"),
+    ],
+)
+def test_a_dockerfile_the_engine_cannot_follow_is_the_tasks_defect(unique_task, body, expected):
+    task = unique_task(body)
+    with pytest.raises(ImageBuildError) as info:
+        run(ensure_image(task))
+    assert info.value.kind == "task_build_failed" and expected in str(info.value), info.value
+
+
+@pytest.mark.docker
+def test_a_base_image_of_no_family_that_is_not_here_is_refused_clearly(base_image):
+    task = make_task(f"img-test-{uuid.uuid4().hex[:8]}", dockerfile="FROM example.invalid/x:1\n")
+    with pytest.raises(ImageBuildError) as info:
+        run(ensure_image(task))
+    first = str(info.value).splitlines()[0]
+    assert info.value.kind == "task_build_failed", info.value
+    assert "base image example.invalid/x:1 is not on this engine and could not be pulled" in first
+    assert "ghcr.io/laude-institute/t-bench/ubuntu-24-04:*" in first and "docker load" in first
 
 
 @pytest.mark.docker
@@ -139,6 +182,9 @@ def test_build_timeout_stops_the_build(docker_client, unique_task):
 @pytest.mark.docker
 def test_missing_prebuilt_image_is_a_clear_error(base_image):
     task = make_task(dockerfile=None, image="tbrl-test/does-not-exist:1")
-    with pytest.raises(SandboxError, match="docker load"):
+    with pytest.raises(SandboxError, match="docker load") as info:
         run(ensure_image(task))
+    assert info.value.kind == "task_image_missing" and info.value.task_fault
     assert run(ensure_image(make_task(dockerfile=None, image=base_image))) == base_image
+    family = make_task(dockerfile=None, image="ghcr.io/laude-institute/t-bench/python-3-13:2099")
+    assert run(ensure_image(family)) == base_image  # a prebuilt family image resolves too

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tbrl_lib.sandbox.base_images import RUNTIME_SOURCE
 from tbrl_lib.tasks import TaskFormatError, load_tasks
 from tbrl_lib.tasks.harbor_format import read_harbor_dir, write_harbor_dir
 from tbrl_lib.tasks.standard_files import harbor_test_sh
@@ -167,11 +168,15 @@ def test_lenient_collection_reports_each_bad_dir(tmp_path):
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("image", ["with-pytest", pytest.param("without", marks=pytest.mark.slow)])
 def test_generated_test_sh_writes_weighted_reward_in_a_container(
-    docker_client, base_image, tmp_path
+    docker_client, base_image, tmp_path, image
 ):
-    """The standard script, run in the base image against a half-solved task: only
-    test_file_exists (weight 0.3) passes, and a weighted test that errors counts as failed."""
+    """The standard script, run against a half-solved task: only test_file_exists (weight
+    0.3) passes, and a weighted test that errors counts as failed. In an image with pytest
+    (offline), and in the python family's, which has none: the script pins one with pip
+    (over the network, as a Harbor runner's verifier has it)."""
+    with_pytest = image == "with-pytest"
     pytest_source = (
         "import os\n\n"
         "def test_file_exists():\n    assert os.path.exists('/app/out.txt')\n\n"
@@ -185,10 +190,10 @@ def test_generated_test_sh_writes_weighted_reward_in_a_container(
     with tarfile.open(fileobj=archive, mode="w") as tar:
         tar.add(task_dir / "tests", arcname="tests")
     container = docker_client.containers.run(
-        base_image,
+        RUNTIME_SOURCE if with_pytest else base_image,  # the root filesystem keeps pytest
         ["sleep", "120"],
         detach=True,
-        network_disabled=True,
+        network_disabled=with_pytest,
         labels={"tbrl.test": "tasks-harbor-test-sh", "tbrl.run": uuid.uuid4().hex},
     )
     try:

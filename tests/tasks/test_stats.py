@@ -1,27 +1,10 @@
-"""Task statistics: counts, base images from real FROM lines only, sizes."""
+"""Task statistics: counts, base images, sizes (FROM parsing: test_dockerfile.py)."""
 
 from __future__ import annotations
 
-from tbrl_lib.tasks.stats import base_images, stats_tables, task_stats
+from tbrl_lib.tasks.stats import stats_tables, task_stats
 
 from .helpers import make_task
-
-MULTI_STAGE = """\
-FROM golang:1.21 AS build
-RUN cat > /app.py <<'EOF'
-from flask import Flask
-EOF
-RUN psql -c "SELECT * \\
-FROM users"
-FROM build AS test
-FROM --platform=linux/amd64 debian:trixie
-"""
-
-
-def test_base_images_skip_heredocs_continuations_and_stage_references():
-    task = make_task(environment={"dockerfile": MULTI_STAGE})
-    assert base_images(task) == ["golang:1.21", "debian:trixie"]
-    assert base_images(make_task(environment={"image": "x/y:1"})) == ["x/y:1"]
 
 
 def test_counts_and_sizes():

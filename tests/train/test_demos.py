@@ -86,3 +86,41 @@ def test_a_weaker_teachers_mistake_is_recorded_as_a_wrong_demonstration(docker_c
     assert len(demo_rows(results)) == 1  # by default only right demonstrations
     rows = demo_rows(results, min_reward=0.0)
     assert [r["tests_score"] < 1.0 for r in rows] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("template", "thinking", "thinks", "expected"),
+    [
+        ("QWEN3", True, True, "<think>\n{why}\n</think>\n\n{action}"),
+        ("QWEN3", True, False, "{action}"),
+        ("QWEN3", False, True, "{action}"),  # off: the prompt closed the block; no reasoning
+        ("QWEN3_THINKING", True, True, "{why}\n</think>\n\n{action}"),
+        ("QWEN3_THINKING", True, False, "</think>\n\n{action}"),  # the open block is closed
+        ("SMOLLM2", True, True, "{action}"),  # a template without thinking
+    ],
+)
+def test_demonstration_replies_take_the_chats_thinking_shape(template, thinking, thinks, expected):
+    """A teacher's reply, tokenised by the one renderer, in the shape generation will have
+    under this template and `enable_thinking`; a teacher's own `<think>` block is kept only
+    when it thinks."""
+    from transformers import AutoTokenizer
+
+    from tbrl_lib.agent.actions import render_action
+    from tbrl_lib.agent.prompts import initial_messages
+    from tbrl_lib.policies.base import Conversation
+    from tbrl_lib.policies.chat import TokenChat
+    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
+    from tbrl_lib.synth.generate import make_task
+    from tbrl_lib.train.demos import ShortOracle, TeacherPolicy
+    from tests.policies import chat_templates
+
+    tok = AutoTokenizer.from_pretrained(str(build_tiny_qwen3()))
+    tok.chat_template = getattr(chat_templates, template)
+    task = make_task("write_word", 1000, "easy")
+    conv = Conversation(task=task, messages=initial_messages(task))
+    teacher = ShortOracle()
+    policy = TeacherPolicy(teacher, TokenChat(tok, thinking), 4096, thinks=thinks)
+    gen = asyncio.run(policy.generate(conv, 256))
+    action = render_action("bash", {"cmd": task.solution.strip()})
+    assert gen.text == expected.format(why=teacher.reasoning(conv), action=action)
+    assert gen.completion_ids == tok.encode(gen.text, add_special_tokens=False) + [tok.eos_token_id]

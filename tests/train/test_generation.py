@@ -9,7 +9,7 @@ import pytest
 
 from tbrl_lib.policies.base import Conversation
 from tbrl_lib.policies.batching import BatchingGenerator
-from tbrl_lib.policies.chat import TokenChat, TokenPolicy, stop_token_ids
+from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_ids
 from tbrl_lib.policies.hf import HFBackend
 from tests.train.test_trl_rollouts import make_task
 
@@ -47,7 +47,7 @@ def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
 
 def test_a_backend_failure_reaches_every_waiting_episode():
     class Broken:
-        def generate(self, prompts, max_new_tokens):
+        def generate(self, prompts, max_new_tokens, abandoned=None):
             raise RuntimeError("CUDA error: device lost")
 
     generator = BatchingGenerator(Broken(), window_s=0.01)
@@ -111,3 +111,32 @@ def test_context_overflow_is_raised_before_generating(tiny_model, tiny_tokenizer
     )
     with pytest.raises(ContextOverflow, match="the context holds 4"):
         asyncio.run(policy.generate(conversation, 5))
+
+
+def test_a_batch_nobody_waits_for_is_abandoned():
+    """An episode whose time limit passes mid-generation stops waiting; the backend is told,
+    so a dead episode's reply does not hold up the next batch (HFBackend stops between tokens)."""
+    import time
+
+    seen: list[bool] = []
+
+    class Slow:
+        def generate(self, prompts, max_new_tokens, abandoned=None):
+            deadline = time.monotonic() + 5
+            while not abandoned() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen.append(abandoned())
+            return [Sample([1], stopped=False) for _ in prompts]
+
+    generator = BatchingGenerator(Slow(), window_s=0.01)
+
+    async def main():
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(generator.sample([1], 4), timeout=0.2)
+        while not seen and time.monotonic() - started < 5:
+            await asyncio.sleep(0.01)
+        await generator.aclose()
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) < 4 and seen == [True]

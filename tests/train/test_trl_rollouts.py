@@ -13,6 +13,7 @@ import pytest
 from tbrl_lib.agent.trajectory import Termination, Trajectory
 from tbrl_lib.rewards import RewardConfig, combine
 from tbrl_lib.rollout import RolloutResult
+from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
 from tbrl_lib.train.trl_rollouts import (
@@ -31,7 +32,7 @@ def make_task(task_id: str, instruction: str | None = None) -> Task:
     return Task(
         id=task_id,
         instruction=instruction or f"do {task_id}",
-        environment=Environment(dockerfile="FROM tbrl/base:trixie\n"),
+        environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\n"),
         tests=TaskTests(pytest="def test_ok():\n    assert True\n"),
     )
 

@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass, field
 
 from tbrl_lib.agent.actions import Action, BashAction
-from tbrl_lib.agent.parser import ParseError, parse_actions
+from tbrl_lib.agent.parser import ParseError, parse_actions, split_thinking
 
 BLOCK = re.compile(
     r"<(?P<tag>\w+?)_output>\n?(?P<body>.*?)\n?</(?P=tag)_output>|"
@@ -58,7 +58,6 @@ SHELL_ERROR_LINE = re.compile(
     r"(Can't operate\.|not a TTY|Is the docker daemon running\?)$"
 )
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
-THINK = re.compile(r"<think>(.*?)(</think>|$)", re.DOTALL)
 ANSWERS_NO = re.compile(r"^(grep|egrep|fgrep|rg|diff|cmp|test|\[)\b")
 """Commands whose exit status 1 answers a question ("no match", "they differ")."""
 
@@ -148,8 +147,8 @@ def trajectory_facts(messages: tuple[dict, ...] | list[dict]) -> list[ReplyFact]
         if message["role"] != "assistant":
             continue
         text = message["content"] or ""
-        thinking = "".join(m.group(1) for m in THINK.finditer(text))
-        reply = ReplyFact(len(replies) + 1, len(thinking), len(THINK.sub("", text).strip()))
+        thinking, rest, _ = split_thinking(text)  # also a block the chat template opened
+        reply = ReplyFact(len(replies) + 1, len(thinking), len(rest.strip()))
         following = messages[position + 1] if position + 1 < len(messages) else None
         reply.answered = following is not None and following["role"] != "assistant"
         blocks = _blocks(following["content"] or "") if reply.answered else []

@@ -2,7 +2,8 @@
 
 `load_prompt()` reads `judge_prompt.md` (or a file given in the judge config): its front
 matter carries `version`, logged with every score. `render_input` lays out the task, the
-environment and the trajectory, truncated to a token budget with a visible marker that
+environment and the trajectory (each reply's reasoning as one `<think>` block, whatever
+chat format wrote it: `judged_reply`), truncated to a token budget with a visible marker that
 keeps the start and the end (where planning and verification live). `parse_score` reads
 the judge's answer: a JSON object (also inside a code fence or surrounded by prose), else
 a `score: 0.7` / `Score = 0.7` / `0.7/1` line; out-of-range or non-finite numbers are
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tbrl_lib.agent.parser import split_thinking
 from tbrl_lib.rewards.judges.base import JudgeFormatError, JudgeInput
 
 PROMPT_FILE = Path(__file__).with_name("judge_prompt.md")
@@ -97,7 +99,10 @@ def render_input(item: JudgeInput, max_tokens: int = 24_000) -> str:
     """The user message a judge reads: task, environment, trajectory (budgeted)."""
     turns = []
     for i, message in enumerate(item.messages):
-        turns.append(f"### [{i}] {message['role']}\n{message['content']}")
+        content = message["content"] or ""
+        if message["role"] == "assistant":
+            content = judged_reply(content)
+        turns.append(f"### [{i}] {message['role']}\n{content}")
     trajectory = truncate_middle("\n\n".join(turns), max(1000, max_tokens * CHARS_PER_TOKEN - 4000))
     env = truncate_middle(item.environment or "(not given)", 3000)
     return (
@@ -105,6 +110,19 @@ def render_input(item: JudgeInput, max_tokens: int = 24_000) -> str:
         f"## Trajectory ({len(item.messages)} messages)\n{trajectory}\n\n"
         "Grade the process with the rubric; answer with the JSON object only."
     )
+
+
+def judged_reply(text: str) -> str:
+    """An assistant reply as the judge reads it: its reasoning in one `<think>` block first,
+    whichever chat format wrote it (a block the template opened leaves a bare `</think>`),
+    then the rest; a block the reply never closed stays open, so the judge sees the cut.
+    A reply without thinking (thinking off) is unchanged."""
+    reasoning, rest, unclosed = split_thinking(text)
+    if unclosed:  # cut while thinking: what came before, then the open block
+        return f"{rest.strip()}\n<think>\n{reasoning}".lstrip()
+    if not reasoning:
+        return text
+    return f"<think>\n{reasoning}\n</think>\n{rest.strip()}"
 
 
 def parse_score(text: str) -> tuple[float, dict]:

@@ -1,0 +1,89 @@
+"""Training on a task set of one's own: `--tasks DIR` and `--lenient` are the settings they
+stand for, a preset that trains on a procedural family refuses a task folder, strict loading
+names `--lenient`, and tasks whose own image does not build are skipped before step 1 with
+one line each and a count (`prebuild_images`), end to end on a folder shaped like a public
+Harbor set with one broken Dockerfile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tbrl_lib.tasks import load_tasks
+from tbrl_lib.train.cli import task_overrides
+from tbrl_lib.train.presets import load_preset, parse_overrides
+from tbrl_lib.train.run import load_training_tasks, prebuild_images
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tasks" / "fixtures" / "third_party"
+TB2 = FIXTURES / "tb2"
+
+
+def _config(overrides: list[str]):
+    return load_preset("cpu-smoke", parse_overrides(overrides))
+
+
+def test_tasks_and_lenient_are_the_settings_they_stand_for(tmp_path):
+    odd = tmp_path / "a dir: with yaml [chars]"
+    items = task_overrides(odd, True, ["max_steps=1"])
+    config = _config(items)
+    assert config.tasks == str(odd) and config.task_ids == [] and config.lenient
+    assert config.max_steps == 1
+    kept = _config(task_overrides(odd, False, ["task_ids=[a]"]))
+    assert kept.task_ids == ["a"] and not kept.lenient  # an explicit task_ids stays
+    assert task_overrides(None, False, ["max_steps=1"]) == ["max_steps=1"]
+
+
+def test_a_family_preset_refuses_a_task_folder(tbrl):
+    result = tbrl("train", "run", "--preset", "cpu-demo", "--tasks", TB2)
+    assert result.code == 2 and "procedural family 'write_word'" in result.err, result.err
+    assert "--preset cpu-smoke" in result.err
+
+
+def test_strict_loading_names_the_lenient_mode_and_lenient_reports_each_change(capsys):
+    tb1 = str(FIXTURES / "tb1")
+    with pytest.raises(ValueError, match="--lenient"):
+        load_training_tasks(_config([f"tasks={json.dumps(tb1)}", "task_ids=[]"]))
+    (task,) = load_training_tasks(_config(task_overrides(Path(tb1), True, [])))
+    assert task.id == "hello-world"
+    printed = capsys.readouterr().out
+    assert "loaded 1 task(s), skipped 0, 5 warning(s)" in printed and "test_goodbye_file" in printed
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_prebuild_skips_tasks_whose_image_does_not_build(base_image, capsys):
+    tasks = load_tasks(TB2, progress=False).tasks
+    built, defects = prebuild_images(tasks, _config([]))
+    assert [t.id for t in built] == ["sales-by-region", "word-count-py313"]
+    assert list(defects) == ["broken-test-deps"]
+    assert "No matching distribution found for iniconfig==9.0.0" in defects["broken-test-deps"]
+    out = capsys.readouterr()
+    lines = [x for x in (out.out + out.err).splitlines() if "broken-test-deps" in x]
+    assert len(lines) == 1 and lines[0].startswith("skipping task broken-test-deps: ")
+    assert "1 of 3 tasks skipped" in out.out and "training on 2" in out.out
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_one_grpo_step_on_a_public_style_task_set(tmp_path, base_image):
+    from tbrl_lib.train.reporting import rollouts_frame
+    from tbrl_lib.train.run import train
+
+    out = tmp_path / "run"
+    overrides = parse_overrides(
+        [
+            *task_overrides(TB2, False, []),
+            "max_steps=1",
+            "num_generations=2",
+            "gradient_accumulation_steps=4",
+            "max_new_tokens_per_turn=16",
+            "max_turns=1",
+        ]
+    )
+    summary = train("cpu-smoke", overrides, out)
+    assert summary["steps"] == 1 and list(summary["task_defects"]) == ["broken-test-deps"]
+    rollouts = rollouts_frame(out)
+    assert set(rollouts.task_id) == {"sales-by-region", "word-count-py313"}
+    assert not rollouts.infra_error.any()
