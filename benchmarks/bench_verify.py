@@ -37,13 +37,18 @@ from tbrl_lib.sandbox.files import tar_of
 from tbrl_lib.sandbox.runtime_volume import interpreter_argv
 from tbrl_lib.tasks.model import Environment, Task, Tests
 
+NAIVE_DOCKERFILE = (
+    f"FROM {BASE_IMAGE}\nRUN pip install --no-cache-dir pytest==8.4.1\nWORKDIR /app\n"
+)
+"""The task images carry no pytest of their own (`base_images`); the naive baseline runs one."""
+
 
 def make_task(n_tests: int) -> Task:
     body = "\n".join(f"def test_{i}():\n    assert {i} == {i}\n" for i in range(n_tests))
     return Task(
         id="bench-verify",
         instruction="nothing to do",
-        environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\nWORKDIR /app\n"),
+        environment=Environment(dockerfile=NAIVE_DOCKERFILE),
         tests=Tests(pytest=body),
     )
 
