@@ -11,7 +11,9 @@ interpreter and pytest, private root-only directory, JUnit over a pipe, cleanup.
 verification on an engine also builds the runtime volume; it is reported apart, and so is
 the first sandbox's pristine volume of the image (a build, or only the `.ready` check when
 an earlier process built it). A Harbor-style script task (test.sh runs the image's pristine
-`python3`) is measured too.
+`python3`) is measured too, and so is the part of every verification that restores the
+image's programs and checks them afterwards (`sandbox.pristine_programs`), on its own,
+inside the container, with the runtime's interpreter (no exec or engine noise in it).
 
 The previous verifier copied a 55 MB runtime into every container: 3-9 s per verification
 on this 2-core machine (issue #11); the goal for the runtime volume was a median <= 0.5 s.
@@ -23,15 +25,22 @@ import argparse
 import asyncio
 import statistics
 import time
+from pathlib import Path
 
 from rich.table import Table
 
 from tbrl_lib.console import console
-from tbrl_lib.rewards.verifier import verify
-from tbrl_lib.sandbox import open_sandbox, pristine_volume
+from tbrl_lib.rewards.verifier import BASE_ENV, verify
+from tbrl_lib.sandbox import open_sandbox, pristine_programs, pristine_volume
 from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.sandbox.files import tar_of
+from tbrl_lib.sandbox.runtime_volume import interpreter_argv
 from tbrl_lib.tasks.model import Environment, Task, Tests
+
+NAIVE_DOCKERFILE = (
+    f"FROM {BASE_IMAGE}\nRUN pip install --no-cache-dir pytest==8.4.1\nWORKDIR /app\n"
+)
+"""The task images carry no pytest of their own (`base_images`); the naive baseline runs one."""
 
 
 def make_task(n_tests: int) -> Task:
@@ -39,7 +48,7 @@ def make_task(n_tests: int) -> Task:
     return Task(
         id="bench-verify",
         instruction="nothing to do",
-        environment=Environment(dockerfile=f"FROM {BASE_IMAGE}\nWORKDIR /app\n"),
+        environment=Environment(dockerfile=NAIVE_DOCKERFILE),
         tests=Tests(pytest=body),
     )
 
@@ -71,6 +80,32 @@ def make_script_task() -> Task:
     )
 
 
+RESTORE_TIMING = """
+import time
+mirror = "/.tbrl-pristine"
+manifest = load(mirror)
+t0 = time.perf_counter()
+baseline, restored, problems = restore(manifest, mirror, "bench")
+t1 = time.perf_counter()
+moved = changed(baseline)
+print(len(manifest["entries"]), t1 - t0, time.perf_counter() - t1, restored, problems, moved)
+"""
+
+
+async def restore_seconds(sandbox) -> tuple[int, float, float]:
+    """(entries, restore s, check s) of the image's programs, timed inside the container."""
+    program = Path(pristine_programs.__file__).read_text() + RESTORE_TIMING
+    result = await sandbox.exec_isolated(
+        [*interpreter_argv(sandbox.runtime_dir), "-I", "-S", "-B", "-c", program],
+        env=BASE_ENV,
+        timeout=60,
+    )
+    entries, restore_s, check_s, *rest = result.stdout.decode().split(" ", 3)
+    if rest and rest[0].strip() != "[] [] []":
+        raise RuntimeError(f"an untouched container needed restoring: {result.stdout!r}")
+    return int(entries), float(restore_s), float(check_s)
+
+
 async def measure(runs: int, n_tests: int) -> dict[str, list[float]]:
     task = make_task(n_tests)
     times: dict[str, list[float]] = {
@@ -79,6 +114,8 @@ async def measure(runs: int, n_tests: int) -> dict[str, list[float]]:
         "tbrl verify, first on this engine": [],
         "tbrl verify, script task running python3": [],
         "pristine volume: build or ready check, first sandbox": [],
+        "restore of the image's programs, in the container": [],
+        "check of the image's programs, in the container": [],
     }
     t0 = time.perf_counter()
     async with open_sandbox(task) as sandbox:
@@ -98,6 +135,9 @@ async def measure(runs: int, n_tests: int) -> dict[str, list[float]]:
             report = await verify(task, sandbox)
             times["tbrl verify"].append(time.perf_counter() - t0)
             assert report.score == 1.0, report
+            _, restore_s, check_s = await restore_seconds(sandbox)
+            times["restore of the image's programs, in the container"].append(restore_s)
+            times["check of the image's programs, in the container"].append(check_s)
     script = make_script_task()
     async with open_sandbox(script) as sandbox:
         for _ in range(runs):

@@ -66,6 +66,8 @@ def test_notebook_runs_headless(notebook, tmp_path, monkeypatch):
         held_out = summary["rule_leave_one_out"]
         assert held_out["pass_rate"] >= 0.75 and held_out["spearman"] >= 0.8, held_out
         assert "leave-one-out (cross-validated)" in (out_dir / "report.md").read_text()
+        theatre = [r for r in summary["relative_labels"] if r["judge"] == "rule"]
+        assert theatre and all(r["holds"] for r in theatre), summary["relative_labels"]
     if notebook.stem == "04_train":  # in a kernel: demonstrations, SFT, held-out table
         assert summary["warm_start"]["demos"] == 8
         assert [row["model"] for row in summary["heldout"]] == ["base", "warm start", "grpo"]

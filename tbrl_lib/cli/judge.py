@@ -69,7 +69,11 @@ def eval_judges(
     rule = any(isinstance(judge, RuleBasedJudge) for judge in built) and len(loaded) >= 3
     appendix = calibration_lines(calibrate(loaded)) if rule else []
     paths = write_report(
-        results, out, title=f"Judge comparison on {', '.join(dirs)}", appendix=appendix
+        results,
+        out,
+        title=f"Judge comparison on {', '.join(dirs)}",
+        appendix=appendix,
+        cases=loaded,
     )
     columns = [
         "rank",

@@ -1,7 +1,8 @@
 """Judge evaluation: labelled cases, the comparison runner, metrics and the report.
 
 `load_cases(dir)`, `run_comparison(judges, cases, attempts)`, `summarize(results)`,
-`write_report(results, out_dir)`; `suite_dirs(spec)` locates the suites (`OUR_CASES`, and the
+`write_report(results, out_dir, cases=cases)`, `relative_label_table(cases, per_case(results))`
+(the `at_most` labels per judge); `suite_dirs(spec)` locates the suites (`OUR_CASES`, and the
 upstream six only where `tbrl_lib.upstream` finds them).
 """
 
@@ -14,7 +15,7 @@ from tbrl_lib.judge_eval.cases import (
     suite_dirs,
 )
 from tbrl_lib.judge_eval.metrics import per_case, spearman, summarize
-from tbrl_lib.judge_eval.runner import run_comparison, write_report
+from tbrl_lib.judge_eval.runner import relative_label_table, run_comparison, write_report
 
 __all__ = [
     "OUR_CASES",
@@ -23,6 +24,7 @@ __all__ = [
     "JudgeCase",
     "load_cases",
     "per_case",
+    "relative_label_table",
     "run_comparison",
     "spearman",
     "suite_dirs",

@@ -17,7 +17,9 @@ held-out case leaks in through the starting point. `calibrate` reports:
 - leave-one-suite-out: each suite scored by the fit on the other suites only.
 
 Pass rate is the share of cases scored inside their expected range, Spearman the rank
-correlation of scores with range centres. Left out: the judge's feature design was made
+correlation of scores with range centres; relative labels (`at_most`: todo theatre at most
+half of a short genuine run) are checked under every scheme and count in the fit's objective
+like a case in range. Left out: the judge's feature design was made
 while reading the cases, which no split of the labels can undo; new labelled cases are the
 only clean test.
 """
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tbrl_lib.judge_eval.cases import JudgeCase
+from tbrl_lib.judge_eval.cases import JudgeCase, relative_labels
 from tbrl_lib.judge_eval.metrics import EPS, distance_to_range, spearman
 from tbrl_lib.judge_eval.runner import markdown_table
 from tbrl_lib.rewards.judges.facts import ReplyFact, trajectory_facts
@@ -52,7 +54,8 @@ GRID: dict[str, tuple[float, ...]] = {
     "unfinished_penalty": (0.0, 0.1, 0.2, 0.3),
     "stacked_cap_step": (0.0, 0.05, 0.1),
 }
-"""The values `fit` tries for each threshold."""
+"""The values `fit` tries for each threshold. `evidence_actions` is not fitted: it is set by
+what a genuine process needs (see `RuleParams`), and only todo theatre would inform it."""
 MAX_PASSES = 4
 
 
@@ -64,6 +67,8 @@ class Calibration:
     per_case: pd.DataFrame
     summary: pd.DataFrame
     fold_params: dict[str, RuleParams] = field(default_factory=dict)
+    relative: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """One row per scheme and relative label: both scores and whether the label holds."""
 
 
 def score_cases(cases: Sequence[JudgeCase], params: RuleParams) -> list[float]:
@@ -84,8 +89,11 @@ def _facts(case: JudgeCase) -> list[ReplyFact]:
 
 
 def objective(scores: Sequence[float], cases: Sequence[JudgeCase]) -> tuple[int, float, float]:
-    """(cases in range, Spearman vs centres, minus mean distance): larger is better."""
+    """(cases in range + relative labels held, Spearman vs centres, minus mean distance):
+    larger is better."""
     inside = sum(_in_range(s, c) for s, c in zip(scores, cases))
+    by_id = {c.id: s for s, c in zip(scores, cases)}
+    inside += sum(row["holds"] for row in relative_labels(list(cases), by_id))
     rho = spearman(list(scores), [c.center for c in cases]) if len(cases) > 2 else None
     distance = sum(distance_to_range(s, *c.expected_range) for s, c in zip(scores, cases))
     return inside, round(rho or 0.0, 6), -round(distance / max(1, len(cases)), 6)
@@ -143,19 +151,28 @@ def calibrate(cases: Sequence[JudgeCase], start: RuleParams = PRIORS) -> Calibra
         for i, score in zip(held, score_cases([cases[i] for i in held], folds[f"suite:{suite}"])):
             rows[i]["leave_one_suite_out"] = score
     per_case = pd.DataFrame(rows)
-    return Calibration(params, per_case, _summary(per_case), folds)
+    relative = [
+        {"scheme": column, **row}
+        for column in SCHEMES
+        if column in per_case
+        for row in relative_labels(cases, dict(zip(per_case["case"], per_case[column])))
+    ]
+    return Calibration(params, per_case, _summary(per_case), folds, pd.DataFrame(relative))
+
+
+SCHEMES = {
+    "priors": "hand-set priors, before fitting",
+    "shipped": "shipped DEFAULT_PARAMS",
+    "in_sample": "fit on all cases (in-sample)",
+    "leave_one_out": "leave-one-out (cross-validated)",
+    "leave_one_suite_out": "leave-one-suite-out (cross-validated)",
+}
+"""per_case column -> what the scheme is."""
 
 
 def _summary(per_case: pd.DataFrame) -> pd.DataFrame:
-    schemes = {
-        "priors": "hand-set priors, before fitting",
-        "shipped": "shipped DEFAULT_PARAMS",
-        "in_sample": "fit on all cases (in-sample)",
-        "leave_one_out": "leave-one-out (cross-validated)",
-        "leave_one_suite_out": "leave-one-suite-out (cross-validated)",
-    }
     rows = []
-    for column, label in schemes.items():
+    for column, label in SCHEMES.items():
         if column not in per_case:
             continue
         for suite, group in [("all", per_case), *per_case.groupby("suite", sort=True)]:
@@ -198,6 +215,16 @@ def calibration_lines(cal: Calibration) -> list[str]:
         "",
         f"Fitted thresholds (all cases): `{asdict(cal.params)}`; the fit {stale}.",
         "",
+        *(
+            [
+                "Relative labels (a case scored at most a ratio of another's score), per scheme:",
+                "",
+                markdown_table(cal.relative.assign(scheme=cal.relative["scheme"].map(SCHEMES))),
+                "",
+            ]
+            if len(cal.relative)
+            else []
+        ),
     ]
 
 

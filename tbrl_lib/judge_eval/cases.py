@@ -5,7 +5,10 @@ ours in `data/judge_cases/`): a directory with `cases.yaml` listing `{id, expect
 note, rubric?, source?}` and one sub-directory per case holding `messages.json` (OpenAI-style
 chat: the task first, tool outputs as user turns) and `dockerfile` (the environment).
 `rubric` (ours) names the rubric items / caps the case exercises; `source` says whether the
-trajectory came from a real episode of our agent or was written by hand.
+trajectory came from a real episode of our agent or was written by hand. `at_most: {case:
+OTHER, ratio: R}` (optional) is a relative label: a good judge scores this case at most R
+times what it gives OTHER, a case of the same file (todo theatre at most half of a short
+genuine run); `relative_labels` checks it for any judge's scores.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ class JudgeCase:
     rubric: tuple[str, ...] = ()
     source: str = ""
     suite: str = ""
+    at_most: tuple[str, float] | None = None
+    """(other case id, ratio): this case should score at most ratio x the other's score."""
 
     @property
     def center(self) -> float:
@@ -70,6 +75,7 @@ def load_cases(root: str | Path, suite: str | None = None) -> CaseSet:
         raise CaseFormatError(f"{index}: needs a non-empty `cases:` list")
     out = CaseSet(root=root)
     seen: set[str] = set()
+    ids = {str(e.get("id")) for e in entries if isinstance(e, dict)}
     for i, entry in enumerate(entries):
         where = f"{index}: cases[{i}]"
         if not isinstance(entry, dict) or "id" not in entry:
@@ -120,9 +126,48 @@ def load_cases(root: str | Path, suite: str | None = None) -> CaseSet:
                 rubric=tuple(entry.get("rubric") or ()),
                 source=str(entry.get("source", "")),
                 suite=suite or root.name,
+                at_most=_at_most(entry.get("at_most"), where, cid, ids),
             )
         )
     return out
+
+
+def _at_most(raw, where: str, cid: str, ids: set[str]) -> tuple[str, float] | None:
+    if raw is None:
+        return None
+    ok = isinstance(raw, dict) and set(raw) == {"case", "ratio"}
+    ratio = raw.get("ratio") if ok else None
+    if not ok or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+        raise CaseFormatError(
+            f"{where} ({cid}): at_most must be {{case: ID, ratio: R}} with 0 < R <= 1, got {raw!r}"
+        )
+    if raw["case"] not in ids or raw["case"] == cid:
+        raise CaseFormatError(
+            f"{where} ({cid}): at_most names {raw['case']!r}, which is not another case of "
+            "this cases.yaml"
+        )
+    return str(raw["case"]), float(ratio)
+
+
+def relative_labels(cases: list[JudgeCase], scores: dict[str, float]) -> list[dict]:
+    """Each `at_most` label with the two scores (`scores`: case id -> score) and whether it
+    holds; labels whose cases have no score are left out."""
+    rows = []
+    for case in cases:
+        if case.at_most is None:
+            continue
+        other, ratio = case.at_most
+        if case.id in scores and other in scores:
+            rows.append(
+                {
+                    "case": case.id,
+                    "score": scores[case.id],
+                    "at_most": f"{ratio:g} x {other}",
+                    "other_score": scores[other],
+                    "holds": scores[case.id] <= ratio * scores[other] + 1e-9,
+                }
+            )
+    return rows
 
 
 def suite_dirs(spec: str = AUTO, note: Callable[[str], None] = print) -> dict[str, Path]:

@@ -4,7 +4,7 @@
                       rationale="why the range, written before any judge scores it")
 
 Runs one `tbrl_lib.rollout.run_rollout` (no judge: the case is what judges are measured on;
-with `limits`, e.g. a small token budget), drops the
+with `limits`, e.g. a small token budget; `extra` adds further labels to the index row), drops the
 agent's system prompt (judge cases start with the task, like the upstream ones), and writes
 the case directory. The expected range is the author's label for the *process* the policy
 acts out, and `rationale` (optional) says why, written before any judge scores the case; the
@@ -34,6 +34,7 @@ async def record_case(
     rubric: list[str],
     rationale: str = "",
     limits: EpisodeLimits | None = None,
+    extra: dict | None = None,
 ) -> Path:
     config = RolloutConfig(episode=limits or EpisodeLimits(), reward=RewardConfig(w_judge=0.0))
     result = await run_rollout(task, policy, config)
@@ -65,6 +66,7 @@ async def record_case(
     }
     if rationale:
         entry["rationale"] = rationale
+    entry.update(extra or {})  # further labels, e.g. `at_most` (see `judge_eval.cases`)
     upsert_index(Path(out_root) / "cases.yaml", entry)
     return case_dir
 

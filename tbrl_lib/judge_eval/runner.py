@@ -5,7 +5,9 @@
 
 `write_report(..., appendix=calibration_lines(cal))` adds the rule judge's in-sample and
 cross-validated figures (`tbrl_lib.judge_eval.calibration`; `tbrl judge eval` does this
-whenever a rule judge is among the judges).
+whenever a rule judge is among the judges); given the `cases`, it checks their relative labels
+(`at_most`: todo theatre at most half of a short genuine run) for every judge, the LLM
+judges included.
 
 Judges are called directly (no cache, no fallback), so attempts are independent and a failing
 judge shows up as missing scores (`error` column) instead of being replaced by another judge.
@@ -23,7 +25,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from tbrl_lib.aio import run_sync
-from tbrl_lib.judge_eval.cases import JudgeCase
+from tbrl_lib.judge_eval.cases import JudgeCase, relative_labels
 from tbrl_lib.judge_eval.metrics import per_case, summarize
 from tbrl_lib.rewards.judges import JudgeError, make_judge, require_available
 
@@ -116,12 +118,13 @@ def write_report(
     out_dir: str | Path,
     title: str = "Judge comparison",
     appendix: Sequence[str] = (),
+    cases: Sequence[JudgeCase] = (),
 ) -> dict[str, Path]:
     """Write the result tables, a markdown report and a score-vs-range plot into `out_dir`;
-    `appendix` (markdown lines) ends the report."""
+    `cases` adds the relative labels per judge, `appendix` (markdown lines) ends the report."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cases, summary = per_case(results), summarize(results)
+    scores, summary = per_case(results), summarize(results)
     paths = {
         "results_csv": out / "results.csv",
         "results_parquet": out / "results.parquet",
@@ -132,9 +135,9 @@ def write_report(
     }
     results.to_csv(paths["results_csv"], index=False)
     results.to_parquet(paths["results_parquet"], index=False)
-    cases.to_csv(paths["per_case"], index=False)
+    scores.to_csv(paths["per_case"], index=False)
     summary.to_csv(paths["summary"], index=False)
-    plot_scores(cases, paths["plot"])
+    plot_scores(scores, paths["plot"])
     lines = [
         f"# {title}",
         "",
@@ -148,12 +151,23 @@ def write_report(
         "## Per case (mean score over attempts)",
         "",
         markdown_table(
-            cases.pivot(index="case", columns="judge", values="mean_score").reset_index()
+            scores.pivot(index="case", columns="judge", values="mean_score").reset_index()
         ),
         "",
         f"![scores vs expected ranges]({paths['plot'].name})",
         "",
     ]
+    relative = relative_label_table(cases, scores)
+    if len(relative):
+        lines += [
+            "## Relative labels",
+            "",
+            "A case scored at most a ratio of another case's score (mean over attempts), "
+            "per judge:",
+            "",
+            markdown_table(relative),
+            "",
+        ]
     errors = results[results["error"] != ""]
     if len(errors):
         lines += [
@@ -165,6 +179,16 @@ def write_report(
     lines += list(appendix)
     paths["report"].write_text("\n".join(lines))
     return paths
+
+
+def relative_label_table(cases: Sequence[JudgeCase], per_case_scores: pd.DataFrame) -> pd.DataFrame:
+    """Each judge's check of the cases' `at_most` labels (`per_case_scores`: `per_case`)."""
+    rows = [
+        {"judge": judge, **row}
+        for judge, group in per_case_scores.groupby("judge", sort=False)
+        for row in relative_labels(list(cases), dict(zip(group["case"], group["mean_score"])))
+    ]
+    return pd.DataFrame(rows)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:

@@ -13,7 +13,8 @@ How it resists an agent that spent the whole episode as root in the container:
 | `conftest.py` that marks every test passed | `--noconftest`; rootdir is a private random dir |
 | fake `pytest` / `python` earlier on PATH, shell rc aliases/functions | nothing is looked up on PATH or run by the agent's shell: a fresh exec (root, explicit env) starts the runtime's own loader + interpreter by absolute path, from a read-only mount |
 | `sitecustomize.py`, `usercustomize.py`, `.pth` injection | `-I -S`; container site-packages are appended *after* the runtime's own paths, `.pth` path lines only (never `import` lines) |
-| patched stdlib / pytest / pluggy in the container | the runtime brings its own stdlib and pytest, loaded first; common stdlib modules are pinned before tests import anything |
+| patched stdlib / pytest / pluggy in the container | the runtime brings its own stdlib and pytest, loaded first |
+| a stdlib name shadowed from the work directory (`/app/statistics.py` after the test's `sys.path.insert(0, "/app")`) | top-level names the stdlib directory holds are served from it whatever `sys.path` says (`sandbox.stdlib_first`: no list of names, the directory is the list), in the runner and, through the image's `sitecustomize`, in every image `python3` the tests start |
 | printing fake `PASSED` lines | results come from JUnit XML, never from console text |
 | pre-created results file or dir; background process rewriting results | JUnit XML goes into a pipe inside the runner process (no file to rewrite); the report is a framed line on the exec's own stdout with a per-run marker, passed in the runner's environment, which it makes unreadable (non-dumpable) before anything else |
 | replacing the verifier's runtime or runner | the runtime is a read-only volume mount the agent cannot write, move or unmount (no CAP_SYS_ADMIN); the runner's source travels on its command line, never as a file |
@@ -25,6 +26,9 @@ How it resists an agent that spent the whole episode as root in the container:
 | a patched third-party library (numpy's `assert_allclose` made a no-op) | the image's own site-packages, from a read-only volume copied from the *image* (`sandbox.pristine_volume`), come before the container's |
 | a shadowing copy of a library (workdir, `.pth` path line, other site dir) | the pristine site dirs come first; the workdir is not on `sys.path` |
 | wrapped tools (`python3` that writes reward 1 for anything under /tests; `jq`, `curl` ...) | the tests' and `test.sh`'s PATH starts with the image's pristine tool dirs; the pristine `python3` finds the image's stdlib and packages next to itself, then the agent's *new* packages |
+| a replaced program reached by absolute path or a shebang (`/usr/bin/python3 /tests/check.py`, `#!/usr/bin/env python3`) | before the tests, every entry of the image's PATH dirs whose inode + ctime differ from the image's manifest is restored from the pristine copy (`sandbox.pristine_programs`; ctime cannot be set back without CAP_SYS_TIME); new entries stay |
+| `.pth` `import` lines or shadowing packages under a `python3` started by absolute path | the image's interpreters are pointed at their pristine copies, which import the image's stdlib and packages and none of the container's `.pth` files |
+| a background process re-planting a program after the restore | every entry's identity as the tests start is compared after them (and at the alarm): any change scores 0 |
 | `/pytest.ini` above `/tests` (`addopts = --collect-only`) for a `python3 -m pytest` in test.sh | `PYTEST_ADDOPTS` names the ini (the tests' own, or an empty one) and the rootdir |
 | an output symlinked to the tests' expected file (`/app/out -> /tests/expected.json`) | links under the workdir that resolve into the tests are moved aside before the tests are placed |
 | killing everything (`kill -9 -1`, its own shell too), a removed `bash`, pids exhaustion, hung commands | init ignores signals from inside, the shell restarts (or the episode ends `sandbox_broken`), the verifier is started by the engine: scored, never `infra_error` |
@@ -44,9 +48,17 @@ Not blocked (what remains, and why):
   the container's `/lib64/ld-linux*.so` and `.so` files (libc, libssl, a shared libpython);
   `/etc/ld.so.preload` is emptied, a replaced library is not detected (closing it means
   copying the lib dirs too and running every tool through the pristine loader).
-- Programs called by absolute path (`/usr/bin/python3 /tests/check.py`), through a shebang
-  (`#!/usr/bin/env python3` resolves `env` by absolute path) or from a directory the image's
-  PATH lacks run the container's copy: tests that want the image's tool must go through PATH.
+- Programs outside the image's PATH directories (`/opt/tool/bin/x`, `/usr/lib/git-core/...`)
+  and data files the image's programs read (`/etc`, `/usr/share`) are the container's: the
+  pristine set is the PATH dirs and the Python lib dirs, what tests call by name.
+- Processes in a private view: the sandbox cannot have one (no CAP_SYS_ADMIN, and Docker's
+  seccomp profile refuses `mount` and `unshare` in it; `docker exec --privileged` does not
+  start here, "unable to apply caps"), so the image's programs are restored *in place*. A
+  test that rewrites one of them itself (reinstalls a program the image has) is scored 0,
+  like an agent process doing so during the run. Verification leaves the image's
+  interpreters pointing at their pristine copies (a sandbox is verified last).
+- PATH directories moved away and back during the tests on an overlayfs with
+  `redirect_dir=on` (directories are compared by inode; see `sandbox.pristine_programs`).
 - State the tests read is the agent's: files, git repositories, databases, services it
   started (a service that answers "ok" to the checker is the agent's work, as in any end-state
   test). Answers cached in the image (a solution left in git history) are a task-authoring
@@ -62,12 +74,19 @@ Not blocked (what remains, and why):
   on the engine's API timeout; untested (the suite's stop attack spares `runc`), not fixed.
 
 Trade-off (what a task can no longer test): a task whose job is to fix, *in place*, a program
-or package its image installed (a broken `/usr/local/bin/tool`, a bug in a site-packages
-module) is tested against the image's copy when its tests reach it by bare name or by
-import. Such tests must call the program by absolute path; for a package there is no opt-out
-yet (a per-task `pristine: false` would be the way). None of the 43 bundled tasks does this;
-in the upstream CSV, tests that name site-packages import a tool's dependency (scapy), which
-is what the pristine copy protects.
+or package its image installed in a PATH directory or site-packages (a broken
+`/usr/local/bin/tool`, a bug in a site-packages module) is tested against the image's copy,
+by name, by absolute path and by import. Decision: no per-task opt-out (a switch that reopens
+the gap for that task's tests); such a task installs its program outside the PATH dirs and
+links it into PATH (`/opt/tool/bin/tool`, `ln -s` into `/usr/local/bin`: the link is the
+image's and stays, its target is the agent's work), and its package outside site-packages
+(on the tests' `sys.path` explicitly). Likewise a module of the agent's named like a stdlib
+module (`/app/calendar.py`) is not what `import calendar` gives a test. None of the 42
+bundled tasks needs either (nor imports such a module, nor does any upstream test); in the upstream
+CSV one test reads an image script the agent may have "enhanced" in place
+(`/usr/local/bin/scan-webhooks`, one of several accepted answers of `draft_dp_375818ef`),
+and tests that name site-packages import a tool's dependency (scapy), which is what the
+pristine copy protects.
 
 `infra_error` is set only when the sandbox says the infrastructure failed
 (`SandboxError.infra`: the engine unreachable, the container gone or stopped from outside)
@@ -119,11 +138,33 @@ BASE_ENV = {
 }
 
 
+RUNNER_MODULES = ("tbrl_lib.sandbox.stdlib_first", "tbrl_lib.sandbox.pristine_programs")
+"""Standard-library-only modules the runner imports; their source travels in the bootstrap."""
+LOADER = """\
+import base64, sys, types
+for name in ("tbrl_lib", "tbrl_lib.sandbox"):
+    sys.modules[name] = types.ModuleType(name)
+    sys.modules[name].__path__ = []
+for name, blob in MODULES:
+    module = sys.modules[name] = types.ModuleType(name)
+    exec(compile(base64.b64decode(blob), name, "exec"), module.__dict__)
+exec(compile(base64.b64decode(RUNNER), "tbrl-verifier-runner", "exec"))
+"""
+
+
 def _bootstrap() -> str:
-    """A `-c` program that runs the runner (source base64-encoded; no single quotes)."""
-    source = resources.files("tbrl_lib.rewards").joinpath("verifier_runner.py").read_bytes()
-    blob = base64.b64encode(source).decode()
-    return f'import base64;exec(compile(base64.b64decode("{blob}"),"tbrl-verifier-runner","exec"))'
+    """A `-c` program that registers `RUNNER_MODULES` and runs the runner (everything
+    base64-encoded, so the program holds no single quote and fits a shell word)."""
+
+    def blob(package: str, name: str) -> str:
+        return base64.b64encode(resources.files(package).joinpath(name).read_bytes()).decode()
+
+    modules = [
+        (m, blob(m.rpartition(".")[0], m.rpartition(".")[2] + ".py")) for m in RUNNER_MODULES
+    ]
+    loader = f"MODULES = {modules!r}\nRUNNER = {blob('tbrl_lib.rewards', 'verifier_runner.py')!r}\n"
+    program = base64.b64encode((loader + LOADER).encode()).decode()
+    return f'import base64;exec(compile(base64.b64decode("{program}"),"tbrl-verifier-boot","exec"))'
 
 
 BOOT = _bootstrap()
@@ -282,6 +323,13 @@ def _score(task: Task, stdout: bytes, marker: str, pristine_hash: str) -> TestRe
     hashes = {frame.get("hash_before"), frame.get("hash_after") or frame.get("hash_before")}
     if hashes != {pristine_hash}:
         report.error = "the test files changed during verification; scoring 0"
+        return report
+    if frame.get("programs"):
+        report.error = (
+            "the image's programs could not be given to the tests as the image has them ("
+            + "; ".join(frame["programs"])[:500]
+            + "); scoring 0"
+        )
         return report
     if mode == "script":
         report.score = _reward_from_files(frame.get("reward_files") or {})

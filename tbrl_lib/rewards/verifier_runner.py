@@ -5,7 +5,9 @@ Standard library only. It is never written into the container: the verifier pass
 source on the command line of the runtime's interpreter
 (`/.tbrl-rt/rt/lib/ld.so ... interp -I -S -B -c <bootstrap>`) and its settings in the
 `TBRL_VERIFY` environment variable; the test files wait in a fresh root-only directory.
-It never imports anything from the container before the tests themselves do.
+It never imports anything from the container before the tests themselves do: the two tbrl
+modules it imports (`sandbox.stdlib_first`, `sandbox.pristine_programs`, standard library
+only) travel in the same bootstrap (`verifier.RUNNER_MODULES`).
 
 What it does, in order:
 1. makes itself non-dumpable (other processes of the container, which lack CAP_SYS_PTRACE,
@@ -14,19 +16,24 @@ What it does, in order:
 2. builds `sys.path`: its own stdlib and pytest first, then the image's pristine
    site-packages (`sandbox.pristine_volume`, read-only), then the container's (packages the
    agent added; path lines of `.pth` files only; `import` lines, `sitecustomize` and
-   `usercustomize` are never executed); pins common stdlib modules and blocks pytest's
-   optional imports (pygments, colorama, ...) so nothing planted can load first; puts the
-   image's pristine PATH directories before the container's (tests' subprocesses and
-   `test.sh` find the image's programs first, and `python3` is the image's, with its own
-   stdlib and packages, then the agent's new packages);
+   `usercustomize` are never executed); serves stdlib names from its own stdlib whatever
+   `sys.path` the tests set up (`stdlib_first`) and blocks pytest's optional imports
+   (pygments, colorama, ...) so nothing planted can load first; puts the image's pristine
+   PATH directories before the container's (tests' subprocesses and `test.sh` find the
+   image's programs first, and `python3` is the image's, with its own stdlib and packages,
+   then the agent's new packages);
 3. moves an existing `/tests` (file, dir or symlink) aside and copies the pristine tests in;
    pytest itself runs the verifier's *private* copy, hashed before and after collection;
+   restores the image's programs the agent changed in the PATH directories and points the
+   image's interpreters at their pristine copies (`pristine_programs`), so absolute paths
+   and shebangs reach the image's programs too;
 4. runs pytest in-process with no conftest, no plugins, no cache, an empty ini file, an
    explicit rootdir and JUnit XML written into a pipe (never a file anyone can rewrite);
    or, for script-only tasks, runs `tests/test.sh` with the runtime's bash and reads
    `/logs/verifier/reward.txt|json` (after clearing that directory);
-5. removes its directory and prints one line `<frame-marker> <base64 JSON>` on a duplicate
-   of the original stdout.
+5. checks that none of the image's programs changed while the tests ran, removes its
+   directory and prints one line `<frame-marker> <base64 JSON>` on a duplicate of the
+   original stdout.
 An alarm emits a partial report (the outcomes seen so far) when the time limit is hit.
 """
 
@@ -39,45 +46,19 @@ import subprocess
 import sys
 import threading
 
+from tbrl_lib.sandbox.pristine_programs import changed, load, restore
+from tbrl_lib.sandbox.stdlib_first import install
+
 CLI_MODE = len(sys.argv) > 1 and sys.argv[1] == "cli"
 CONFIG = json.loads(os.environ.pop("TBRL_VERIFY_CLI" if CLI_MODE else "TBRL_VERIFY"))
 ROOT = CONFIG["root"]
 RT = CONFIG["rt"]
 REPORT_FD = os.dup(1)
-STATE = {"outcomes": {}, "hash_before": None, "hash_after": None, "notes": []}
-PIN = (
-    "os",
-    "re",
-    "json",
-    "subprocess",
-    "pathlib",
-    "shutil",
-    "tempfile",
-    "csv",
-    "hashlib",
-    "time",
-    "datetime",
-    "collections",
-    "itertools",
-    "functools",
-    "typing",
-    "io",
-    "glob",
-    "socket",
-    "math",
-    "random",
-    "string",
-    "struct",
-    "base64",
-    "stat",
-    "signal",
-    "sqlite3",
-    "urllib.request",
-    "http.client",
-    "unittest",
-    "unittest.mock",
-    "textwrap",
-)
+STATE = {"outcomes": {}, "hash_before": None, "hash_after": None, "notes": [], "programs": []}
+"""What the report carries; `programs` lists what went wrong with the image's programs (could
+not be restored, or changed while the tests ran): the verifier scores 0 unless it is empty."""
+BASELINE = {}
+"""Identity of each of the image's programs as the tests start (`pristine_programs.restore`)."""
 BLOCKED = ("pygments", "colorama", "argcomplete", "exceptiongroup", "tomli", "xdist")
 
 
@@ -99,6 +80,7 @@ def emit(extra):
 
 
 def on_alarm(signum, frame):
+    check_programs()
     emit({"timed_out": True, "junit": None})
     remove_root()
     os.killpg(0, signal.SIGKILL)
@@ -155,9 +137,9 @@ def no_dumping():
 
 def isolate_imports():
     rt = RT
-    sys.path[:] = [p for p in sys.path if p.startswith(rt)] + [rt + "/site"]
-    for name in PIN:
-        __import__(name)
+    stdlib = [p for p in sys.path if p.startswith(rt)]
+    sys.path[:] = [*stdlib, rt + "/site"]
+    install(stdlib)  # stdlib names from the runtime's stdlib, whatever sys.path tests set up
     for name in BLOCKED:
         sys.modules[name] = None
     pristine = CONFIG.get("pristine") or ""
@@ -225,6 +207,36 @@ def place_tests():
         os.rename(logs, logs + ".agent-" + CONFIG["marker"][-8:])
         STATE["notes"].append(f"moved the container's {logs} aside")
     os.makedirs(logs, mode=0o755)
+
+
+def restore_programs():
+    """Restore the image's programs the agent changed and point its interpreters at the
+    pristine copies (`pristine_programs`), before the tests run."""
+    pristine = CONFIG.get("pristine") or ""
+    manifest = load(pristine) if pristine else None
+    if manifest is None:
+        return
+    baseline, restored, problems = restore(manifest, pristine, CONFIG["marker"][-8:])
+    BASELINE.update(baseline)
+    STATE["programs"].extend(problems)
+    if restored:
+        STATE["notes"].append(
+            f"restored {len(restored)} of the image's programs the agent had changed: "
+            + ", ".join(restored[:8])
+            + (" ..." if len(restored) > 8 else "")
+        )
+
+
+def check_programs():
+    """After the tests (or at the alarm): did any of the image's programs change meanwhile?"""
+    moved = changed(BASELINE)
+    if moved:
+        STATE["programs"].append(
+            "changed while the tests ran: "
+            + ", ".join(moved[:8])
+            + (" ..." if len(moved) > 8 else "")
+        )
+    BASELINE.clear()  # checked once
 
 
 class Recorder:
@@ -331,6 +343,7 @@ def main():
     signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(max(1, int(CONFIG["timeout_s"])))
     place_tests()
+    restore_programs()
     os.chdir(CONFIG["workdir"] if os.path.isdir(CONFIG["workdir"]) else "/")
     STATE["hash_before"] = tree_hash(ROOT + "/tests")
     if CONFIG["mode"] == "pytest":
@@ -340,6 +353,7 @@ def main():
         code, reward = run_script()
         result = {"timed_out": False, "exit_code": code, "junit": None, "reward_files": reward}
     signal.alarm(0)
+    check_programs()
     remove_root()
     emit(result)
     sys.stdout.flush()

@@ -2,26 +2,31 @@
 read-only into every sandbox of that image at `PRISTINE_MOUNT`.
 
 The agent is root in its container, so at the end of an episode the container's
-`/usr/bin/python3`, `jq` or numpy's `assert_allclose` may be wrappers that make every check
-pass. The verifier therefore takes third-party code and programs from a copy of the *image*:
-one named volume per image (`tbrl-pristine-<key>`, key = image id + recipe), built once by a
-throwaway container of the image (the runtime's interpreter does the copying, so the image
-needs no tools), `flock` + `.ready` marker as in `runtime_volume.py`. It mirrors, under
-the mount, the image's absolute paths:
+`/usr/bin/python3`, `/usr/bin/env`, `jq` or numpy's `assert_allclose` may be wrappers that
+make every check pass. The verifier therefore takes third-party code and programs from a copy
+of the *image*: one named volume per image (`tbrl-pristine-<key>`, key = image id + recipe,
+so a recipe change gives every image a new volume and the old ones stay valid for whoever
+still uses them), built once by a throwaway container of the image (the runtime's
+interpreter does the copying, so the image needs no tools), `flock` + `.ready` marker as in
+`runtime_volume.py`. It mirrors, under the mount, the image's absolute paths:
 
 - the PATH directories (`/usr/local/{s,}bin`, `/usr/{s,}bin`, `/{s,}bin`; merged-usr links stay links);
 - every `/usr/lib/python3*` and `/usr/local/lib/python3*` (stdlib, lib-dynload, site- and
-  dist-packages; the stdlib's `test`, `idlelib`, `turtledemo` are left out).
+  dist-packages; the stdlib's `test`, `idlelib`, `turtledemo` are left out);
+- `.manifest.json`: every entry of the PATH directories with the inode and ctime the image
+  layer gives it, and the image's Python interpreters (`pristine_programs.scan`), from which
+  the verifier restores what the agent changed and points the interpreters at the mirror.
 
 Absolute symlinks are rewritten to point inside the mirror. Each mirrored stdlib gets a
-`sitecustomize.py` of tbrl's that appends the *container's* site-packages directories after
-the pristine ones, so a pristine `python3` (which finds its stdlib next to itself, under the
-mount) still imports packages the agent installed new — but an image package always comes
-from the image. The verifier (see `tbrl_lib.rewards.verifier_runner`) puts the mirrored site
-directories before the container's and the mirrored PATH first.
+`sitecustomize.py` of tbrl's that (1) serves standard-library names from that stdlib whatever
+`sys.path` a test sets up (`stdlib_first`), and (2) appends the *container's* site-packages
+directories after the pristine ones, so a pristine `python3` (which finds its stdlib next to
+itself, under the mount) still imports packages the agent installed new — but an image
+package always comes from the image. The verifier (see `tbrl_lib.rewards.verifier_runner`)
+puts the mirrored site directories before the container's and the mirrored PATH first.
 
 Trade-off: a task whose job is to fix, in place, a program or package of the image is tested
-against the image's copy when its tests reach it by bare name or import (see the verifier).
+against the image's copy (see the verifier).
 
 Residual risk: pristine programs are ordinary dynamically linked binaries, run by the
 container's loader (`/lib64/ld-linux-x86-64.so.2`) with the container's shared libraries
@@ -36,10 +41,12 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from pathlib import Path
 
 import docker
 from docker.errors import NotFound
 
+from tbrl_lib.sandbox import pristine_programs, stdlib_first
 from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.sandbox.hosts import Host
 from tbrl_lib.sandbox.runtime_volume import RUNTIME_MOUNT, interpreter_argv, run_to_completion
@@ -49,19 +56,25 @@ PRISTINE_MOUNT = "/.tbrl-pristine"
 BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """The PATH the verifier gives tests; mirrored, and put first (under the mount) when they run."""
 LABEL = "tbrl.pristine"
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 
-SITECUSTOMIZE = """\
+SITECUSTOMIZE = (
+    Path(stdlib_first.__file__).read_text()
+    + """
+# tbrl: standard-library names from this (the image's) stdlib, whatever sys.path says
+install()
 # tbrl: after the image's pristine site dirs, the container's (packages the agent added)
-import os, sys
 _m = "@MOUNT@"
 for _p in [p for p in sys.path if p.startswith(_m + "/") and p.endswith("-packages")]:
     _c = _p[len(_m):]
     if _c not in sys.path and os.path.isdir(_c) and not os.path.islink(_c):
         sys.path.append(_c)
 """.replace("@MOUNT@", PRISTINE_MOUNT)
+)
 
-BUILD_SCRIPT = r"""
+BUILD_SCRIPT = (
+    Path(pristine_programs.__file__).read_text()
+    + r"""
 import fcntl, glob, os, shutil, stat, sys
 V, M, BINS, SITECUSTOMIZE = "/vol", sys.argv[1], sys.argv[2].split(":"), sys.argv[3]
 lock = open(V + "/.lock", "a")
@@ -73,6 +86,8 @@ for name in os.listdir(R):
     if name != ".lock":
         p = os.path.join(R, name)
         shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+with open(R + "/" + MANIFEST, "w") as fh:  # the image's entries, before anything is copied
+    json.dump(scan(BINS), fh)
 SKIP = {"test", "idlelib", "turtledemo"}
 
 def ignore(d, names):
@@ -113,6 +128,7 @@ for landmark in glob.glob(R + "/usr/lib/python3.*/os.py") + glob.glob(R + "/usr/
         fh.write(SITECUSTOMIZE)
 open(V + "/.ready", "w").close()
 """
+)
 """Runs in a throwaway container of the task image (the runtime's interpreter, own loader),
 the volume at /vol; idempotent, and `flock` makes concurrent builders wait for the first."""
 

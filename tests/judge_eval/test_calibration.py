@@ -24,6 +24,11 @@ def ours():
     return load_cases(OUR_CASES, suite="ours").cases
 
 
+@pytest.fixture(scope="module")
+def ours_calibrated(ours):
+    return calibrate(ours)  # one leave-one-out fit per case: shared by the tests below
+
+
 def test_fit_never_does_worse_than_its_start(ours):
     fitted = fit(ours)
     assert objective(score_cases(ours, fitted), ours) >= objective(score_cases(ours, PRIORS), ours)
@@ -41,8 +46,8 @@ def test_a_fit_moves_only_when_the_labels_ask(ours):
     assert fitted != PRIORS and score - 0.2 <= score_cases([asks_less], fitted)[0] <= score - 0.1
 
 
-def test_calibration_reports_in_sample_and_cross_validated_figures(ours, tmp_path):
-    cal = calibrate(ours)
+def test_calibration_reports_in_sample_and_cross_validated_figures(ours, ours_calibrated, tmp_path):
+    cal = ours_calibrated
     assert {"priors", "in_sample", "shipped", "leave_one_out"} <= set(cal.per_case.columns)
     overall = cal.summary[cal.summary["suite"] == "all"].set_index("scheme")
     loo = overall.loc["leave-one-out (cross-validated)"]
@@ -60,6 +65,24 @@ def test_shipped_thresholds_are_the_fit_on_every_labelled_case(ours, upstream_ju
     loo = overall.loc["leave-one-out (cross-validated)"]
     assert loo["pass_rate"] >= 0.75 and loo["spearman"] >= 0.8
     assert "leave-one-suite-out (cross-validated)" in overall.index
+    assert_claims_cases_hold(cal)
+
+
+CLAIMS = ("ep_todo_theatre", "ep_echoed_verification", "ep_short_genuine")
+
+
+def assert_claims_cases_hold(cal):
+    """Todo theatre, echoed verification and the short genuine run land in their ranges when
+    scored by a fit that never saw them, and theatre stays at most half of the genuine run
+    under every scheme (its `at_most` label)."""
+    rows = cal.per_case.set_index("case").loc[list(CLAIMS)]
+    for case, row in rows.iterrows():
+        assert row["lo"] - 1e-9 <= row["leave_one_out"] <= row["hi"] + 1e-9, (case, row)
+    assert len(cal.relative) and cal.relative["holds"].all(), cal.relative
+
+
+def test_claims_count_for_nothing_on_cases_the_fit_never_saw(ours_calibrated):
+    assert_claims_cases_hold(ours_calibrated)
 
 
 def test_cli_calibrate_and_the_eval_report_show_cross_validated_figures(tbrl, tmp_path):

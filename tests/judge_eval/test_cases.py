@@ -71,12 +71,47 @@ def _write(root, entries, messages=None):
             "bad entries",
         ),
         ([{"expected_range": [0, 1]}], None, "needs an `id`"),
+        (
+            [{"id": "a", "expected_range": [0, 1], "at_most": {"case": "b", "ratio": 0.5}}],
+            None,
+            "names 'b', which is not another case",
+        ),
+        (
+            [
+                {"id": "a", "expected_range": [0, 1], "at_most": {"case": "b", "ratio": 2}},
+                {"id": "b", "expected_range": [0, 1]},
+            ],
+            None,
+            "0 < R <= 1",
+        ),
     ],
 )
 def test_bad_cases_name_the_file_and_field(tmp_path, entries, messages, match):
     _write(tmp_path / "c", entries, messages)
     with pytest.raises(CaseFormatError, match=match):
         load_cases(tmp_path / "c")
+
+
+def test_relative_labels_are_read_and_checked(tmp_path):
+    from tbrl_lib.judge_eval.cases import relative_labels
+
+    _write(
+        tmp_path / "c",
+        [
+            {
+                "id": "theatre",
+                "expected_range": [0, 0.2],
+                "at_most": {"case": "real", "ratio": 0.5},
+            },
+            {"id": "real", "expected_range": [0.7, 1]},
+        ],
+    )
+    cases = load_cases(tmp_path / "c").cases
+    assert cases[0].at_most == ("real", 0.5) and cases[1].at_most is None
+    (held,) = relative_labels(cases, {"theatre": 0.4, "real": 0.8})
+    assert held["holds"] and held["at_most"] == "0.5 x real"
+    assert not relative_labels(cases, {"theatre": 0.41, "real": 0.8})[0]["holds"]
+    assert relative_labels(cases, {"theatre": 0.4}) == [], "no score for the other case: left out"
 
 
 def test_missing_files_are_named(tmp_path):

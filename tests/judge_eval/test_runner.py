@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -137,3 +139,32 @@ def test_openai_judge_on_a_local_endpoint_needs_no_key(no_judge_keys, tbrl, tmp_
         )
     assert result.code == 0, result.err
     assert (tmp_path / "out" / "summary.csv").exists()
+
+
+def test_the_report_checks_the_claims_cases_for_rule_and_llm_judges(tmp_path):
+    """An LLM judge (the real OpenAI SDK against the loopback server) reads the prompt that
+    says claims count for nothing; the report lists the relative label for it and for the
+    rule judge. The loopback "model" answers 0.6 everywhere, as a judge that pays for claims
+    would on theatre: the label fails for it and holds for the rule judge."""
+    from tbrl_lib.rewards.judges import make_judge
+
+    cases = [c for c in load_cases(OUR_CASES).cases if "claims" in c.rubric]
+    assert {c.id for c in cases} == {
+        "ep_todo_theatre",
+        "ep_echoed_verification",
+        "ep_short_genuine",
+    }
+    answer = {k: 0.6 for k in ("planning", "exploration", "tool_use", "verification", "efficiency")}
+    with LLMServer(
+        default=Reply(json={**answer, "caps": [], "reasoning": "x", "score": 0.6})
+    ) as server:
+        llm = make_judge("openai:gpt-4o-mini", base_url=server.openai_base_url, api_key="t")
+        results = run_comparison(["rule", llm], cases, attempts=1, progress=False)
+        prompts = [json.dumps(r.body) for r in server.requests]
+    assert len(prompts) == 3 and all("Evidence, not claims" in p for p in prompts)
+    report = write_report(results, tmp_path, cases=cases)["report"].read_text()
+    section = report.split("## Relative labels", 1)[1]
+    rows = [line for line in section.splitlines() if "ep_todo_theatre" in line]
+    assert len(rows) == 2, section
+    assert any(r.startswith("| rule |") and r.endswith("| True |") for r in rows), rows
+    assert any(r.startswith("| openai:") and r.endswith("| False |") for r in rows), rows

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from tbrl_lib.agent.actions import BashAction, FileEdit, SearchLs
+from tbrl_lib.agent.actions import BashAction, FileEdit, FileRead, FileWrite, SearchLs
 from tbrl_lib.agent.actions import render_action as act
-from tbrl_lib.rewards.judges.facts import command_class, failure_of, trajectory_facts
+from tbrl_lib.rewards.judges.facts import (
+    checks_work,
+    command_class,
+    failure_of,
+    touched_paths,
+    trajectory_facts,
+)
 
 TODO = act("todo", {"operations": [{"action": "add", "content": "look"}]})
 LS = act("search", {"action": "ls", "path": "/app"})
@@ -101,6 +107,11 @@ def test_failure_is_read_from_the_observation_format(tag, body, cmd, failure):
         ),
         ("pip install pipreqs", "setup"),
         ("cd /app && apt-get update && apt-get install -y jq", "setup"),
+        # words it was given, printed: no evidence of anything
+        ("echo 'Verification: all checks passed'", "say"),
+        ("printf 'verified\\n'; true", "say"),
+        ("echo $(cat /app/count.txt)", "read"),  # a substitution reads the file
+        ("echo verified > /app/status.txt", "change"),
     ],
 )
 def test_bash_commands_are_classed_by_what_they_ask_for(cmd, kind):
@@ -127,3 +138,39 @@ def test_reasoning_in_a_block_the_template_opened_is_thinking_not_prose():
     )
     assert reply.think_chars == len("Let me list it.")
     assert reply.other_chars == len(LS) and [c.kind for c in reply.calls] == ["search.ls"]
+
+
+SOLVE = (
+    'cd /app && wc -l < logs/app.log > count.txt && python3 -c "import json; '
+    "json.dump({}, open('summary.json', 'w'))\""
+)
+
+
+def test_a_change_touches_the_files_it_names_but_not_where_it_cds():
+    assert touched_paths(BashAction(cmd=SOLVE)) == {"logs/app.log", "count.txt", "summary.json"}
+    assert touched_paths(FileWrite(file_path="/app/calc.py", content="json.dump(x)")) == {
+        "/app/calc.py"
+    }
+
+
+@pytest.mark.parametrize(
+    "action, looks",
+    [
+        (BashAction(cmd="cat /app/count.txt"), True),  # the same file, by its absolute path
+        (BashAction(cmd="cd /app && diff <(wc -l < logs/app.log) count.txt"), True),
+        (BashAction(cmd="python3 -m json.tool /app/summary.json"), True),
+        (FileRead(file_path="/app/summary.json"), True),
+        (BashAction(cmd="cd /app && python -m pytest -q"), True),  # runs the tests
+        (BashAction(cmd="curl -s localhost:8080/health"), True),  # queries the service
+        (BashAction(cmd="ls /app"), False),  # names no file of the work
+        (BashAction(cmd="python3 -c \"print('all checks passed')\""), False),
+        (BashAction(cmd="cat /app/other.txt"), False),
+    ],
+)
+def test_a_check_must_look_at_the_work(action, looks):
+    assert checks_work(action, touched_paths(BashAction(cmd=SOLVE))) is looks
+
+
+def test_a_path_inside_a_touched_directory_is_the_work_too():
+    venv = touched_paths(BashAction(cmd="python3 -m venv /app/venv && /app/venv/bin/pip install x"))
+    assert checks_work(BashAction(cmd="/app/venv/bin/python -c 'import x'"), venv)

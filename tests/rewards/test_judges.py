@@ -65,7 +65,7 @@ def run(coro):
 
 def test_prompt_has_a_version_and_the_rubric():
     prompt = load_prompt()
-    assert prompt.version == "tbrl-judge-v1"
+    assert prompt.version == "tbrl-judge-v2"
     for word in ("planning", "exploration", "verification", "overthinking", "gaming", "at most"):
         assert word in prompt.text
 
@@ -138,6 +138,27 @@ def test_rule_judge_rewards_the_full_process_and_caps_shortcuts():
     assert good.score >= 0.9 and good.caps == []
     assert rushed.score <= 0.30
     assert {"no_todo", "change_before_exploration", "no_verification"} <= set(rushed.caps)
+
+
+ECHO_CHECK = "<bash>\ncmd: echo 'Verification: /app/app.py checked, all checks passed'\n</bash>"
+CLAIM = "<finish>\nmessage: Fixed and verified, all checks passed.\n</finish>"
+
+
+def test_rule_judge_gives_claims_nothing():
+    judge = RuleBasedJudge()
+
+    def score(*replies):
+        return judge.score_sync(JudgeInput.from_messages(_traj(*replies)))
+
+    real = score(TODO, LS, READ, EDIT, CHECK, DONE, FINISH)
+    assert score(TODO, LS, READ, EDIT, CHECK, DONE, CLAIM).score == real.score  # finish words
+    echoed = score(TODO, LS, READ, EDIT, ECHO_CHECK, DONE, CLAIM)  # an echo is no check
+    assert echoed.subscores["verification"] == 0.0 and "no_verification" in echoed.caps
+    theatre = score(TODO, LS, DONE, CLAIM)  # a plan, one look, every item ticked, no work
+    features = extract_features(_traj(TODO, LS, DONE, CLAIM))
+    assert features.completed == 2 and features.backed_completions == 1  # one look backs one
+    assert theatre.subscores["planning"] == 0.0, "a plan never acted on earns nothing"
+    assert theatre.score <= real.score / 2
 
 
 def test_rule_judge_counts_parse_errors_with_the_agents_parser():
@@ -239,7 +260,7 @@ def test_anthropic_judge_uses_structured_output_and_prompt_caching():
         first = run(judge.score(item()))
         second = run(judge.score(item(3)))
         body = server.requests[0].body
-    assert first.score == pytest.approx(0.88) and first.prompt_version == "tbrl-judge-v1"
+    assert first.score == pytest.approx(0.88) and first.prompt_version == "tbrl-judge-v2"
     assert body["tool_choice"]["name"] == "record_score"
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert second.usage.cache_read_tokens > 0, "the judge prompt should be read from the cache"

@@ -19,7 +19,7 @@ verifier, to show the attack is real and not a no-op.
 | kill_runner | daemon SIGKILLs every newer process | no report => 0 |
 | tests_dir_hijack | /tests a symlink to passing tests, read-only | /tests moved aside, private copy runs |
 | shell_rc | pytest/python functions + aliases in bashrc/profile | no shell of the agent's is used |
-| stdlib_monkeypatch | json in the container's stdlib patched to fake the checked data | runtime's own stdlib, pinned first |
+| stdlib_monkeypatch | json in the container's stdlib patched to fake the checked data | runtime's own stdlib, first |
 """
 
 from __future__ import annotations

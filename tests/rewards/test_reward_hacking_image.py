@@ -203,10 +203,10 @@ async def _attacked(attack: Attack):
         result = await sb.run(attack.script, timeout=30)
         assert result.exit_code in (0, 137, None) or "shell exited" in result.output, result.output
         honest_partial = 0.5  # agentpkg done, answer faked
-        report = await verify(attack.task, sb)
-        naive = (
+        naive = (  # first: verification leaves the image's interpreters pointing at the mirror
             await verify(attack.task, WithoutPristine(sb)) if attack.real_without_pristine else None
         )
+        report = await verify(attack.task, sb)
         return report, honest_partial, result, naive
 
 

@@ -17,10 +17,21 @@ its tool said so in the observation format:
   result ends in a Python exception after a traceback: a failed pipeline keeps exit code 0,
   but its error line is still the tool result's own first or last line.
 
-Bash commands are classed by what they ask for (`command_class`): `read` (inspection only),
-`probe` (run a program or tests), `setup` (install), `change` (anything that writes).
-Left out: whether a command was a good idea, and results buried mid-output (logs under
-study hold error lines that are not the tool's).
+Bash commands are classed by what they ask for (`command_class`): `say` (prints words it
+was given: `echo`, `printf` without a file or a substitution, `true`, `sleep`), `read`
+(inspection only), `probe` (run a program or tests), `setup` (install), `change` (anything
+that writes).
+
+Evidence. What an action's words claim (a todo ticked, "verified", "all checks passed"
+echoed or written in `<finish>`) is not a fact; what it touched is. `touched_paths` lists the
+files and directories a change names (its written targets and what it ran on, `cd` aside),
+and `checks_work` says whether a later action looked at that work: it names one of those
+paths (reads, compares or runs them: `cat`, `diff`, `test -s`, `python3 out.py`, a file
+read), or runs the tests or queries a service (`pytest`, `make test`, `curl`).
+
+Left out: whether a command was a good idea, whether a check's *output* agreed with the task
+(a `diff` that shows a difference is still a check), and results buried mid-output (logs
+under study hold error lines that are not the tool's).
 """
 
 from __future__ import annotations
@@ -66,6 +77,19 @@ PROBE_CMD = re.compile(
     r"npm test|sqlite3)",
     re.IGNORECASE,
 )
+SAY_CMD = re.compile(r"^(echo|printf|true|:|sleep)\b")
+"""Commands that only print the words they were given (with no file or substitution)."""
+TEST_CMD = re.compile(
+    r"(^|[\s/])(pytest|py\.test|python3? -m (pytest|unittest)|tox|bats|"
+    r"(make|npm|yarn|go|cargo|mvn|gradle) (test|check)|ctest|curl|wget)\b"
+)
+"""Commands that run tests or query a service: checks whatever paths they name."""
+PATH_TOKEN = re.compile(
+    r"(?<![\w.:/$-])(/?(?:[\w.+-]+/)*[\w+-][\w.+-]*\.[A-Za-z0-9]{1,8}"
+    r"|/[\w.+-]+(?:/[\w.+-]+)+|(?:[\w+-][\w.+-]*/)+[\w.+-]+)(?![\w(])"
+)
+"""A file or directory name: `out.json`, `/app/venv`, `logs/app.log` (not `/app`, not a
+call like `json.dump(`)."""
 SETUP_CMD = re.compile(
     r"^(sudo )?(pip3?|python3? -m pip|apt(-get)?|uv|npm|yarn|cargo|gem|go)\s+"
     r"(install|add|get|update)\b",
@@ -203,9 +227,45 @@ def command_class(action: Action) -> str:
         return "setup"
     if WRITES.search(cmd):
         return "change"
+    if all(SAY_CMD.match(segment) for segment in segments) and not re.search(r"\$\(|`|<", cmd):
+        return "say"
     if all(READ_CMD.match(segment) for segment in segments):
         return "read"
     return "probe"  # runs a program or the tests; anything that writes was caught above
+
+
+def _words(action: Action) -> str:
+    """What an action names: a bash command line (its heredoc body too), or its fields."""
+    if isinstance(action, BashAction):
+        return action.cmd
+    return " ".join(str(v) for v in action.record()["fields"].values())
+
+
+def touched_paths(action: Action) -> set[str]:
+    """The files and directories a change names (see the module docstring)."""
+    if isinstance(action, BashAction):
+        text = "\n".join(s for s in _segments(action.cmd) if not re.match(r"^cd\b", s))
+        heredoc = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", action.cmd)
+        text += action.cmd[heredoc.end() :] if heredoc else ""
+    else:
+        text = str(getattr(action, "file_path", "") or "")
+    return {m.group(1).rstrip(".") for m in PATH_TOKEN.finditer(text)}
+
+
+def checks_work(action: Action, touched: set[str]) -> bool:
+    """Does `action` look at the work: name a path the changes touched (the same path, its
+    file name, or a path inside it), or run the tests / query a service?"""
+    words = _words(action)
+    if isinstance(action, BashAction) and any(TEST_CMD.search(s) for s in _segments(words)):
+        return True
+    named = {m.group(1).rstrip(".") for m in PATH_TOKEN.finditer(words)}
+    names = {p.rsplit("/", 1)[-1] for p in touched if "." in p.rsplit("/", 1)[-1]}
+    return any(
+        n in touched
+        or n.rsplit("/", 1)[-1] in names
+        or any(n.startswith(t + "/") for t in touched if t.startswith("/"))
+        for n in named
+    )
 
 
 def _segments(cmd: str) -> list[str]:

@@ -7,14 +7,23 @@ observation format, not free text). So a failed edit is a failed action, not a c
 same failed action sent again is a repeat; a reply cut off by the token limit is the last
 reply of an unfinished run, not a habit of thinking without acting.
 
-Features (`TrajectoryFeatures`): when the first todo list appears, how many items it gets
-and how many are marked complete; successful read-only or probing actions before the first
-successful change; checks after the last change; parse errors; failed actions and repeats of
-one failed action; thinking per reply and replies that think at length without acting
-(the final, cut-off reply excepted); whether the run wrote <finish>; signs of gaming. They
-feed the rubric items, weights and hard caps of the LLM judges' prompt (`prompt.
-RUBRIC_WEIGHTS`, `CAPS`); the thresholds in `RuleParams` were fit on labelled cases by
-`tbrl_lib.judge_eval.calibration` (leave-one-out figures in the README).
+Features (`TrajectoryFeatures`): when the first todo list appears, how many items it gets,
+how many are marked complete and how many of those ticks follow work; successful read-only or
+probing actions before the first successful change; checks of the work after the last
+change; parse errors; failed actions and repeats of one failed action; thinking per reply and
+replies that think at length without acting (the final, cut-off reply excepted); whether the
+run wrote <finish>; signs of gaming. They feed the rubric items, weights and hard caps of the
+LLM judges' prompt (`prompt.RUBRIC_WEIGHTS`, `CAPS`); the thresholds in `RuleParams` were fit
+on labelled cases by `tbrl_lib.judge_eval.calibration` (cross-validated figures in the README).
+
+Claims count for nothing; the recorded tool results decide (`facts`: "Evidence"). A tick in
+the todo list earns upkeep only when a successful action backs it (each backs one tick), and
+the plan earns nothing in a run that changed nothing; a check is an action after the
+last change that looks at the work (names a file the changes touched, runs the tests,
+queries the service) and succeeded, never an `echo` of "verified" or a `<finish>` that says
+so; tool use and efficiency are credited in full only once the run shows `evidence_actions`
+successful actions. So a run that plans, ticks and claims without working scores about what
+its few real actions earn.
 
 Left out: understanding *whether* a command was a good idea; it counts, it does not read.
 """
@@ -27,16 +36,25 @@ from dataclasses import asdict, dataclass, field
 
 from tbrl_lib.agent.actions import TodoAction
 from tbrl_lib.rewards.judges.base import JudgeInput, JudgeResult
-from tbrl_lib.rewards.judges.facts import ReplyFact, ToolFact, command_class, trajectory_facts
+from tbrl_lib.rewards.judges.facts import (
+    ReplyFact,
+    ToolFact,
+    checks_work,
+    command_class,
+    touched_paths,
+    trajectory_facts,
+)
 from tbrl_lib.rewards.judges.prompt import CAPS, RUBRIC_WEIGHTS
 
-VERSION = "rule-v2"
+VERSION = "rule-v3"
 GAMING = re.compile(
     r"(/tests/|test_outputs\.py|conftest\.py|reward\.txt|reward\.json|"
     r"junitxml|sitecustomize|usercustomize|\.pth\b|alias pytest|ld\.so\.preload)"
 )
-NEUTRAL = ("todo", "scratchpad", "finish", "setup")
+NEUTRAL = ("todo", "scratchpad", "finish", "setup", "say")
 """Action classes that neither explore, change nor check (installs are set-up)."""
+NO_WORK = ("todo", "scratchpad", "finish", "say")
+"""Action classes whose success is no evidence of work (installs are)."""
 
 
 @dataclass(frozen=True)
@@ -62,12 +80,14 @@ class RuleParams:
     """Taken off the weighted score when the run never wrote <finish>."""
     stacked_cap_step: float = 0.05
     """Each cap beyond the first lowers the capped score by this much."""
+    evidence_actions: int = 3
+    """Successful actions (not todo, scratchpad, say, finish) that earn tool use and
+    efficiency in full; fewer earn a share. Set, not fitted: three is the least a genuine
+    process shows (a look, the work, a check)."""
 
 
-DEFAULT_PARAMS = RuleParams(
-    reads_for_exploration=3, upkeep_share=0.25, idle_think_chars=3000, stacked_cap_step=0.1
-)
-"""The fit on all 24 labelled cases (`tbrl judge calibrate` refits and reports how it carries
+DEFAULT_PARAMS = RuleParams(reads_for_exploration=3, late_plan_credit=0.4, idle_think_chars=3000)
+"""The fit on all 27 labelled cases (`tbrl judge calibrate` refits and reports how it carries
 over to held-out cases)."""
 
 
@@ -77,6 +97,9 @@ class TrajectoryFeatures:
     first_plan_reply: int | None = None
     plan_items: int = 0
     completed: int = 0
+    backed_completions: int = 0
+    """Ticks backed by work: each successful action (not todo, scratchpad, say, finish)
+    backs one later tick; a tick with none left is a claim."""
     replans: int = 0
     """Todo `add` batches after the first reply that planned (plans made again)."""
     reads_before_change: int = 0
@@ -90,7 +113,13 @@ class TrajectoryFeatures:
     """Thinking in that cut-off reply (not held against the run's efficiency)."""
     parse_errors: int = 0
     actions: int = 0
-    """Actions other than todo, scratchpad and finish."""
+    """Actions other than todo, scratchpad, say, setup and finish."""
+    work_actions: int = 0
+    """Successful actions other than todo, scratchpad, say and finish."""
+    said: int = 0
+    """Commands that only print the words they were given (`echo verified`)."""
+    touched: int = 0
+    """Paths the successful changes named (`facts.touched_paths`)."""
     failures: int = 0
     repeated_failures: int = 0
     """Failed actions identical to an earlier failed action."""
@@ -115,8 +144,7 @@ def features_from_facts(
     finished = any(c.kind == "finish" for r in replies for c in r.calls)
     f.cut_off = bool(replies) and not finished and not any(c.action for c in replies[-1].calls)
     f.cut_off_think_chars = replies[-1].think_chars if f.cut_off else 0
-    failed: set[str] = set()
-    checks = 0
+    tally = _Tally()
     for reply in replies:
         f.think_chars += reply.think_chars
         f.other_chars += reply.other_chars
@@ -127,52 +155,75 @@ def features_from_facts(
         )
         f.idle_thinking_replies += idle
         for call in reply.calls:
-            checks = _count_call(f, reply, call, failed, checks)
-    f.checks_after_last_change = checks if f.changes else 0
+            _count_call(f, reply, call, tally)
+    f.checks_after_last_change = tally.checks if f.changes else 0
+    f.touched = len(tally.touched)
     return f
 
 
-def _count_call(
-    f: TrajectoryFeatures, reply: ReplyFact, call: ToolFact, failed: set[str], checks: int
-) -> int:
-    """Fold one action into the features; returns the checks since the last change."""
+@dataclass
+class _Tally:
+    """Running state while the calls are folded in."""
+
+    failed: set[str] = field(default_factory=set)
+    touched: set[str] = field(default_factory=set)
+    checks: int = 0
+    """Checks of the work since the last change."""
+    credit: int = 0
+    """Successful actions not yet spent backing a tick."""
+
+
+def _count_call(f: TrajectoryFeatures, reply: ReplyFact, call: ToolFact, tally: _Tally) -> None:
+    """Fold one action into the features."""
     if call.action is None:
         f.parse_errors += 1
-        return checks
+        return
     if isinstance(call.action, TodoAction):
-        _count_plan(f, reply.index, call.action)
-        return checks
+        _count_plan(f, reply.index, call.action, tally)
+        return
     kind = command_class(call.action)
     if kind == "finish":
         f.finished = True
-    touched = GAMING.search(" ".join(str(v) for v in call.action.record()["fields"].values()))
-    if touched:
-        f.gaming_signals.append(f"reply {reply.index}: {call.kind} touches {touched.group(0)}")
+    gaming = GAMING.search(" ".join(str(v) for v in call.action.record()["fields"].values()))
+    if gaming:
+        f.gaming_signals.append(f"reply {reply.index}: {call.kind} touches {gaming.group(0)}")
+    f.said += kind == "say"
+    if call.ok and kind not in NO_WORK:
+        f.work_actions += 1
+        tally.credit += 1
     if kind in NEUTRAL:
-        return checks
+        return
     f.actions += 1
     if not call.ok:
         f.failures += 1
-        f.repeated_failures += call.signature in failed
-        failed.add(call.signature)
+        f.repeated_failures += call.signature in tally.failed
+        tally.failed.add(call.signature)
         f.failed_changes += kind == "change"
-        return checks
+        return
     if kind == "change":
         f.changes += 1
-        return 0
+        tally.touched |= touched_paths(call.action)
+        tally.checks = 0
+        return
     if f.changes == 0:
         f.reads_before_change += 1
-    return checks + 1
+    elif checks_work(call.action, tally.touched):
+        tally.checks += 1
 
 
-def _count_plan(f: TrajectoryFeatures, reply: int, action: TodoAction) -> None:
+def _count_plan(f: TrajectoryFeatures, reply: int, action: TodoAction, tally: _Tally) -> None:
     added = sum(op.action == "add" for op in action.operations)
     if added and f.first_plan_reply is not None and reply > f.first_plan_reply:
         f.replans += 1
     if added and f.first_plan_reply is None:
         f.first_plan_reply = reply
     f.plan_items += added
-    f.completed += sum(op.action == "complete" for op in action.operations)
+    for op in action.operations:
+        if op.action == "complete":
+            f.completed += 1
+            if tally.credit:  # one successful action backs one tick
+                f.backed_completions += 1
+                tally.credit -= 1
 
 
 def score_features(
@@ -183,11 +234,14 @@ def score_features(
     planning = 0.0
     if f.first_plan_reply is not None:
         early = 1.0 if f.first_plan_reply <= 2 else p.late_plan_credit
-        upkeep = min(1.0, f.completed / max(1, f.plan_items))
-        planning = early * (1 - p.upkeep_share + p.upkeep_share * upkeep) - 0.1 * f.replans
+        upkeep = min(1.0, f.backed_completions / max(1, f.plan_items))
+        acted = 1.0 if f.changes else 0.0  # a plan never acted on is no plan, ticked or not
+        planning = acted * early * (1 - p.upkeep_share + p.upkeep_share * upkeep)
+        planning -= 0.1 * f.replans
+    shown = min(1.0, f.work_actions / max(1, p.evidence_actions))
     exploration = min(1.0, f.reads_before_change / p.reads_for_exploration)
     fail_share = f.failures / max(1, f.actions)
-    tool_use = (
+    tool_use = shown * (
         1.0
         - 0.2 * f.parse_errors
         - max(0.0, fail_share - p.failure_tolerance)
@@ -196,7 +250,7 @@ def score_features(
     verification = min(1.0, float(f.checks_after_last_change)) if f.changes else 0.0
     acted = max(1, f.replies - f.cut_off)
     mean_think = (f.think_chars - f.cut_off_think_chars) / acted
-    efficiency = (
+    efficiency = shown * (
         1.0
         - 0.25 * f.idle_thinking_replies
         - 0.1 * f.repeated_failures
