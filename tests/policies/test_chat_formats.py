@@ -17,9 +17,9 @@ from transformers import AutoTokenizer
 
 from tbrl_lib.agent.parser import parse_actions, split_thinking
 from tbrl_lib.agent.prompts import initial_messages
+from tbrl_lib.models.tiny_corpus import build_tiny_model
 from tbrl_lib.policies.base import Conversation
 from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy
-from tbrl_lib.models.tiny_corpus import build_tiny_model
 from tests.agent.conftest import toy_task
 from tests.policies.chat_templates import QWEN3, QWEN3_THINKING, SMOLLM2
 

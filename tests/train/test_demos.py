@@ -107,9 +107,9 @@ def test_demonstration_replies_take_the_chats_thinking_shape(template, thinking,
 
     from tbrl_lib.agent.actions import render_action
     from tbrl_lib.agent.prompts import initial_messages
+    from tbrl_lib.models.tiny_corpus import build_tiny_model
     from tbrl_lib.policies.base import Conversation
     from tbrl_lib.policies.chat import TokenChat
-    from tbrl_lib.models.tiny_corpus import build_tiny_model
     from tbrl_lib.synth.generate import make_task
     from tbrl_lib.train.demos import ShortOracle, TeacherPolicy
     from tests.policies import chat_templates
