@@ -32,7 +32,7 @@ def make_policy(spec: str, **kwargs: Any) -> Policy:
     if kind == "noop" and not rest:
         return NoopPolicy()
     if kind == "hf" and rest:
-        return HFPolicy(resolve_model(rest), **kwargs)
+        return HFPolicy(resolve_model(rest), name=spec, **kwargs)
     if kind in ("openai", "anthropic"):
         from tbrl_lib.policies import api  # the vendors' SDKs take seconds to import
 

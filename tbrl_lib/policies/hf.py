@@ -111,7 +111,9 @@ class HFPolicy(TokenPolicy):
         enable_thinking: bool = True,
         device: str = "cpu",
         seed: int | None = None,
+        name: str | None = None,
     ) -> None:
+        """`name`: what trajectories record as the policy (default `hf:PATH`)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy, as torch
 
         tokenizer = AutoTokenizer.from_pretrained(str(path))
@@ -119,7 +121,7 @@ class HFPolicy(TokenPolicy):
         self.model = model
         self.backend = HFBackend(model, tokenizer, temperature, top_p, seed=seed)
         super().__init__(
-            f"hf:{path}",
+            name or f"hf:{path}",
             TokenChat(tokenizer, enable_thinking),
             BatchingGenerator(self.backend),
             max_context=getattr(model.config, "max_position_embeddings", 32768),

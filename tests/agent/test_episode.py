@@ -203,11 +203,11 @@ def test_a_reply_cut_by_the_time_limit_is_kept_as_the_last_turn(base_image):
     from transformers import AutoTokenizer
 
     from tbrl_lib.agent.episode import STOP_GRACE_S
+    from tbrl_lib.models.tiny_corpus import build_tiny_model
     from tbrl_lib.policies.batching import BatchingGenerator
     from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy
-    from tbrl_lib.policies.tiny_model import build_tiny_qwen3
 
-    tok = AutoTokenizer.from_pretrained(str(build_tiny_qwen3()))
+    tok = AutoTokenizer.from_pretrained(str(build_tiny_model()))
     word = tok.encode(" sleep", add_special_tokens=False)
 
     class SlowModel:  # one token every 20 ms, never an end-of-turn
