@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from tbrl_lib.sandbox import engine, reaper
+from tbrl_lib.sandbox import engine, pristine_volume, reaper
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -31,11 +31,16 @@ def docker_reap(
         help="Also remove tbrl objects owned by processes on "
         "OTHER machines (only when you know those runs are gone).",
     ),
+    caches: bool = typer.Option(
+        False,
+        help="Also remove the verifier's pristine copies of images (`tbrl.pristine` volumes, "
+        "~95 MB each) that no container uses; they are rebuilt on demand.",
+    ),
 ) -> None:
     """Remove tbrl-labelled containers/networks/volumes whose owner process is gone.
 
     Only objects carrying tbrl's `tbrl.owner` label are considered; live owners' objects
-    are kept. Never a host-wide prune."""
+    are kept (with --caches, also unused `tbrl.pristine` volumes). Never a host-wide prune."""
     if not host:
         engine.require_engine("tbrl docker reap")
     for base_url in host or [None]:
@@ -49,4 +54,7 @@ def docker_reap(
         )
         for err in report.errors:
             typer.echo(f"  error: {err}", err=True)
+        if caches:
+            removed, in_use = pristine_volume.prune(client)
+            typer.echo(f"{where}: removed {len(removed)} pristine volumes; kept {in_use} in use")
         client.close()

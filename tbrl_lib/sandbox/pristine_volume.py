@@ -4,11 +4,21 @@ read-only into every sandbox of that image at `PRISTINE_MOUNT`.
 The agent is root in its container, so at the end of an episode the container's
 `/usr/bin/python3`, `/usr/bin/env`, `jq` or numpy's `assert_allclose` may be wrappers that
 make every check pass. The verifier therefore takes third-party code and programs from a copy
-of the *image*: one named volume per image (`tbrl-pristine-<key>`, key = image id + recipe,
-so a recipe change gives every image a new volume and the old ones stay valid for whoever
-still uses them), built once by a throwaway container of the image (the runtime's
-interpreter does the copying, so the image needs no tools), `flock` + `.ready` marker as in
-`runtime_volume.py`. It mirrors, under the mount, the image's absolute paths:
+of the *image*, in a named volume (`tbrl-pristine-<key>`) built once by a throwaway container
+of the image (the runtime's interpreter does the copying, so the image needs no tools),
+`flock` + `.ready` marker as in `runtime_volume.py`.
+
+One volume per *content*, not per image. The key hashes what the copy would hold: every
+entry of the mirrored trees with its inode, ctime, mtime, size, mode and link target (read by
+a first throwaway container, `DIGEST_SCRIPT`, well under a second), plus the recipe. Images
+that differ only outside those trees (a task's /app, /tests, its labels: every instance of a
+procedural family, most test images) share one volume; an image whose Dockerfile installs a
+package or replaces a program gets its own. Inode and ctime are in the key because the
+manifest below records them and the verifier trusts them. Measured on the suite: 123
+per-image volumes (10.9 GB) became a handful. `prune(client)` (`tbrl docker reap --caches`)
+removes every pristine volume no container uses; they are rebuilt on demand.
+
+It mirrors, under the mount, the image's absolute paths:
 
 - the PATH directories (`/usr/local/{s,}bin`, `/usr/{s,}bin`, `/{s,}bin`; merged-usr links stay links);
 - every `/usr/lib/python3*` and `/usr/local/lib/python3*` (stdlib, lib-dynload, site- and
@@ -31,9 +41,8 @@ against the image's copy (see the verifier).
 Residual risk: pristine programs are ordinary dynamically linked binaries, run by the
 container's loader (`/lib64/ld-linux-x86-64.so.2`) with the container's shared libraries
 (libc, libssl, libpython of a shared-libpython build). `/etc/ld.so.preload` is emptied before
-every verification; a replaced `.so` or loader is not detected. Size: about 95 MB per image for
-`tbrl/base:trixie`; old volumes are not deleted (`docker volume rm` them by the
-`tbrl.pristine` label).
+every verification; a replaced `.so` or loader is not detected. Size: about 95 MB per distinct
+content for `tbrl/base:trixie`.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ import time
 from pathlib import Path
 
 import docker
-from docker.errors import NotFound
+from docker.errors import APIError, NotFound
 
 from tbrl_lib.sandbox import pristine_programs, stdlib_first
 from tbrl_lib.sandbox.base import SandboxError
@@ -132,16 +141,46 @@ open(V + "/.ready", "w").close()
 """Runs in a throwaway container of the task image (the runtime's interpreter, own loader),
 the volume at /vol; idempotent, and `flock` makes concurrent builders wait for the first."""
 
+DIGEST_SCRIPT = (
+    Path(pristine_programs.__file__).read_text()
+    + r"""
+import glob, hashlib, sys
+BINS = sys.argv[1].split(":")
+SKIP = {"test", "idlelib", "turtledemo"}
+digest = hashlib.sha256(json.dumps(scan(BINS)).encode())
+
+def add(p):
+    st = os.lstat(p)
+    link = os.readlink(p) if stat.S_ISLNK(st.st_mode) else ""
+    fields = (p, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, link)
+    digest.update(repr(fields).encode())
+
+for top in sorted(glob.glob("/usr/lib/python3*") + glob.glob("/usr/local/lib/python3*")):
+    add(top)
+    for base, dirs, files in os.walk(top):
+        if os.path.basename(base).startswith("python3.") and os.path.isfile(base + "/os.py"):
+            dirs[:] = [d for d in dirs if d not in SKIP]
+        dirs.sort()
+        for name in sorted(dirs + files):
+            add(os.path.join(base, name))
+print(digest.hexdigest())
+"""
+)
+"""Prints a digest of everything `BUILD_SCRIPT` would copy (and its manifest would record)."""
+
 _locks: dict[tuple[str, str], threading.Lock] = {}
 _ready: dict[tuple[str, str], str] = {}
+_built: set[tuple[str, str]] = set()
+_volume_locks: dict[tuple[str, str], threading.Lock] = {}
 _registry_lock = threading.Lock()
 build_seconds: dict[str, float] = {}
 """Volume name -> seconds its build took in this process (for benchmarks and logs)."""
 
 
-def pristine_key(image_id: str) -> str:
-    blob = f"{image_id}\n{RECIPE_VERSION}\n{BUILD_SCRIPT}\n{SITECUSTOMIZE}\n{BIN_DIRS}".encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+def pristine_key(content_digest: str) -> str:
+    """The volume key of an image whose mirrored trees hash to `content_digest`."""
+    blob = f"{content_digest}\n{RECIPE_VERSION}\n{BUILD_SCRIPT}\n{SITECUSTOMIZE}\n{BIN_DIRS}"
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def volume_name(key: str) -> str:
@@ -154,7 +193,7 @@ async def ensure_pristine_volume(
     """The name of `image`'s pristine volume on `host`, built on first use."""
     with _registry_lock:
         done = _ready.get((host.name, image))
-    if done is not None:
+    if done is not None and await host.call(_exists, host, done, what="finding a volume"):
         return done
     return await host.call(
         _ensure_blocking,
@@ -166,6 +205,20 @@ async def ensure_pristine_volume(
     )
 
 
+def _exists(host: Host, name: str) -> bool:
+    """Is the volume still there? (A `prune` in another process may have removed it; the
+    engine would then create an empty one at the mount, and the verifier find no copy.)"""
+    try:
+        host.client.volumes.get(name)
+        return True
+    except NotFound:
+        with _registry_lock:
+            for key in [k for k, v in _ready.items() if v == name]:
+                del _ready[key]
+            _built.discard((host.name, name))
+        return False
+
+
 def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: float) -> str:
     with _registry_lock:
         lock = _locks.setdefault((host.name, image), threading.Lock())
@@ -174,22 +227,54 @@ def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: flo
             return _ready[(host.name, image)]
         client = host.client
         try:
-            image_id = client.images.get(image).id
+            client.images.get(image)
         except NotFound as err:
             raise SandboxError(
                 f"image {image} vanished before its pristine copy was made", kind="image_missing"
             ) from err
-        name = volume_name(pristine_key(image_id))
-        try:
-            client.volumes.get(name)
-        except NotFound:
-            client.volumes.create(name, labels={LABEL: image_id})
-        t0 = time.monotonic()
-        _build(client, image, name, runtime_volume, timeout_s)
-        build_seconds.setdefault(name, time.monotonic() - t0)
+        digest = content_digest(client, image, runtime_volume, timeout_s)
+        name = volume_name(pristine_key(digest))
+        with _registry_lock:
+            volume_lock = _volume_locks.setdefault((host.name, name), threading.Lock())
+        with volume_lock:  # two images of one content: one copy, the other waits for it
+            if (host.name, name) not in _built:
+                try:
+                    client.volumes.get(name)
+                except NotFound:
+                    client.volumes.create(name, labels={LABEL: digest})
+                t0 = time.monotonic()
+                _build(client, image, name, runtime_volume, timeout_s)
+                build_seconds.setdefault(name, time.monotonic() - t0)
+                with _registry_lock:
+                    _built.add((host.name, name))
         with _registry_lock:
             _ready[(host.name, image)] = name
         return name
+
+
+def content_digest(
+    client: docker.DockerClient, image: str, runtime_volume: str, timeout_s: float = 600.0
+) -> str:
+    """The digest of `image`'s mirrored trees (`DIGEST_SCRIPT`, in a throwaway container)."""
+    argv = [*interpreter_argv(), "-I", "-S", "-B", "-c", DIGEST_SCRIPT, ":".join(BIN_DIRS)]
+    container = client.containers.create(
+        image,
+        entrypoint=argv,
+        command=[],
+        user="0:0",
+        labels={"tbrl.role": "pristine-digest"},
+        network_disabled=True,
+        working_dir="/",
+        volumes={runtime_volume: {"bind": RUNTIME_MOUNT, "mode": "ro"}},
+    )
+    out = run_to_completion(container, timeout_s, f"reading what {image} holds to mirror")
+    digest = out.strip().splitlines()[-1] if out.strip() else ""
+    if len(digest) != 64:
+        raise SandboxError(
+            f"reading what {image} holds to mirror printed {out[-200:]!r}, not a digest",
+            kind="runtime_failed",
+        )
+    return digest
 
 
 def _build(
@@ -227,13 +312,34 @@ def forget() -> None:
     """Forget which images have a ready volume (tests that remove volumes call this)."""
     with _registry_lock:
         _ready.clear()
+        _built.clear()
+
+
+def prune(client: docker.DockerClient) -> tuple[list[str], int]:
+    """Remove every pristine volume no container uses (they are a cache: rebuilt on demand);
+    return the names removed and how many were kept because a container mounts them."""
+    removed, in_use = [], 0
+    for volume in client.volumes.list(filters={"label": LABEL}):
+        try:
+            volume.remove()
+            removed.append(volume.name)
+        except NotFound:
+            continue
+        except APIError as err:
+            if err.status_code != 409:  # 409: in use by a container
+                raise
+            in_use += 1
+    forget()
+    return removed, in_use
 
 
 __all__ = [
     "BIN_DIRS",
     "PRISTINE_MOUNT",
+    "content_digest",
     "ensure_pristine_volume",
     "forget",
     "pristine_key",
+    "prune",
     "volume_name",
 ]

@@ -182,15 +182,17 @@ def _build(client: docker.DockerClient, volume: str, timeout_s: float) -> None:
     )
 
 
-def run_to_completion(container, timeout_s: float, what: str) -> None:
-    """Start a helper container that fills a volume, wait for it, always remove it; a
-    non-zero exit is `SandboxError` (`runtime_failed`) with `what` and its last log lines."""
+def run_to_completion(container, timeout_s: float, what: str) -> str:
+    """Start a helper container (one that fills or reads a volume), wait for it, always
+    remove it, and return its stdout; a non-zero exit is `SandboxError` (`runtime_failed`)
+    with `what` and its last log lines."""
     try:
         container.start()
         result = container.wait(timeout=timeout_s)
         if result.get("StatusCode") != 0:
             logs = container.logs().decode(errors="replace")[-2000:]
             raise SandboxError(f"{what} failed:\n{logs}", kind="runtime_failed")
+        return container.logs(stdout=True, stderr=False).decode(errors="replace")
     finally:
         container.remove(force=True)
 
