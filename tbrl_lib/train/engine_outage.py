@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
+from docker.errors import DockerException
 from tqdm.auto import tqdm
 
 from tbrl_lib.sandbox import reaper
@@ -76,11 +77,16 @@ class EngineWait:
 
 
 def _reap_stranded(base_url: str | None) -> list[str]:
-    docker_client = client(base_url)
+    """`reaper.reap_stranded` on one engine; one that fails again leaves them to the reaper."""
     try:
-        return reaper.reap_stranded(docker_client)
-    finally:
-        docker_client.close()
+        docker_client = client(base_url)
+        try:
+            return reaper.reap_stranded(docker_client)
+        finally:
+            docker_client.close()
+    except (DockerException, OSError) as err:
+        tqdm.write(f"{WHO}: could not remove the containers the outage stranded yet: {err}")
+        return []
 
 
 def resume_command(config: TrainConfig, out: Path) -> str:
