@@ -61,6 +61,10 @@ class SandboxConfig(BaseModel):
     start_timeout_s: float = Field(default=120.0, gt=0)
     """Creating + starting a container and its shell must finish within this; past it the
     rollout is an infra error (masked). Raise it on busy hosts."""
+    engine_wait_s: float = Field(default=300.0, ge=0)
+    """How long a run waits for a Docker engine that stopped answering (a restart) before it
+    stops, resumably (`sandbox/engine.py`: `wait_for_engine`); training reruns the rollouts
+    the outage failed once the engine is back."""
     run_id: str = "adhoc"
     """Label `tbrl.run` put on every container (group a training run's containers)."""
 

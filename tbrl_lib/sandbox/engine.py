@@ -6,7 +6,9 @@ waits for it. It never installs anything; when it cannot help it says exactly wh
 `require_engine(purpose)` only asks, and refuses (one line, with the fix) when none answers:
 commands that run sandboxes call it before anything else. `wait_for_engine(...)` rides out an
 engine that stopped answering in the middle of a run (a restart): it waits, bounded and
-saying so, and past the bound raises `EngineOutage` with the way to resume.
+saying so, and past the bound raises `EngineOutage` with the way to resume. Evaluation
+(`evaluate/harness.py`) and training (`train/engine_outage.py`) both call it after a rollout
+fails with an infra error; how long they wait is `SandboxConfig.engine_wait_s`.
 """
 
 from __future__ import annotations
@@ -89,21 +91,28 @@ def ensure_engine(start: bool = True, wait_s: float = 60.0) -> EngineInfo:
     return EngineInfo(info.version, info.endpoint, started_by_us=True)
 
 
-async def wait_for_engine(why: str, wait_s: float, who: str, resume: str) -> None:
-    """Return at once while the local engine answers. Else say so, ask again every few
-    seconds for up to `wait_s`, and say when it is back; past that raise `EngineOutage`.
+async def wait_for_engine(
+    why: str, wait_s: float, who: str, resume: str, base_url: str | None = None
+) -> bool:
+    """Return False at once while the engine answers (`base_url`; None: the local one, or
+    DOCKER_HOST's). Else say so, ask again every few seconds for up to `wait_s`, say when it
+    is back and return True; past `wait_s` raise `EngineOutage`.
     `why`: the error that made the caller ask; `who`: the command, first in every message;
     `resume`: what to do after the outage (ends the error's one line)."""
-    if await asyncio.to_thread(ping) is not None:
-        return
-    tqdm.write(f"{who}: the Docker engine does not answer ({why}); waiting up to {wait_s:.0f}s")
-    retrying = _until_answered(AsyncRetrying, wait_s, every_s=min(5.0, wait_s))
-    if await retrying(asyncio.to_thread, ping) is None:
+    if await asyncio.to_thread(ping, base_url) is not None:
+        return False
+    where = f" at {base_url}" if base_url else ""
+    tqdm.write(
+        f"{who}: the Docker engine{where} does not answer ({why}); waiting up to {wait_s:.0f}s"
+    )
+    retrying = _until_answered(AsyncRetrying, wait_s, every_s=max(0.1, min(5.0, wait_s)))
+    if await retrying(asyncio.to_thread, ping, base_url) is None:
         raise EngineOutage(
-            f"the Docker engine stopped answering ({why}) and did not come back within "
+            f"the Docker engine{where} stopped answering ({why}) and did not come back within "
             f"{wait_s:.0f}s; {resume}"
         )
-    tqdm.write(f"{who}: the Docker engine answers again")
+    tqdm.write(f"{who}: the Docker engine{where} answers again")
+    return True
 
 
 def _until_answered(retrying: type[Retrying] | type[AsyncRetrying], wait_s: float, every_s: float):

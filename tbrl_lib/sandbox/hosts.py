@@ -7,7 +7,8 @@ picks the host with the lowest load ratio and waits (asyncio, no thread) when ev
 is full. Hosts are shared per process: one `Host` per base_url.
 
 Left out: health-based eviction of a failing host (a dead host raises `SandboxError`
-with kind `daemon_unreachable` on use; the trainer decides whether to retry elsewhere).
+with kind `daemon_unreachable` on use; evaluation and training then wait for it, bounded,
+and rerun or stop resumably: `engine.wait_for_engine`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,12 @@ Four layers, from the common case to the worst:
    containers, networks and volumes whose owner is on this machine and no longer alive
    (same pid *and* same start time, so a reused pid does not protect a leak).
 
+An engine that stops answering (a restart) leaves behind the containers whose removal failed
+meanwhile (`close()` gives them up: nothing answers). A run that waits the outage out calls
+`reap_stranded()` once the engine is back: it removes this process's containers that it no
+longer tracks. A run that stops instead leaves them to the next run's automatic `reap()`
+(their owner is then dead).
+
 Never host-wide prunes: only objects with a `tbrl.owner` label are considered, and owners
 on other machines are left alone unless `foreign=True`.
 """
@@ -184,6 +190,25 @@ def reap(client: docker.DockerClient, foreign: bool = False) -> ReapReport:
             except Exception as err:  # noqa: BLE001 - report it, keep reaping the rest
                 report.errors.append(f"volume {v['Name']}: {err}")
     return report
+
+
+def reap_stranded(client: docker.DockerClient) -> list[str]:
+    """Remove this process's containers that it no longer tracks (their removal failed while
+    the engine did not answer); returns their short ids. Call it with no sandbox of this
+    process being opened, since one is tracked only once it is created."""
+    with _LIVE_LOCK:
+        tracked = set(_LIVE)
+    mine = client.api.containers(all=True, filters={"label": f"{LABEL_OWNER}={owner_label()}"})
+    removed = []
+    for c in mine:
+        if c["Id"] in tracked:
+            continue
+        try:
+            client.api.remove_container(c["Id"], force=True)
+            removed.append(c["Id"][:12])
+        except NotFound:
+            pass
+    return removed
 
 
 _REAPED_HOSTS: set[str] = set()

@@ -99,7 +99,14 @@ def evaluate_policy(
         episode=rollout.episode,
         reward=rollout.reward.model_copy(update={"judge": "rule"}),  # offline, whatever trains
     )
-    results = run_eval(tasks, config, out_dir, progress=False, policy=policy)
+    results = run_eval(
+        tasks,
+        config,
+        out_dir,
+        progress=False,
+        policy=policy,
+        engine_wait_s=rollout.sandbox.engine_wait_s,
+    )
     metrics = eval_metrics(results.summary)
     metrics["eval/solve_rate"] = metrics["eval/accuracy"]
     return {"summary": results.summary, "metrics": metrics, "out": str(out_dir), "results": results}

@@ -33,6 +33,7 @@ MAY_DIFFER = frozenset(
         "grpo.hub_model_id",
         "rollout.sandbox.hosts",
         "rollout.sandbox.start_timeout_s",
+        "rollout.sandbox.engine_wait_s",
         "launch.sandbox_concurrency",
         "launch.vllm_server_url",
     }

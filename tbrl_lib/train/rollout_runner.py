@@ -6,11 +6,13 @@ synchronous `rollout_func`, `trl_rollouts.RolloutFunc`; an asynchronous worker) 
 1. every task is one `tbrl_lib.rollout.run_rollout` (sandbox, episode, verifier + judge, the
    mission's reward: the one rollout evaluation and validation run), by `policy`, all on one
    asyncio loop, `concurrency` at a time;
-2. a rollout that produced no tokens is given a stub (the task's first prompt and one masked
+2. when rollouts come back as infra errors and an engine stopped answering, the run waits for
+   it, bounded, and reruns them once it is back, or stops resumably (`engine_outage.py`);
+3. a rollout that produced no tokens is given a stub (the task's first prompt and one masked
    EOS: TRL needs a completion token per row), and every infra-error rollout gets an
    all-zero env mask, so what is saved is what training sees;
-3. dynamic sampling refills flat groups (`dynamic_sampling.py`);
-4. the step's rollouts are saved (`step-…-call-…[-rank<i>].jsonl`), a small row per rollout
+4. dynamic sampling refills flat groups (`dynamic_sampling.py`);
+5. the step's rollouts are saved (`step-…-call-…[-rank<i>].jsonl`), a small row per rollout
    is gathered from every process (`processes.gather_across`), and from those rows alone,
    identical on every process, the infra-rate stop (`infra_guard.py`) counts and may stop the
    run, the curriculum counts each group, and the step's metrics are made.
@@ -36,12 +38,17 @@ from tbrl_lib.rollout import RolloutConfig, RolloutResult, run_rollout
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.dynamic_sampling import DynamicSampling, combine_sampling
+from tbrl_lib.train.engine_outage import WHO, EngineWait
 from tbrl_lib.train.infra_guard import InfraErrorGuard
 from tbrl_lib.train.processes import gather_across, rank_suffix
 from tbrl_lib.train.rollout_records import Rollout, metrics_of_rows, rollout_row, save_rollouts
 
 RolloutFn = Callable[[Task, Policy, RolloutConfig, Any], Awaitable[RolloutResult]]
 """`run_rollout`'s shape: `async (task, policy, config, judge) -> RolloutResult`."""
+
+OUTAGE_RERUNS = 2
+"""Most reruns of a step's rollouts that engine outages failed (an engine that keeps
+restarting: what still fails stays an infra error, masked)."""
 
 
 @dataclass
@@ -69,6 +76,7 @@ class RolloutRunner:
         eos_id: int,
         sampling: DynamicSampling | None = None,
         infra: InfraErrorGuard | None = None,
+        outage: EngineWait | None = None,
         trajectories_dir: Path | None = None,
         progress: bool = True,
         rollout_fn: RolloutFn = run_rollout,
@@ -76,6 +84,7 @@ class RolloutRunner:
         self.policy, self.rollout, self.judge = policy, rollout, judge
         self.curriculum, self.sampling = curriculum, sampling
         self.infra = infra or InfraErrorGuard()
+        self.outage = outage
         self.concurrency, self.progress = concurrency, progress
         self.stub_prompt_ids, self.eos_id = stub_prompt_ids, eos_id
         self.trajectories_dir = trajectories_dir
@@ -113,7 +122,26 @@ class RolloutRunner:
         return StepRollouts(rollouts, metrics)
 
     async def run_all(self, tasks: list[Task]) -> list[Rollout]:
-        """One rollout per task, in order, `concurrency` at a time."""
+        """One rollout per task, in order, `concurrency` at a time; those an engine outage
+        failed are rerun once the engine is back (up to `OUTAGE_RERUNS` times)."""
+        rollouts = await self.run_each(tasks)
+        for attempt in range(OUTAGE_RERUNS + 1):
+            failed = [i for i, r in enumerate(rollouts) if r.infra_error]
+            if not failed or self.outage is None:
+                break
+            why = rollouts[failed[0]].error or "an infra error"
+            if not await self.outage.after_infra_errors(why):
+                break  # every engine answers: these infra errors were no outage
+            if attempt == OUTAGE_RERUNS:
+                break
+            tqdm.write(f"{WHO}: rerunning the {len(failed)} rollouts the outage failed")
+            again = await self.run_each([tasks[i] for i in failed])
+            for i, rollout in zip(failed, again, strict=True):
+                rollouts[i] = rollout
+        return rollouts
+
+    async def run_each(self, tasks: list[Task]) -> list[Rollout]:
+        """One rollout per task, in order, `concurrency` at a time (no outage handling)."""
         limit = asyncio.Semaphore(self.concurrency)
         bar = tqdm(total=len(tasks), desc="rollouts", disable=not self.progress, leave=False)
 

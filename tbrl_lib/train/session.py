@@ -8,8 +8,8 @@
     curriculum       which tasks the next steps train on, and the filtering counts
     policy           the trainer's `TrainerPolicy`: the one token-exact renderer over the
                      trainer's weights (bound when the trainer exists: `SessionTrainer`)
-    runner           the step's rollouts by `policy` (`RolloutRunner`); `rollout_func` is its
-                     TRL face
+    runner           the step's rollouts by `policy` (`RolloutRunner`), riding out an engine
+                     outage (`engine_outage.py`); `rollout_func` is its TRL face
     metrics, stop, heldout
                      the run's callbacks: metrics.jsonl, the all-filtered stop, held-out
                      evaluations during training
@@ -34,6 +34,7 @@ from tbrl_lib.tasks.model import Task
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.dynamic_sampling import DynamicSampling
+from tbrl_lib.train.engine_outage import EngineWait
 from tbrl_lib.train.generation import TrainerPolicy
 from tbrl_lib.train.heldout_eval import HeldoutDuringTraining, HeldoutEvaluator
 from tbrl_lib.train.infra_guard import InfraErrorGuard
@@ -90,6 +91,7 @@ class TrainingSession:
             eos_id=self.tokenizer.eos_token_id,
             sampling=self._dynamic_sampling(),
             infra=InfraErrorGuard(config.grpo.max_infra_error_rate, config.rollouts_per_step),
+            outage=EngineWait.for_run(config, out),
             trajectories_dir=out / "trajectories",
         )
         self.rollout_func = RolloutFunc(self.index, self.runner)
