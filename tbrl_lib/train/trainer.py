@@ -50,7 +50,6 @@ def grpo_args(config: TrainConfig, out_dir: Path) -> GRPOConfig:
         dataloader_num_workers=0,
         logging_steps=1,
         disable_tqdm=False,
-        log_completions=False,
         reward_weights=list(REWARD_WEIGHTS),
         **config.grpo.trl_kwargs(vllm=launch.uses_vllm),
         **config.model.trl_kwargs(cpu=launch.cpu),
