@@ -172,8 +172,8 @@ class GRPOSettings(Section):
     log_completions: bool = False
     """Each logged step, TRL's completions table of the step's rollouts: the episode text,
     each reward part, the advantage, and task id, solved, turns, termination. Written to
-    `checkpoints/completions/completions_<step>.parquet`, sent to wandb/trackio as a table
-    when they are in `report_to`, and one sampled row printed on the console."""
+    `checkpoints/completions/completions_<step>.parquet` and sent to wandb/trackio as a table
+    when they are in `report_to` (not printed: the console keeps one line per step)."""
     vllm_is_level: Literal["token", "sequence"] = "token"
     """Importance-sampling correction of vLLM's sampling log-probs vs the trainer's: `token` or
     `sequence`. Token-level, truncated: one ratio per token, capped at `vllm_is_cap`. A
@@ -232,7 +232,7 @@ class GRPOSettings(Section):
             "mask_truncated_completions": self.mask_truncated_completions,
             "use_liger_kernel": self.use_liger_kernel,
             "log_completions": self.log_completions,
-            "num_completions_to_print": 1,  # the whole step's are in the parquet file
+            "num_completions_to_print": 0,  # the console keeps one line per step
             "save_strategy": "steps" if self.save_steps else "no",
             "save_steps": self.save_steps or 500,
             "report_to": self.report_to or "none",  # event files under checkpoints/runs/
