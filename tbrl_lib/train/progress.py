@@ -111,7 +111,8 @@ class StepLines(TrainerCallback):
 
 
 class SFTLines(TrainerCallback):
-    """A warm start's console lines: about `lines` of them (step/total, loss), and the last."""
+    """A warm start's console lines (step/total, loss): the first step, every
+    `max_steps / lines`-th and the last; at most `lines` + 2."""
 
     def __init__(self, lines: int = 10, printer=print) -> None:
         self.lines, self.printer = lines, printer
@@ -119,7 +120,7 @@ class SFTLines(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs or not state.is_world_process_zero:
             return
-        every = max(1, state.max_steps // self.lines)
+        every = max(1, math.ceil(state.max_steps / self.lines))
         step = state.global_step
         if step % every and step != state.max_steps and step != 1:
             return

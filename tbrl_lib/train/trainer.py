@@ -1,7 +1,7 @@
 """`SessionTrainer`: TRL's `GRPOTrainer` over a `TrainingSession`, and its `GRPOConfig`.
 
 The trainer takes everything from the session (model, tokenizer, dataset, `rollout_func`,
-callbacks) and adds three things of its own:
+callbacks) and adds these of its own:
 
 - its train sampler follows the curriculum (`CurriculumSampler`, laid out as TRL's own
   `RepeatSampler`) when `curriculum.enabled`;

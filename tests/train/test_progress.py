@@ -86,6 +86,11 @@ def test_sft_lines_are_about_ten_over_a_long_warm_start():
     for step in range(1, 385):
         lines.on_log(args, _state(step, 384), control, logs={"loss": 1.0 / step})
     assert 10 <= len(printed) <= 12
+    short: list[str] = []
+    lines = SFTLines(printer=lambda text, flush: short.append(text))
+    for step in range(1, 49):
+        lines.on_log(args, _state(step, 48), control, logs={"loss": 1.0})
+    assert 10 <= len(short) <= 12 and short[-1].startswith("sft step 48/48")
     assert printed[0] == "sft step 1/384  loss 1.000"
     assert printed[-1] == "sft step 384/384  loss 0.003"
 
