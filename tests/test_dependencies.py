@@ -33,6 +33,7 @@ USED_WITHOUT_IMPORT = {
     "ipykernel": "the kernel papermill starts to run a notebook",
     "nbstripout": "the git filter that strips notebook outputs (`make venv` installs it)",
     "tensorboard": "TRL writes `report_to: tensorboard` event files through it",
+    "trackio": "transformers' and TRL's loggers import it for `report_to: trackio`",
     "pytest-timeout": "pytest plugin: the suite's per-test time limit (pyproject `timeout`)",
     "ruff": "`make lint`",
     "gguf": "transformers' GGUF loader imports it when `tbrl models fetch` converts a packaged model",

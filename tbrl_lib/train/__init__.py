@@ -9,4 +9,5 @@ Public API:
   `trl_rollouts.RolloutFunc` (TRL's `rollout_func`), `trl_rollouts.reward_funcs()`
 - `memory.plan_memory(config) -> MemoryPlan` (`.table()`), `launch.accelerate_config/launch_commands`
 - `curriculum.Curriculum`, `curriculum.CurriculumSampler`, `sft.warm_start(config, model, out)`
+- `progress.StepLines`, `progress.SFTLines` (console lines), `progress.heldout_line(name, metrics)`
 """

@@ -160,6 +160,20 @@ class GRPOSettings(Section):
     by the batch's (`batch`) or not at all (`none`, Dr. GRPO). With `group`, a group whose
     rewards differ only by small judge noise gets advantages as large as one where half the
     rollouts succeeded."""
+    epsilon_high: float | None = Field(default=None, gt=0)
+    """Upper clip bound of the policy ratio (DAPO's clip-higher: 0.28 lets unlikely tokens
+    that earned a positive advantage grow faster); None: the lower bound, TRL's 0.2."""
+    mask_truncated_completions: bool = False
+    """Leave episodes whose last reply was cut off (no EOS at its end: a token budget ran
+    out) out of the loss (DAPO), instead of crediting the cut-off with the episode's reward."""
+    use_liger_kernel: bool = False
+    """Liger's fused kernels (chunked linear + loss: far less memory for long sequences on
+    GPU); needs the `liger-kernel` package."""
+    log_completions: bool = False
+    """Each logged step, TRL's completions table of the step's rollouts: the episode text,
+    each reward part, the advantage, and task id, solved, turns, termination. Written to
+    `checkpoints/completions/completions_<step>.parquet` and sent to wandb/trackio as a table
+    when they are in `report_to` (not printed: the console keeps one line per step)."""
     vllm_is_level: Literal["token", "sequence"] = "token"
     """Importance-sampling correction of vLLM's sampling log-probs vs the trainer's: `token` or
     `sequence`. Token-level, truncated: one ratio per token, capped at `vllm_is_cap`. A
@@ -214,6 +228,11 @@ class GRPOSettings(Section):
             "loss_type": self.loss_type,
             "beta": self.beta,
             "scale_rewards": self.scale_rewards,
+            "epsilon_high": self.epsilon_high,
+            "mask_truncated_completions": self.mask_truncated_completions,
+            "use_liger_kernel": self.use_liger_kernel,
+            "log_completions": self.log_completions,
+            "num_completions_to_print": 0,  # the console keeps one line per step
             "save_strategy": "steps" if self.save_steps else "no",
             "save_steps": self.save_steps or 500,
             "report_to": self.report_to or "none",  # event files under checkpoints/runs/
@@ -297,7 +316,8 @@ class LaunchSettings(Section):
     vllm_tensor_parallel_size: int = Field(default=1, ge=1)
     """Tensor parallel size of vLLM."""
     vllm_server_nodes: int = Field(default=0, ge=0)
-    """Nodes running `trl vllm-serve` (vllm-server backend); not counted in `num_nodes`."""
+    """Nodes running the vLLM server (`vllm serve` with TRL's weight transfer; vllm-server
+    backend); not counted in `num_nodes`."""
     vllm_server_url: str | None = None
     """Base URL of the vLLM server (vllm-server backend), e.g. http://node4:8000; $VARS are
     expanded."""

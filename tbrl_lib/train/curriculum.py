@@ -3,12 +3,14 @@
 GRPO learns only from groups whose rewards differ: a task every rollout solves, or none
 does, gives zero advantage to all 16 rollouts and wastes their compute. So:
 
-- `Curriculum.record_group(task_id, rewards)` keeps a running solve rate per task (a rollout
-  counts as solved when its reward >= `solved_at`; infra-error rollouts, passed as None,
-  are left out of every count);
-- a task whose last `filter_after_groups` groups were all *always solved* (every reward >=
-  solved_at), all *never solved* (every reward <= 0) or all *constant* (every rollout the
-  same partial reward, e.g. tests 0.2 + judge 0.3 each time) is skipped;
+- `Curriculum.record_group(task_id, rewards, solved)` keeps a running solve rate per task. A
+  rollout counts as solved when its tests passed (`RolloutResult.resolved`, the same
+  definition as the held-out `eval/solve_rate`), never by its total reward: with 35% judge
+  weight a rollout that passes every test totals about 0.69. Infra-error rollouts (reward
+  None) are left out of every count;
+- a task whose last `filter_after_groups` groups were all *mastered* (every rollout solved),
+  all *never solved* (every reward <= 0) or all *constant* (every rollout the same partial
+  reward, e.g. tests 0.2 + judge 0.3 each time) is skipped;
 - a skipped task comes back after `retry_after_steps` steps (the policy has changed since:
   a task never solved may now be solved sometimes); 0 keeps it skipped for the run. Every
   skip and retry is an event in `events`, and `report()` is the filtering table;
@@ -45,10 +47,10 @@ class TaskRecord:
     solved: int = 0
     groups: int = 0
     streak_kind: str | None = None
-    """"always" or "never" when the latest groups were uninformative in the same way."""
+    """How the latest groups were uninformative ("mastered", "never solved", ...), or None."""
     streak: int = 0
     skipped: str | None = None
-    """Why the task is skipped ("always solved in 2 groups in a row", ...), None while active."""
+    """Why the task is skipped ("mastered in 2 groups in a row", ...), None while active."""
     skipped_at: int = 0
     """The step it was skipped at (retried `retry_after_steps` later)."""
     retries: int = 0
@@ -63,9 +65,7 @@ class Curriculum:
     difficulties: dict[str, str]
     """Task id -> declared difficulty, for every task the run may train on (in dataset order)."""
     filter_after_groups: int = 2
-    """Skip a task after this many always/never-solved groups in a row; 0 disables skipping."""
-    solved_at: float = 1.0
-    """A rollout with reward >= this counts as solved."""
+    """Skip a task after this many mastered/never-solved groups in a row; 0 disables skipping."""
     retry_after_steps: int = 0
     """Steps after which a skipped task is tried again; 0: skipped for the rest of the run."""
     records: dict[str, TaskRecord] = field(default_factory=dict)
@@ -105,19 +105,22 @@ class Curriculum:
         self.committed_refills = dict(state["refills"])
         self.refills = dict(self.committed_refills)
 
-    def record_group(self, task_id: str, rewards: Sequence[float | None]) -> None:
-        """Count one group of rollouts of `task_id` (None = infra error, not counted)."""
+    def record_group(
+        self, task_id: str, rewards: Sequence[float | None], solved: Sequence[bool]
+    ) -> None:
+        """Count one group of rollouts of `task_id`: each one's reward (None = infra error,
+        not counted) and whether its tests passed (`RolloutResult.resolved`)."""
         if task_id not in self.records:
             raise KeyError(f"curriculum does not know task {task_id!r}")
-        scored = [r for r in rewards if r is not None]
+        scored = [(r, s) for r, s in zip(rewards, solved, strict=True) if r is not None]
         if not scored:
             return
         record = self.records[task_id]
-        solved = sum(r >= self.solved_at for r in scored)
+        passed = sum(s for _, s in scored)
         record.rollouts += len(scored)
-        record.solved += solved
+        record.solved += passed
         record.groups += 1
-        kind = group_kind(scored, solved)
+        kind = group_kind([r for r, _ in scored], passed)
         record.streak = (
             record.streak + 1 if kind and kind == record.streak_kind else (1 if kind else 0)
         )
@@ -138,15 +141,22 @@ class Curriculum:
                 }
             )
 
-    def record_rollouts(self, task_ids: Sequence[str], rewards: Sequence[float | None]) -> None:
+    def record_rollouts(
+        self,
+        task_ids: Sequence[str],
+        rewards: Sequence[float | None],
+        solved: Sequence[bool],
+    ) -> None:
         """One step's rollouts: group them by task id (TRL keeps a group's rollouts
         together), count each group, then bring back tasks whose skip has expired."""
         self.step += 1
-        groups: dict[str, list[float | None]] = {}
-        for task_id, reward in zip(task_ids, rewards, strict=True):
-            groups.setdefault(task_id, []).append(reward)
-        for task_id, group in groups.items():
-            self.record_group(task_id, group)
+        groups: dict[str, tuple[list[float | None], list[bool]]] = {}
+        for task_id, reward, ok in zip(task_ids, rewards, solved, strict=True):
+            group = groups.setdefault(task_id, ([], []))
+            group[0].append(reward)
+            group[1].append(ok)
+        for task_id, (group_rewards, group_solved) in groups.items():
+            self.record_group(task_id, group_rewards, group_solved)
         self._retry_expired()
 
     def _retry_expired(self) -> None:
@@ -194,7 +204,7 @@ class Curriculum:
                     "solve_rate": record.solve_rate,
                     "skips": len(skips),
                     "retries": record.retries,
-                    "status": "skipped" if record.skipped else "active",
+                    "status": status(record),
                     "last_reason": skips[-1]["reason"],
                 }
             )
@@ -221,9 +231,20 @@ class Curriculum:
         return {
             "curriculum/active_tasks": float(len(self.active())),
             "curriculum/skipped_tasks": float(len(self.skipped())),
+            "curriculum/mastered_tasks": float(
+                sum(status(r) == MASTERED for r in self.records.values())
+            ),
             "curriculum/retried_tasks": float(sum(r.retries for r in self.records.values())),
             "curriculum/mean_solve_rate": sum(rates) / len(rates) if rates else 0.0,
         }
+
+
+def status(record: TaskRecord) -> str:
+    """A task's row status: `mastered` (skipped: every rollout solved), `skipped` (never
+    solved, constant reward) or `active` (never skipped, or brought back)."""
+    if not record.skipped:
+        return "active"
+    return MASTERED if record.skipped.startswith(MASTERED) else "skipped"
 
 
 def no_spread(rewards: Sequence[float]) -> bool:
@@ -231,10 +252,15 @@ def no_spread(rewards: Sequence[float]) -> bool:
     return max(rewards) - min(rewards) < 1e-9
 
 
+MASTERED = "mastered"
+"""The kind of a group whose every rollout passed the tests."""
+
+
 def group_kind(scored: Sequence[float], solved: int) -> str | None:
-    """How a group is uninformative, or None when its rewards differ (GRPO learns from it)."""
+    """How a group is uninformative, or None when GRPO learns from it: `MASTERED` when all
+    `solved` (whatever the judge's spread), else no reward or one constant reward."""
     if solved == len(scored):
-        return "always solved"
+        return MASTERED
     if max(scored) <= 0:
         return "never solved"
     if no_spread(scored):

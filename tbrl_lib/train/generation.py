@@ -7,7 +7,7 @@ first and the trainer binds it (`bind(trainer)`) as the last step of its constru
 policy used before that says so.
 
 `VLLMBackend` samples with the trainer's vLLM engine, colocated (`trainer.vllm_generation.llm`)
-or a `trl vllm-serve` server (`trainer.vllm_generation.vllm_client`), and returns, per
+or a vLLM server (`vllm serve`, TRL server mode) (`trainer.vllm_generation.vllm_client`), and returns, per
 prompt, the sampled ids and their log-probs under the sampling distribution. vLLM itself is
 imported lazily (GPU machines only). The HF path (`tbrl_lib.policies.hf.HFBackend`) and the
 batching front (`tbrl_lib.policies.batching`) live with the policies, since evaluation uses
@@ -61,7 +61,7 @@ class Unbound:
 
 
 class VLLMBackend:
-    """The trainer's vLLM engine: colocated `LLM` or the `trl vllm-serve` client."""
+    """The trainer's vLLM engine: colocated `LLM` or the vLLM server client."""
 
     def __init__(self, trainer: Any, temperature: float, top_p: float = 1.0) -> None:
         generation = getattr(trainer, "vllm_generation", None)

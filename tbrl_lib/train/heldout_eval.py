@@ -6,7 +6,8 @@ and the sampling temperature (the training one, so an evaluation measures the po
 samples from). `evaluate_checkpoint` runs a saved model (base, warm start, final) through the
 evaluation harness; `HeldoutDuringTraining` is the TRL callback that, every `heldout.every`
 steps and at the last one, runs the trainer's own policy (current weights) and hands
-`eval/solve_rate`, `eval/mean_reward`, ... to the metrics writer for that step's line. The
+`eval/solve_rate`, `eval/mean_reward`, ... to the trainer, which logs them with that step's
+numbers (metrics.jsonl and every tracker in `grpo.report_to`). The
 before/after table compares the models with `tbrl eval compare`'s paired interval.
 """
 
@@ -71,7 +72,8 @@ class HeldoutEvaluator:
 
 class HeldoutDuringTraining(TrainerCallback):
     """Every `every` steps (and at the last one), evaluate `policy` (the trainer's) on the
-    held-out instances; the metrics go to `sink` (merged into that step's metrics line)."""
+    held-out instances; the metrics go to `sink`, which the trainer logs with that step's own
+    (`on_step_end` runs before the step's log)."""
 
     def __init__(self, evaluator: HeldoutEvaluator, policy: Policy, every: int, sink: dict) -> None:
         self.evaluator, self.policy, self.every, self.sink = evaluator, policy, every, sink

@@ -129,12 +129,24 @@ def needs_vllm_host(config: TrainConfig) -> bool:
     return uses_server(config) and "VLLM_HOST" in server_url(config)
 
 
+WEIGHT_TRANSFER = '{"backend": "nccl"}'
+"""vLLM's weight-transfer engine TRL's `VLLMClient` pushes the trainer's weights through."""
+
+
 def server_command(config: TrainConfig, devices: str | None = None) -> str:
-    """`trl vllm-serve` for the preset's model (TRL adds the NCCL weight-sync flags)."""
+    """The vLLM server for the preset's model, started as TRL 1.15 documents it in place of
+    its deprecated `trl vllm-serve` (`trl/scripts/vllm_serve.py`): vLLM's own `vllm serve`
+    with the NCCL weight-transfer engine, sampling log-probs after temperature
+    (`processed_logprobs`, for TRL's importance-sampling correction), no cap on returned
+    log-probs, and `VLLM_SERVER_DEV_MODE=1`, behind which vLLM keeps the weight-transfer
+    endpoints. `env` sets it so the command also runs under `exec` and `srun`. Left out:
+    `--enable-scale-out` (vLLM >= 0.30, multimodal prompts only)."""
     cmd = (
-        f"trl vllm-serve --model {shlex.quote(config.model.name)} "
+        f"env VLLM_SERVER_DEV_MODE=1 vllm serve {shlex.quote(config.model.name)} "
         f"--tensor-parallel-size {config.launch.vllm_tensor_parallel_size} "
-        f"--max-model-len {config.rollout.episode.max_total_tokens} --host 0.0.0.0 --port {VLLM_PORT}"
+        f"--max-model-len {config.rollout.episode.max_total_tokens} --host 0.0.0.0 --port {VLLM_PORT} "
+        f"--weight-transfer-config {shlex.quote(WEIGHT_TRANSFER)} "
+        "--logprobs-mode processed_logprobs --max-logprobs -1"
     )
     return on_devices(cmd, devices)
 

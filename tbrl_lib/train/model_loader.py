@@ -8,13 +8,17 @@ saying why. `load_policy(config, model_path)` returns what `GRPOTrainer` takes a
 already carries its adapter (and no PEFT config).
 
 unsloth patches transformers/TRL when imported; `import_early(config)` imports it before they
-load (the CLI calls it). Left out: unsloth's own vLLM (`fast_inference`); vLLM stays TRL's.
+load. Every path to a run calls it first: `require_preflight` (the CLI and notebook 04 check
+the preset before anything imports transformers) and the CLI itself (`--no-preflight`). A
+run whose transformers is already loaded (a notebook kernel that trained before) gets a
+warning naming the fix. Left out: unsloth's own vLLM (`fast_inference`); vLLM stays TRL's.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
+import sys
 from typing import Any
 
 from tbrl_lib.train.config import LORA_TARGETS, TrainConfig
@@ -48,8 +52,16 @@ def choose_loader(config: TrainConfig) -> str:
 
 def import_early(config: TrainConfig) -> None:
     """Import unsloth before transformers/TRL when this run will use it (its patches need that)."""
-    if config.model.loader == "unsloth" and why_not_unsloth(config) is None:
-        import unsloth  # noqa: F401  # pragma: no cover - GPU machines with the gpu extra
+    if config.model.loader != "unsloth" or why_not_unsloth(config) is not None:
+        return
+    late = [m for m in ("transformers", "trl", "peft") if m in sys.modules]
+    if late and "unsloth" not in sys.modules:
+        log.warning(
+            "unsloth is imported after %s, which it patches: its kernels may not apply; "
+            "restart the kernel (or process) and run the preset check first",
+            ", ".join(late),
+        )
+    import unsloth  # noqa: F401  # GPU machines with the gpu extra
 
 
 def load_policy(config: TrainConfig, model_path: str) -> tuple[Any, Any]:

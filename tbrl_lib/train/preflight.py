@@ -31,6 +31,7 @@ from tbrl_lib.sandbox import engine
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.launch import launch_commands
 from tbrl_lib.train.memory import plan_memory
+from tbrl_lib.train.model_loader import import_early
 
 HUB_TIMEOUT_S = 3.0
 DOCKER_TIMEOUT_S = 5.0
@@ -254,7 +255,10 @@ def launch_hint(config: TrainConfig) -> str:
 
 
 def require_preflight(config: TrainConfig) -> None:
-    """Raise `PreflightError` naming every problem and the launch command for the preset."""
+    """Raise `PreflightError` naming every problem and the launch command for the preset.
+    First imports unsloth when the run will load through it: this check comes before anything
+    imports transformers, in `tbrl train run` and in notebook 04 alike."""
+    import_early(config)
     problems = preflight(config)
     if problems:
         lines = [f"preset {config.preset} cannot run here:"] + [f"  - {p}" for p in problems]

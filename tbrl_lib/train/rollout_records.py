@@ -10,7 +10,9 @@ every process logs the same):
 
     rollout/…   count, infra_error_rate, turns, seconds, completion_tokens, assistant_tokens,
                 termination/<reason> shares
-    reward/…    total, tests, solved_rate, judge_missing_rate, judge (scored rollouts only;
+    reward/…    total, tests, solved_rate (share whose tests all passed:
+                `RolloutResult.resolved`, as `eval/solve_rate` counts), judge_missing_rate,
+                judge (scored rollouts only;
                 absent when none was scored: a 0.0 there would read as a failing model)
     judge/…     cost_usd of the step's rollouts
     sandbox/…   per-rollout container numbers (startup_seconds, commands, ...)
@@ -43,6 +45,9 @@ class Rollout:
     """The combined reward (`RewardBreakdown.total`); None for an infra error (masked)."""
     breakdown: dict[str, Any] | None = None
     """`RewardBreakdown.to_dict()`: tests, judge, weights, notes; None when masked."""
+    solved: bool = False
+    """Every test passed (`RolloutResult.resolved`: what `eval/solve_rate` counts); the
+    curriculum's notion of solved, never a reward threshold."""
     infra_error: bool = False
     error: str | None = None
     termination: str = "unknown"
@@ -99,6 +104,7 @@ class Rollout:
             traj.logprobs,
             reward=result.reward.total,
             breakdown=result.reward.to_dict(),
+            solved=result.resolved,
             **common,
         )
 
@@ -111,6 +117,7 @@ def rollout_row(r: Rollout) -> dict[str, Any]:
         "infra_error": r.infra_error,
         "error": r.error,
         "breakdown": None if r.infra_error else r.breakdown,
+        "solved": r.solved and not r.infra_error,
         "turns": r.turns,
         "seconds": r.seconds,
         "completion_tokens": len(r.completion_ids),
@@ -129,7 +136,8 @@ def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float]:
 def metrics_of_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Per-call numbers over `rollout_row`s (see the module docstring)."""
     n = len(rows)
-    ok = [r["breakdown"] for r in rows if r["breakdown"] is not None]
+    scored = [r for r in rows if r["breakdown"] is not None]
+    ok = [r["breakdown"] for r in scored]
     metrics = {
         "rollout/count": float(n),
         "rollout/infra_error_rate": (n - len(ok)) / n if n else 0.0,
@@ -145,7 +153,7 @@ def metrics_of_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
             {
                 "reward/total": mean(b["total"] for b in ok),
                 "reward/tests": mean(b["tests"] for b in ok),
-                "reward/solved_rate": mean(float(b["tests"] >= 1.0) for b in ok),
+                "reward/solved_rate": mean(float(r["solved"]) for r in scored),
                 "reward/judge_missing_rate": mean(
                     float(b["judge"] is None and b["w_judge"] > 0) for b in ok
                 ),

@@ -116,7 +116,9 @@ class RolloutRunner:
         kept = [row for report in reports for row in report["kept"]]
         seen = [row for report in reports for row in report["kept"] + report["dropped"]]
         self.infra.record(seen)
-        self.curriculum.record_rollouts([r["task_id"] for r in seen], [r["reward"] for r in seen])
+        self.curriculum.record_rollouts(
+            [r["task_id"] for r in seen], [r["reward"] for r in seen], [r["solved"] for r in seen]
+        )
         self.curriculum.commit_refills([t for report in reports for t in report["draws"]])
         metrics = {**metrics_of_rows(kept), **combine_sampling([r["sampling"] for r in reports])}
         return StepRollouts(rollouts, metrics)

@@ -39,6 +39,7 @@ from tbrl_lib.train.heldout_eval import HeldoutEvaluator
 from tbrl_lib.train.memory import plan_text
 from tbrl_lib.train.presets import load_preset
 from tbrl_lib.train.processes import process_state
+from tbrl_lib.train.progress import heldout_line
 from tbrl_lib.train.reporting import write_config
 from tbrl_lib.train.resume import checkpoint_step, find_checkpoint, run_folder_of
 from tbrl_lib.train.session import TrainingSession
@@ -76,6 +77,7 @@ def train(
             model_path = resolve_model(config.model.name)
         if heldout and not checkpoint:
             evals["base"] = heldout.evaluate_checkpoint(model_path, "base", config.seed)
+            say(heldout_line("base", evals["base"]["metrics"]), main)
         if checkpoint and (out / "sft" / "checkpoint").is_dir():  # GRPO started from it
             model_path = str(out / "sft" / "checkpoint")
         elif config.sft.demos:
@@ -83,6 +85,7 @@ def train(
             model_path = warm["checkpoint"]
             if heldout:
                 evals["warm start"] = heldout.evaluate_checkpoint(model_path, "sft", config.seed)
+                say(heldout_line("warm start", evals["warm start"]["metrics"]), main)
         resume_step = checkpoint_step(checkpoint) if checkpoint else None
         session = TrainingSession(config, out, model_path, rollout, heldout, resume_step)
         trainer = SessionTrainer(session)
@@ -95,7 +98,14 @@ def train(
             trainer.save_final(out / "final")
         if heldout:
             evals["grpo"] = session.final_evaluation(trainer.state.global_step, out / "final")
+            say(heldout_line("final", evals["grpo"]["metrics"]), main)
     finally:
         close_sandboxes()
     seconds = time.monotonic() - started
     return summarize_run(session, trainer.state.global_step, evals, warm, seconds, main)
+
+
+def say(line: str, main: bool) -> None:
+    """A progress line on the console (process 0 only)."""
+    if main:
+        print(line, flush=True)

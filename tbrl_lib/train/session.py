@@ -13,6 +13,8 @@
     metrics, stop, heldout
                      the run's callbacks: metrics.jsonl, the all-filtered stop, held-out
                      evaluations during training
+    tracked          numbers a callback measured in this step (the held-out `eval/…`): the
+                     trainer logs them with the step's own (`SessionTrainer.log`)
 
 Nothing here depends on which trainer drives it: the synchronous `SessionTrainer` reads the
 session, and another producer of rollouts (an asynchronous worker) can reuse `runner`,
@@ -95,13 +97,15 @@ class TrainingSession:
             trajectories_dir=out / "trajectories",
         )
         self.rollout_func = RolloutFunc(self.index, self.runner)
+        # The trainer logs curriculum/ and eval/ numbers itself, so every tracker sees them.
         self.metrics = MetricsWriter(
-            out / "metrics.jsonl", self.curriculum, resume_step, main=processes.is_main_process
+            out / "metrics.jsonl", None, resume_step, main=processes.is_main_process
         )
+        self.tracked: dict[str, float] = {}
         self.stop = CurriculumStop(self.curriculum)
         self.heldout = heldout
         self.heldout_during = (
-            HeldoutDuringTraining(heldout, self.policy, config.heldout.every, self.metrics.pending)
+            HeldoutDuringTraining(heldout, self.policy, config.heldout.every, self.tracked)
             if heldout and config.heldout.every
             else None
         )

@@ -40,6 +40,7 @@ from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.train.config import SFTSettings, TrainConfig
 from tbrl_lib.train.demos import demo_rows, demo_teachers, record_demos, write_demos
 from tbrl_lib.train.heldout import training_tasks
+from tbrl_lib.train.progress import SFTLines, use_progress_lines
 from tbrl_lib.train.trl_compat import install_torch_logprob_head
 
 
@@ -110,6 +111,7 @@ def train_sft(
         processing_class=tokenizer,
         peft_config=peft_config,
     )
+    use_progress_lines(trainer, SFTLines())  # ~10 lines, not a row per logged step
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     trainer.train()
     after = assistant_loss(trainer.model, dataset)

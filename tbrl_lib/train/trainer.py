@@ -1,7 +1,7 @@
 """`SessionTrainer`: TRL's `GRPOTrainer` over a `TrainingSession`, and its `GRPOConfig`.
 
 The trainer takes everything from the session (model, tokenizer, dataset, `rollout_func`,
-callbacks) and adds three things of its own:
+callbacks) and adds these of its own:
 
 - its train sampler follows the curriculum (`CurriculumSampler`, laid out as TRL's own
   `RepeatSampler`) when `curriculum.enabled`;
@@ -10,7 +10,11 @@ callbacks) and adds three things of its own:
   reads them back for `--resume` (TRL restores model, optimizer, scheduler and RNG);
 - once built, it binds the session's policy to its own weights or vLLM engine;
 - `save_final(path)` writes the final model as an ordinary model folder (a one-process
-  LoRA run merges its adapter first).
+  LoRA run merges its adapter first);
+- each step's log carries the curriculum's numbers and what callbacks measured in the step
+  (`session.tracked`: the held-out `eval/…`), so TRL's own logging hands them to every
+  tracker (`grpo.report_to`) and to metrics.jsonl at the step they belong to;
+- the console shows one line per step (`progress.StepLines`) instead of TRL's bar/table.
 
 `grpo_args(config, out)` is the `GRPOConfig`: each section's own keys (`trl_kwargs` of
 `grpo`, `model`, `launch`) and the few that belong to the run. Left out: TRL's asynchronous
@@ -27,6 +31,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.curriculum import CurriculumSampler
+from tbrl_lib.train.progress import StepLines, use_progress_lines
 from tbrl_lib.train.reporting import CheckpointState
 from tbrl_lib.train.resume import read_state
 from tbrl_lib.train.session import TrainingSession
@@ -50,7 +55,6 @@ def grpo_args(config: TrainConfig, out_dir: Path) -> GRPOConfig:
         dataloader_num_workers=0,
         logging_steps=1,
         disable_tqdm=False,
-        log_completions=False,
         reward_weights=list(REWARD_WEIGHTS),
         **config.grpo.trl_kwargs(vllm=launch.uses_vllm),
         **config.model.trl_kwargs(cpu=launch.cpu),
@@ -77,6 +81,14 @@ class SessionTrainer(GRPOTrainer):
             callbacks=[*session.callbacks(), CheckpointState(session.config, self.tbrl_state)],
         )
         session.policy.bind(self)
+        use_progress_lines(self, StepLines())
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """TRL's log of a step, with the curriculum's numbers and the step's `tracked` ones."""
+        if "train_runtime" not in logs:  # not the end-of-training summary
+            logs = {**logs, **self.session.curriculum.metrics(), **self.session.tracked}
+            self.session.tracked.clear()
+        super().log(logs, start_time)
 
     def _get_train_sampler(self, dataset=None):
         if not self.session.config.curriculum.enabled:

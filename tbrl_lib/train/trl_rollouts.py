@@ -15,7 +15,9 @@ tests/train/test_trl_rollouts.py pins what it actually does.) `RolloutFunc`:
    tokens with env_mask 1, observations and chat scaffolding with env_mask 0, exactly as
    generated), `env_mask`, `logprobs`, and `reward_breakdowns`, which the reward functions
    (`tbrl_lib.rewards.reward_function`) hand back to TRL: `tbrl_total` (weight 1) is the
-   reward; `tbrl_tests` and `tbrl_judge` (weight 0) are logged beside it.
+   reward; `tbrl_tests` and `tbrl_judge` (weight 0) are logged beside it. `tbrl_total` also
+   hands TRL's completions table (`grpo.log_completions`) each rollout's `TABLE_COLUMNS`
+   (task id, solved, turns, termination) beside the episode text and the reward parts.
 
 An infra-error rollout's reward is None, which TRL turns into a zero advantage and leaves
 out of the group baseline, and its env_mask is all zeros, so no token of it enters the loss.
@@ -110,9 +112,30 @@ REWARD_FUNCS = ("total", "tests", "judge")
 REWARD_WEIGHTS = [1.0, 0.0, 0.0]
 
 
+TABLE_COLUMNS = ("task_id", "solved", "turns", "termination")
+"""Per-rollout fields `to_trl_output` returns that TRL's completions table shows."""
+
+
 def reward_funcs() -> list[Callable[..., list[float | None]]]:
     """TRL reward functions over `reward_breakdowns` (see the module docstring)."""
-    return [reward_function(key) for key in REWARD_FUNCS]
+    return [with_table_columns(reward_function(REWARD_FUNCS[0]))] + [
+        reward_function(key) for key in REWARD_FUNCS[1:]
+    ]
+
+
+def with_table_columns(func: Callable[..., list[float | None]]) -> Callable[..., Any]:
+    """`func`, also handing TRL's `log_extra` (the completions table) the `TABLE_COLUMNS`."""
+
+    def reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+        log_extra = kwargs.get("log_extra")
+        if log_extra is not None:
+            for column in TABLE_COLUMNS:
+                if column in kwargs:
+                    log_extra(column, list(kwargs[column]))
+        return func(completions, **kwargs)
+
+    reward.__name__ = func.__name__
+    return reward
 
 
 def to_trl_output(rollouts: list[Rollout]) -> dict[str, list]:
@@ -127,6 +150,8 @@ def to_trl_output(rollouts: list[Rollout]) -> dict[str, list]:
         "reward_breakdowns": [],
         "infra_error": [],
         "termination": [],
+        "solved": [],
+        "turns": [],
     }
     for r in rollouts:
         if not (len(r.completion_ids) == len(r.env_mask) >= 1):
@@ -144,4 +169,6 @@ def to_trl_output(rollouts: list[Rollout]) -> dict[str, list]:
         out["reward_breakdowns"].append(None if r.infra_error else r.breakdown)
         out["infra_error"].append(r.infra_error)
         out["termination"].append(r.termination)
+        out["solved"].append(r.solved and not r.infra_error)
+        out["turns"].append(r.turns)
     return out

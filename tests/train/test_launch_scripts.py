@@ -1,7 +1,9 @@
-"""The generated commands.sh and job.sbatch run under bash (set -u) with stand-ins for `trl`,
+"""The generated commands.sh and job.sbatch run under bash (set -u) with stand-ins for `vllm`,
 `tbrl`, `accelerate`, `python3` (the server health check), `scontrol` and `srun`: every
 variable a command reads is set by the script, the vLLM server and the trainer get their own
-GPUs on a shared node, and each training node gets its machine rank and the rendezvous."""
+GPUs on a shared node, and each training node gets its machine rank and the rendezvous. The
+server is vLLM's own `vllm serve` with TRL's weight transfer, never the deprecated
+`trl vllm-serve`."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from tbrl_lib.train.launch import (
 from tbrl_lib.train.presets import load_preset, preset_names
 
 RECORD = """#!/usr/bin/env bash
-echo "$(basename "$0") $* | CVD=${CUDA_VISIBLE_DEVICES-unset} VLLM_HOST=${VLLM_HOST-unset} PROCID=${SLURM_PROCID-unset}" >> "$STUB_LOG"
+echo "$(basename "$0") $* | CVD=${CUDA_VISIBLE_DEVICES-unset} VLLM_HOST=${VLLM_HOST-unset} PROCID=${SLURM_PROCID-unset} DEV=${VLLM_SERVER_DEV_MODE-unset}" >> "$STUB_LOG"
 """
 SRUN = """#!/usr/bin/env bash
 # srun stand-in: --key=value options, then the command, run once per task with SLURM_PROCID
@@ -39,7 +41,7 @@ SCONTROL = """#!/usr/bin/env bash
 
 HEALTH = """#!/usr/bin/env bash
 # the server health check: answers once a server started here has run (at most 1 s)
-for _ in $(seq 20); do grep -q '^trl ' "$STUB_LOG" && exit 0; sleep 0.05; done
+for _ in $(seq 20); do grep -q '^vllm ' "$STUB_LOG" && exit 0; sleep 0.05; done
 exit 0
 """
 
@@ -48,7 +50,7 @@ exit 0
 def stubs(tmp_path: Path) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    scripts = {"trl": RECORD, "tbrl": RECORD, "accelerate": RECORD, "srun": SRUN}
+    scripts = {"vllm": RECORD, "tbrl": RECORD, "accelerate": RECORD, "srun": SRUN}
     scripts |= {"scontrol": SCONTROL, "python3": HEALTH}
     for name, text in scripts.items():
         (bin_dir / name).write_text(text)
@@ -77,27 +79,32 @@ def test_2xa100_splits_the_node_between_server_and_trainer(stubs, tmp_path):
     config = load_preset("2xa100")
     assert gpu_split(config) == ("0", "1")
     roles = launch_commands(config)
-    assert roles["vllm_server"].startswith("CUDA_VISIBLE_DEVICES=1 trl vllm-serve")
+    assert roles["vllm_server"].startswith(
+        "CUDA_VISIBLE_DEVICES=1 env VLLM_SERVER_DEV_MODE=1 vllm serve"
+    )
     assert roles["train"].startswith("CUDA_VISIBLE_DEVICES=0 tbrl train run")
     text = commands_script(config, "acc.yaml", "outputs/x", ["grpo.max_steps=5"], workdir=tmp_path)
     lines = run_script(text, stubs)
-    assert [c.split(" | ")[1] for c in calls(lines, "trl")] == [
-        "CVD=1 VLLM_HOST=unset PROCID=unset"
-    ]
+    [server] = calls(lines, "vllm")
+    assert server.split(" | ")[1] == "CVD=1 VLLM_HOST=unset PROCID=unset DEV=1"
+    assert server.startswith("vllm serve Qwen/Qwen3-8B --tensor-parallel-size 1 ")
+    # TRL's server mode: NCCL weight transfer, processed log-probs, no log-prob cap
+    assert """--weight-transfer-config {"backend": "nccl"}""" in server
+    assert "--logprobs-mode processed_logprobs --max-logprobs -1" in server
     (train,) = calls(lines, "tbrl")
     assert train.startswith("tbrl train run --preset 2xa100 --out outputs/x --set grpo.max_steps=5")
     assert "CVD=0 " in train
     # GPUs a scheduler handed out are split the same way
     lines = run_script(text, stubs, CUDA_VISIBLE_DEVICES="4,6")
-    assert "CVD=6 " in calls(lines, "trl")[0] and "CVD=4 " in calls(lines, "tbrl")[0]
+    assert "CVD=6 " in calls(lines, "vllm")[0] and "CVD=4 " in calls(lines, "tbrl")[0]
 
 
 def test_32xh100_commands_sh_per_node(stubs, tmp_path):
     config = load_preset("32xh100")
     names = ["h0", "h1", "h2", "h3"]
     text = commands_script(config, "acc.yaml", "outputs/x", nodes=names, workdir=tmp_path)
-    (server,) = calls(run_script(text, stubs, "3"), "trl")
-    assert "--tensor-parallel-size 8" in server and "CVD=unset" in server
+    (server,) = calls(run_script(text, stubs, "3"), "vllm")
+    assert "--tensor-parallel-size 8" in server and "CVD=unset" in server and "DEV=1" in server
     for rank in range(3):
         (train,) = calls(run_script(text, stubs, str(rank)), "accelerate")
         assert f"--machine_rank {rank} --main_process_ip h0 -m tbrl_lib.cli train run" in train
@@ -112,12 +119,25 @@ def test_32xh100_sbatch_takes_nodes_and_ranks_from_slurm(stubs, tmp_path):
     lines = run_script(text, stubs, SLURM_JOB_NODELIST="gpu-[a-d]")
     assert "srun-option --nodelist=gpu-d" in lines  # the server role on the last node
     assert "srun-option --nodelist=gpu-a,gpu-b,gpu-c" in lines
-    (server,) = calls(lines, "trl")
+    (server,) = calls(lines, "vllm")
     trains = calls(lines, "accelerate")
-    assert len(trains) == 3 and "vllm-serve --model Qwen/Qwen3-32B" in server
+    assert (
+        len(trains) == 3 and server.startswith("vllm serve Qwen/Qwen3-32B ") and "DEV=1" in server
+    )
     for rank, train in enumerate(trains):
         assert f"--machine_rank {rank} --main_process_ip gpu-a" in train
         assert "VLLM_HOST=gpu-d" in train
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_no_launch_file_uses_the_deprecated_trl_vllm_serve(name, tmp_path):
+    from tbrl_lib.train.launch import write_launch_files
+
+    files = write_launch_files(load_preset(name), tmp_path)
+    for key in ("commands", "sbatch"):
+        text = files[key].read_text()
+        assert "trl vllm-serve" not in text and "vllm-serve" not in text
+        assert ("vllm serve " in text) == ("vllm_server" in launch_commands(load_preset(name)))
 
 
 @pytest.mark.parametrize("name", preset_names())

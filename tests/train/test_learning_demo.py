@@ -12,7 +12,7 @@ import pytest
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, base_image):
+def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, base_image, capfd):
     from safetensors.torch import load_file
 
     from tbrl_lib.train.presets import load_preset
@@ -64,6 +64,23 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
     for name in ("base", "sft", "step-00001", "step-00002"):
         assert (out / "eval" / name / "results.json").is_file(), name
     assert not (out / "eval" / "final").exists()
+
+    # the console: held-out results as they land, ~10 warm-start lines, one line per step
+    lines = capfd.readouterr().out.splitlines()
+    sft = [line for line in lines if line.startswith("sft step ")]
+    assert 2 <= len(sft) <= 12 and sft[-1].startswith(f"sft step {warm['steps']}/{warm['steps']}")
+    assert [line.split("  ")[0] for line in lines if line.startswith("grpo step ")] == [
+        "grpo step 1/2",
+        "grpo step 2/2",
+    ]
+    held = [line.split(":")[0] for line in lines if line.startswith("held-out ")]
+    assert held == [
+        "held-out base",
+        "held-out warm start",
+        "held-out step 1",
+        "held-out step 2",
+        "held-out final",
+    ]
 
 
 def test_every_rollout_of_the_demo_uses_the_presets_episode():

@@ -119,6 +119,6 @@ def test_preflight_command_and_dry_run(monkeypatch):
     assert dry.exit_code == 0, dry.output
     assert (
         "preflight would refuse" in dry.output
-        and "trl vllm-serve" in dry.output
+        and "vllm serve Qwen/Qwen3-32B" in dry.output
         and "accelerate launch" in dry.output
     )

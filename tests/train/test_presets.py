@@ -224,3 +224,39 @@ def test_optimiser_schedule_and_reward_scaling_reach_trl(tmp_path):
     )
     assert args.optim.value == "sgd" and args.max_completion_length == 2048
     assert grpo_args(load_preset("cpu-smoke"), tmp_path).optim.value == "adamw_torch"
+
+
+def test_dapo_and_logging_options_reach_trl_and_tbrl_train_settings_shows_them(tmp_path):
+    from typer.testing import CliRunner
+
+    from tbrl_lib.cli import app
+    from tbrl_lib.train.trainer import grpo_args
+
+    default = grpo_args(load_preset("cpu-smoke"), tmp_path)
+    assert default.epsilon_high is None and default.epsilon == 0.2  # TRL: high = low
+    assert not (default.mask_truncated_completions or default.use_liger_kernel)
+    assert not default.log_completions
+    config = load_preset(
+        "cpu-smoke",
+        parse_overrides(
+            [
+                "grpo.epsilon_high=0.28",
+                "grpo.mask_truncated_completions=true",
+                "grpo.use_liger_kernel=true",
+                "grpo.log_completions=true",
+            ]
+        ),
+    )
+    args = grpo_args(config, tmp_path)
+    assert args.epsilon_high == 0.28 and args.mask_truncated_completions is True
+    assert args.use_liger_kernel is True and args.log_completions is True
+    with pytest.raises(ValueError, match="epsilon_high"):
+        load_preset("cpu-smoke", {"grpo": {"epsilon_high": 0}})
+    shown = CliRunner().invoke(app, ["train", "settings", "grpo"]).output
+    for key in (
+        "epsilon_high",
+        "mask_truncated_completions",
+        "use_liger_kernel",
+        "log_completions",
+    ):
+        assert f"grpo.{key}" in shown, shown

@@ -71,6 +71,6 @@ def test_training_stops_when_every_task_is_filtered():
     stop = CurriculumStop(cur)
     control = stop.on_step_end(None, None, TrainerControl())
     assert not control.should_training_stop
-    cur.record_group("a", [0.0, 0.0])
+    cur.record_group("a", [0.0, 0.0], [False, False])
     control = stop.on_step_end(None, None, TrainerControl())
     assert control.should_training_stop and "a: never solved" in stop.reason

@@ -14,6 +14,7 @@ import pytest
 
 from tbrl_lib.agent.trajectory import Termination, Trajectory
 from tbrl_lib.rewards import RewardConfig, combine
+from tbrl_lib.rewards.verifier import TestReport
 from tbrl_lib.rollout import RolloutConfig, RolloutResult
 from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Difficulty, Environment, Task
@@ -80,6 +81,7 @@ def scripted_result(
         reward=combine(
             tests, judge, RewardConfig(), judge_missing_reason=None if judge is not None else "down"
         ),
+        tests=TestReport(score=tests, outcomes={"test_ok": tests >= 1.0}),
         termination="finished",
     )
 
@@ -319,6 +321,32 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(
     assert stub == [0.0]  # the infra-error rollout: zero advantage and no loss tokens
     assert any(not (p0 == p1.detach()).all() for p0, p1 in zip(before, trainer.model.parameters()))
     assert len(list((tmp_path / "traj").glob("*.jsonl"))) == 1
+
+
+def test_rollouts_whose_tests_pass_are_solved_and_consecutive_groups_filter_as_mastered():
+    """The default 65/35 reward with the rule judge at 0.1 totals 0.685 for a rollout that
+    passes every test: the record says solved (the tests passed, as `eval/solve_rate`
+    counts), the step's solved share is 1.0, and two such groups in a row filter the task
+    as mastered. A failing one beside it is never solved, whatever its judge score."""
+    tasks = [make_task("easy"), make_task("hard")]
+
+    async def rollout(task, policy, config, judge):
+        return scripted_result(task, 1.0 if task.id == "easy" else 0.0, judge=0.1)
+
+    curriculum = Curriculum({t.id: t.difficulty.value for t in tasks}, filter_after_groups=2)
+    runner, _ = make_runner(tasks, rollout, curriculum)
+    first = runner.step([tasks[0]] * 4)
+    assert [r.reward for r in first.rollouts] == pytest.approx([0.685] * 4)
+    assert all(r.solved for r in first.rollouts)
+    assert first.metrics["reward/solved_rate"] == 1.0
+    assert curriculum.records["easy"].solve_rate == 1.0 and "easy" in curriculum.active()
+    runner.step([tasks[0]] * 4)
+    assert curriculum.skipped() == {"easy": "mastered in 2 groups in a row"}
+    assert [(r["task_id"], r["status"]) for r in curriculum.report()] == [("easy", "mastered")]
+    failing = runner.step([tasks[1]] * 2)
+    assert not any(r.solved for r in failing.rollouts)
+    assert failing.metrics["reward/solved_rate"] == 0.0
+    assert curriculum.records["hard"].solve_rate == 0.0
 
 
 # --- dynamic sampling (DAPO) ----------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The vllm-server generation path against a loopback HTTP server that speaks what
-`trl vllm-serve` (vLLM's OpenAI server with TRL's flags) answers TRL's `VLLMClient`:
+`vllm serve` (vLLM's OpenAI server with TRL's flags, as the launch files start it) answers TRL's `VLLMClient`:
 GET /health, GET /v1/models, POST /v1/completions with token-id prompts,
 `return_token_ids` and `return_tokens_as_token_ids` log-probs.
 

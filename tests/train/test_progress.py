@@ -1,0 +1,108 @@
+"""Console progress: a GRPO step's line from what the step logged, a held-out result's line,
+about ten lines over a warm start, and the trainer's own display replaced by them. (A real
+run's captured lines: tests/train/test_tracking.py.)"""
+
+from __future__ import annotations
+
+from transformers import TrainerControl, TrainerState, TrainingArguments
+from transformers.trainer_callback import ProgressCallback
+
+from tbrl_lib.train.progress import (
+    TRAINER_DISPLAYS,
+    SFTLines,
+    StepLines,
+    duration,
+    heldout_line,
+    step_line,
+    use_progress_lines,
+)
+
+STEP_LOGS = {
+    "loss": 0.01,
+    "reward": 0.6855,
+    "reward/tests": 0.75,
+    "reward/judge": 0.4,
+    "reward/solved_rate": 0.75,
+    "frac_reward_zero_std": 0.25,
+    "sampling/refilled_groups": 1.0,
+    "rollout/infra_error_rate": 0.0,
+}
+
+
+def test_a_step_line_has_the_reward_its_parts_and_the_time_left():
+    line = step_line(3, 12, STEP_LOGS, 40.0)
+    assert line == (
+        "grpo step 3/12  reward 0.69 (tests 0.75, judge 0.40)  solved 0.75  zero-std 0.25  "
+        "refills 1  40.0 s/step  ETA 6m00s"
+    )
+    # what a step did not log is left out, never shown as 0; infra errors only when there are
+    bare = step_line(1, 2, {"loss": 0.1, "rollout/infra_error_rate": 0.5}, None)
+    assert bare == "grpo step 1/2  infra errors 0.50"
+
+
+def test_a_heldout_line_has_the_interval_and_leaves_out_what_is_not_a_number():
+    metrics = {
+        "eval/solve_rate": 2 / 3,
+        "eval/accuracy_ci_low": 0.2077,
+        "eval/accuracy_ci_high": 0.9385,
+        "eval/mean_reward": 0.5,
+    }
+    assert heldout_line("warm start", metrics) == (
+        "held-out warm start: solve rate 0.67 [0.21, 0.94]  mean reward 0.50"
+    )
+    nothing = {"eval/solve_rate": float("nan"), "eval/mean_reward": float("nan")}
+    assert heldout_line("base", nothing) == "held-out base: solve rate n/a"
+
+
+def test_durations_read_at_a_glance():
+    assert [duration(s) for s in (4.4, 370, 7500)] == ["4s", "6m10s", "2h05m"]
+
+
+def _state(step: int, max_steps: int) -> TrainerState:
+    state = TrainerState()
+    state.global_step, state.max_steps = step, max_steps
+    return state
+
+
+def test_step_lines_print_each_step_and_the_heldout_result_logged_with_it():
+    printed: list[str] = []
+    lines = StepLines(printer=lambda text, flush: printed.append(text))
+    args, control = TrainingArguments(output_dir="/tmp/unused", report_to=[]), TrainerControl()
+    lines.on_train_begin(args, _state(0, 2), control)
+    lines.on_log(args, _state(1, 2), control, logs=dict(STEP_LOGS))
+    lines.on_log(args, _state(2, 2), control, logs={**STEP_LOGS, "eval/solve_rate": 1.0})
+    lines.on_log(args, _state(2, 2), control, logs={"train_runtime": 9.0})  # the summary: no line
+    assert [p.split("  ")[0] for p in printed] == [
+        "grpo step 1/2",
+        "grpo step 2/2",
+        "held-out step 2: solve rate 1.00",
+    ]
+
+
+def test_sft_lines_are_about_ten_over_a_long_warm_start():
+    printed: list[str] = []
+    lines = SFTLines(printer=lambda text, flush: printed.append(text))
+    args, control = TrainingArguments(output_dir="/tmp/unused", report_to=[]), TrainerControl()
+    for step in range(1, 385):
+        lines.on_log(args, _state(step, 384), control, logs={"loss": 1.0 / step})
+    assert 10 <= len(printed) <= 12
+    short: list[str] = []
+    lines = SFTLines(printer=lambda text, flush: short.append(text))
+    for step in range(1, 49):
+        lines.on_log(args, _state(step, 48), control, logs={"loss": 1.0})
+    assert 10 <= len(short) <= 12 and short[-1].startswith("sft step 48/48")
+    assert printed[0] == "sft step 1/384  loss 1.000"
+    assert printed[-1] == "sft step 384/384  loss 0.003"
+
+
+def test_the_trainers_own_display_is_replaced(tmp_path):
+    import torch
+    from transformers import Trainer
+
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True)
+    trainer = Trainer(model=torch.nn.Linear(2, 2), args=args)
+    assert any(isinstance(c, ProgressCallback) for c in trainer.callback_handler.callbacks)
+    lines = StepLines()
+    use_progress_lines(trainer, lines)
+    callbacks = trainer.callback_handler.callbacks
+    assert lines in callbacks and not any(isinstance(c, TRAINER_DISPLAYS) for c in callbacks)
