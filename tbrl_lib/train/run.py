@@ -34,6 +34,7 @@ from typing import Any
 
 from tbrl_lib.models import resolve_model, tiny_size
 from tbrl_lib.notebook_tools import run_dir
+from tbrl_lib.train.async_trainer import AsyncSessionTrainer
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.heldout_eval import HeldoutEvaluator
 from tbrl_lib.train.memory import plan_text
@@ -85,7 +86,7 @@ def train(
                 evals["warm start"] = heldout.evaluate_checkpoint(model_path, "sft", config.seed)
         resume_step = checkpoint_step(checkpoint) if checkpoint else None
         session = TrainingSession(config, out, model_path, rollout, heldout, resume_step)
-        trainer = SessionTrainer(session)
+        trainer = (AsyncSessionTrainer if config.grpo.async_rollouts else SessionTrainer)(session)
         if checkpoint:
             trainer.restore(checkpoint)
         if main:
