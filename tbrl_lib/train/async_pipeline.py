@@ -147,7 +147,10 @@ class AheadRolloutFunc:
         return out
 
     def close(self) -> None:
-        self.worker.stop()
+        """Stop the worker; a batch still in flight (training stopped early: the curriculum,
+        an error) is finished, within its time bound, so no sandbox outlives the run's
+        cleanup, and dropped."""
+        self.worker.stop(self.stale_after_s)
         if self.transfer is not None:
             self.transfer.destroy()
 
