@@ -423,6 +423,11 @@ class TrainConfig(Section):
                 f"{self.launch.num_processes} processes (the in-process worker runs beside one "
                 "trainer process; several processes would each need the worker's collectives)"
             )
+        if self.launch.distributed != "none":
+            refusals.append(
+                f"distributed={self.launch.distributed} (the worker copies whole weights from "
+                "one process; ZeRO-3/FSDP2 shard them across processes)"
+            )
         if self.launch.generation_backend != "hf":
             refusals.append(
                 f"generation_backend={self.launch.generation_backend} (the worker samples with "

@@ -24,6 +24,7 @@ from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.generation import TrainerPolicy
 from tbrl_lib.train.rollout_records import Rollout
+from tests.train.conftest import make_model
 from tests.train.test_trl_rollouts import make_runner, make_task, row, scripted_result
 
 # --- the worker --------------------------------------------------------------------------
@@ -140,8 +141,10 @@ def test_async_settings_refuse_what_the_pipeline_cannot_run():
         TrainConfig(**base)
     with pytest.raises(ValueError, match="loss_type=cispo"):
         TrainConfig(grpo={**base["grpo"], "loss_type": "cispo"}, launch=launch)
-    with pytest.raises(ValueError, match="8 processes"):
+    with pytest.raises(ValueError, match="8 processes.*distributed=ddp"):
         TrainConfig(**base, launch={"gpus_per_node": 8, "distributed": "ddp"})
+    with pytest.raises(ValueError, match="distributed=zero3"):
+        TrainConfig(**base, launch={**launch, "gpus_per_node": 1, "distributed": "zero3"})
 
 
 # --- the real TRL trainer, one step ahead ----------------------------------------------------
@@ -173,7 +176,9 @@ def sampling_episode(max_new_tokens: int = 6):
     return episode
 
 
-def async_trainer(tmp_path, tokenizer, model, *, max_staleness=1, steps=3, ahead_class=None):
+def async_trainer(
+    tmp_path, tokenizer, model, *, max_staleness=1, steps=3, ahead_class=None, save_steps=0
+):
     """An `AsyncSessionTrainer` over a session of scripted-but-sampling rollouts."""
     from tbrl_lib.train import async_trainer
 
@@ -192,7 +197,7 @@ def async_trainer(tmp_path, tokenizer, model, *, max_staleness=1, steps=3, ahead
             "learning_rate": 5.0,
             "max_grad_norm": 10.0,
             "temperature": 1.0,
-            "save_steps": 0,
+            "save_steps": save_steps,
         },
         curriculum={"filter_after_groups": 0, "dynamic_sampling": False},
         launch={"gpus_per_node": 0, "generation_backend": "hf", "sandbox_concurrency": 4},
@@ -294,3 +299,22 @@ def test_max_staleness_zero_makes_every_step_synchronous(tmp_path, tiny_tokenize
     logs = step_logs(trainer)
     assert [h["async/staleness_max"] for h in logs] == [0.0, 0.0]
     assert [h["async/stale_dropped_rollouts"] for h in logs] == [0.0, 4.0]
+
+
+@pytest.mark.slow
+def test_a_resumed_async_run_drops_the_queue_and_keeps_the_version_and_curriculum(
+    tmp_path, tiny_tokenizer
+):
+    first = async_trainer(tmp_path, tiny_tokenizer, make_model(), steps=2, save_steps=1)
+    first.train()
+    checkpoint = tmp_path / "checkpoints" / "checkpoint-2"
+    second = async_trainer(tmp_path, tiny_tokenizer, make_model(seed=1), steps=3, save_steps=1)
+    second.restore(checkpoint)
+    assert second.session.curriculum.state_dict() == first.session.curriculum.state_dict()
+    second.train(resume_from_checkpoint=str(checkpoint))
+    resumed = [h for h in step_logs(second) if h["step"] == 3]
+    # nothing was ahead after the resume: step 3 generated its batch itself, with the
+    # checkpoint's weights, whose version is the checkpoint's step
+    assert [h["async/staleness_max"] for h in resumed] == [0.0]
+    assert second.ahead.versions == [2] * 4
+    assert second.session.runner.calls == 3  # the trajectory files continue
