@@ -92,10 +92,11 @@ def main() -> None:
             cell(r["wall_s"], 0), cell(r["wait_share"]), cell(r["staleness"]),
             cell(r["rise"]), f"{cell(before)} -> {cell(after)}",
         )  # fmt: skip
-    console.print(table)
+    out = console()
+    out.print(table)
     by = {(r["seed"], r["mode"]): r for r in rows}
     ups = [by[s, "async"]["steps_h"] / by[s, "sync"]["steps_h"] for s in args.seeds]
-    console.print(
+    out.print(
         "speed-up (async / sync steps per hour): "
         + ", ".join(f"seed {s}: {u:.2f}x" for s, u in zip(args.seeds, ups))
         + f"; mean {mean(ups):.2f}x"

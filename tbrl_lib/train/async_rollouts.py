@@ -136,6 +136,8 @@ class RolloutWorker:
         self._busy_since: float | None = None
         self._batches = 0
         self._groups = 0
+        self._done = 0
+        """Batches in the buffer (the worker writes it; `_batches` the consumer)."""
 
     # -- RolloutWorkerProtocol ----------------------------------------------------------
     def start(self) -> None:
@@ -190,6 +192,10 @@ class RolloutWorker:
                 items.append(self.rollout_buffer.get(timeout=poll_s))
             except queue.Empty:
                 self.check_health(stale_after_s)
+                if self._done == self._batches and self.rollout_buffer.empty():
+                    raise RuntimeError(
+                        f"waiting for {count - len(items)} rollouts, but no batch is submitted"
+                    )
         batches = {i.batch for i in items}
         if len(batches) != 1:
             raise RuntimeError(f"took {count} rollouts spanning batches {sorted(batches)}")
@@ -218,6 +224,7 @@ class RolloutWorker:
                 self._groups += 1
                 for rollout in rollouts[start : start + self.group_size]:
                     self.rollout_buffer.put(QueuedRollout(rollout, self._groups, version, batch))
+            self._done += 1
 
 
 def drain(q: queue.Queue[Any]) -> list[Any]:

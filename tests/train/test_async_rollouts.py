@@ -82,6 +82,11 @@ def test_a_worker_never_started_or_past_its_time_is_an_error_not_a_hang():
     with pytest.raises(RuntimeError, match="not running"):
         worker.take(2, stale_after_s=30, poll_s=0.01)
 
+    worker.start()
+    with pytest.raises(RuntimeError, match="no batch is submitted"):
+        worker.take(2, stale_after_s=30, poll_s=0.01)
+    worker.stop()
+
     async def slow(task, policy, config, judge):
         await asyncio.sleep(3)
         return scripted_result(task, 1.0)
