@@ -195,7 +195,7 @@ class RolloutWorker:
                 if self._done == self._batches and self.rollout_buffer.empty():
                     raise RuntimeError(
                         f"waiting for {count - len(items)} rollouts, but no batch is submitted"
-                    )
+                    ) from None
         batches = {i.batch for i in items}
         if len(batches) != 1:
             raise RuntimeError(f"took {count} rollouts spanning batches {sorted(batches)}")
