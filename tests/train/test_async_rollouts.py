@@ -323,3 +323,15 @@ def test_a_resumed_async_run_drops_the_queue_and_keeps_the_version_and_curriculu
     assert [h["async/staleness_max"] for h in resumed] == [0.0]
     assert second.ahead.versions == [2] * 4
     assert second.session.runner.calls == 3  # the trajectory files continue
+
+
+def test_every_gpu_preset_refuses_async_with_its_reason_and_cpu_presets_take_it():
+    from tbrl_lib.train.presets import load_preset, preset_names
+
+    for name in preset_names():
+        config = load_preset(name)
+        if config.launch.cpu:
+            assert load_preset(name, {"grpo.async_rollouts": True}).grpo.async_rollouts
+            continue
+        with pytest.raises(ValueError, match=f"preset '{name}'.*async_rollouts=true cannot run"):
+            load_preset(name, {"grpo.async_rollouts": True})
