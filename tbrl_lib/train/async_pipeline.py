@@ -1,12 +1,16 @@
 """One step ahead: the batch of step k+1 is generated while step k trains (`grpo.async_rollouts`).
 
-Why not TRL's `AsyncGRPOTrainer` (TRL 1.15) here: it loads the model itself with
-`attn_implementation="kernels-community/flash-attn3"` (hard-coded: its padding-free packing
-needs FlashAttention's variable-length kernels, which SDPA/eager lack), and that needs the
-`kernels` package and a Hopper GPU; on this CPU machine the constructor fails before training.
-It is also its own trainer (PPO-clip on advantages its worker computes, no reference model,
-no loss types, no tbrl curriculum sampler). Its protocol shapes are kept
-(`async_rollouts.py`); the pipeline below runs on the synchronous `SessionTrainer`.
+Why not TRL's `AsyncGRPOTrainer` (TRL 1.15) here: it takes the model only as a name or path
+and loads it itself with `attn_implementation="kernels-community/flash-attn3"`, hard-coded (its
+padding-free packing needs FlashAttention's variable-length kernels, which SDPA/eager lack):
+that needs the `kernels` package (not installed) and a Hopper GPU, so on this CPU machine the
+constructor fails before training (tried: an injected worker and a no-op transfer, `use_cpu`,
+`token_budget=0`). The rest would not stop it: its vLLM client is built on rank 0 regardless but
+only called when `token_budget` is unset or a PEFT model syncs without an injected transfer;
+NCCL lives only in the default `WeightTransferClient`; FSDP2 (DTensor) is handled, not required.
+It is also its own trainer (PPO-clip on advantages its worker computes, no reference model, no
+loss types, no tbrl curriculum sampler). Its protocol shapes are kept (`async_rollouts.py`);
+the pipeline below runs on the synchronous `SessionTrainer`.
 
 `AheadRolloutFunc` is TRL's `rollout_func` for an async run. At the call of step s (TRL
 hands it the prompts of step s) it
