@@ -182,6 +182,16 @@ class GRPOSettings(Section):
     (`sequence_mask`) would drop whole long episodes from the loss."""
     vllm_is_cap: float = Field(default=3.0, ge=1)
     """Upper bound C of the importance ratio (ratios above C are truncated to C; TRL: 3.0)."""
+    async_rollouts: bool = False
+    """Generate step k+1's rollouts while step k trains (`train/async_pipeline.py`): a worker
+    thread samples with a copy of the policy that is one optimizer step old. One process,
+    `generation_backend: hf`, and a clipped loss (`grpo`, `dr_grpo`, `dapo`, `bnpo`) only."""
+    max_staleness: int = Field(default=1, ge=0)
+    """Async: rollouts generated more than this many optimizer steps ago are dropped (counted
+    in `async/stale_dropped_rollouts`) and generated again; 0 makes every step synchronous."""
+    async_is_correction: bool = True
+    """Async: weigh each token by the truncated importance ratio of the training policy over
+    the sampling one (`vllm_is_level`, capped at `vllm_is_cap`, as TRL does for vLLM)."""
     max_infra_error_rate: float = Field(default=0.5, ge=0, le=1)
     """Stop the run when more than this share of its rollouts so far were infra errors."""
     save_steps: int = Field(default=50, ge=0)
@@ -407,6 +417,8 @@ class TrainConfig(Section):
                 f"grpo.num_generations={group}; set gradient_accumulation_steps to a "
                 f"multiple of {step}"
             )
+        if self.grpo.async_rollouts:
+            self._async_supported()
         needs = [
             k
             for k, v in (
@@ -422,6 +434,32 @@ class TrainConfig(Section):
                 "them to 0"
             )
         return self
+
+    def _async_supported(self) -> None:
+        """What `grpo.async_rollouts` needs (the one-step-ahead pipeline's limits)."""
+        refusals = []
+        if self.launch.num_processes != 1:
+            refusals.append(
+                f"{self.launch.num_processes} processes (the in-process worker runs beside one "
+                "trainer process; several processes would each need the worker's collectives)"
+            )
+        if self.launch.distributed != "none":
+            refusals.append(
+                f"distributed={self.launch.distributed} (the worker copies whole weights from "
+                "one process; ZeRO-3/FSDP2 shard them across processes)"
+            )
+        if self.launch.generation_backend != "hf":
+            refusals.append(
+                f"generation_backend={self.launch.generation_backend} (the worker samples with "
+                "an HF copy of the policy; a vLLM-serving worker is not built)"
+            )
+        if self.grpo.loss_type not in ("grpo", "dr_grpo", "dapo", "bnpo"):
+            refusals.append(
+                f"loss_type={self.grpo.loss_type} (the importance weight is applied through the "
+                "advantages, exact for the clipped losses grpo, dr_grpo, dapo, bnpo only)"
+            )
+        if refusals:
+            raise ValueError("grpo.async_rollouts=true cannot run with " + "; ".join(refusals))
 
     @property
     def rollouts_per_step(self) -> int:

@@ -45,10 +45,16 @@ class TrainerPolicy(TokenPolicy):
     def bind(self, trainer: Any) -> None:
         """Sample from `trainer`: its live model (`hf`) or its vLLM engine (`vllm-*`)."""
         if self.backend == "hf":
-            engine: Any = HFBackend(trainer.model, self.tokenizer, self.temperature, self.top_p)
+            self.bind_model(trainer.model)
         else:
-            engine = VLLMBackend(trainer, self.temperature, self.top_p)
-        self.sampler = BatchingGenerator(engine)
+            self.sampler = BatchingGenerator(VLLMBackend(trainer, self.temperature, self.top_p))
+
+    def bind_model(self, model: Any) -> None:
+        """Sample from `model` itself (HF generation): the trainer's live model, or an
+        asynchronous rollout worker's copy of it."""
+        self.sampler = BatchingGenerator(
+            HFBackend(model, self.tokenizer, self.temperature, self.top_p)
+        )
 
 
 class Unbound:

@@ -17,6 +17,9 @@ synchronous `rollout_func`, `trl_rollouts.RolloutFunc`; an asynchronous worker) 
    identical on every process, the infra-rate stop (`infra_guard.py`) counts and may stop the
    run, the curriculum counts each group, and the step's metrics are made.
 
+`step` is `generate` (1-3, in any thread, the curriculum only read) then `record` (4, in the
+trainer's thread): the asynchronous worker (`async_rollouts.py`) runs the first part ahead.
+
 Infra errors never teach the model it failed (masked), and any other exception from a
 rollout is a bug that stops training: never masked. Left out: the TRL output format
 (`trl_rollouts.py`), the order tasks come in (the curriculum's sampler).
@@ -49,6 +52,20 @@ RolloutFn = Callable[[Task, Policy, RolloutConfig, Any], Awaitable[RolloutResult
 OUTAGE_RERUNS = 2
 """Most reruns of a step's rollouts that engine outages failed (an engine that keeps
 restarting: what still fails stays an infra error, masked)."""
+
+
+@dataclass
+class Generated:
+    """One step's rollouts before they are saved and counted (`RolloutRunner.generate`)."""
+
+    rollouts: list[Rollout]
+    """The batch to train on, one per task asked for, in order (refilled groups in place)."""
+    dropped: list[Rollout]
+    """Flat groups dynamic sampling set aside (saved and counted, not trained on)."""
+    sampling: dict[str, float]
+    """This process's `sampling/...` numbers."""
+    draws: list[str]
+    """Tasks the refill drew (the curriculum's shared counts take them in `record`)."""
 
 
 @dataclass
@@ -94,10 +111,25 @@ class RolloutRunner:
 
     def step(self, tasks: list[Task], step: int | None = None) -> StepRollouts:
         """One rollout per task (TRL repeats each task `num_generations` times in a row)."""
-        rollouts = run_sync(self.run_all(tasks))
-        dropped, sampling = [], {}
+        return self.record(self.generate(tasks), step)
+
+    def generate(self, tasks: list[Task], policy: Policy | None = None) -> Generated:
+        """The rollouts of `tasks` by `policy` (default: the runner's), refilled; nothing
+        is saved or counted yet (`record`). An asynchronous worker calls this in its own
+        thread with its copy of the policy; the curriculum is only read here."""
+        policy = policy or self.policy
+        rollouts = run_sync(self.run_all(tasks, policy))
+        dropped, sampling, draws = [], {}, []
         if self.sampling is not None:
-            rollouts, dropped, sampling = run_sync(self.sampling.refill(rollouts, self.run_all))
+            rollouts, dropped, sampling = run_sync(
+                self.sampling.refill(rollouts, lambda more: self.run_all(more, policy))
+            )
+            draws = list(self.sampling.last_draws)
+        return Generated(rollouts, dropped, sampling, draws)
+
+    def record(self, generated: Generated, step: int | None = None) -> StepRollouts:
+        """Save `generated`, count it (infra stop, curriculum) and make the step's metrics."""
+        rollouts, dropped = generated.rollouts, generated.dropped
         self.calls += 1
         if self.trajectories_dir is not None:
             name = f"step-{self.calls if step is None else step:05d}-call-{self.calls:04d}"
@@ -109,8 +141,8 @@ class RolloutRunner:
             {
                 "kept": [rollout_row(r) for r in rollouts],
                 "dropped": [rollout_row(r) for r in dropped],
-                "sampling": sampling,
-                "draws": self.sampling.last_draws if self.sampling is not None else [],
+                "sampling": generated.sampling,
+                "draws": generated.draws,
             }
         )
         kept = [row for report in reports for row in report["kept"]]
@@ -123,10 +155,11 @@ class RolloutRunner:
         metrics = {**metrics_of_rows(kept), **combine_sampling([r["sampling"] for r in reports])}
         return StepRollouts(rollouts, metrics)
 
-    async def run_all(self, tasks: list[Task]) -> list[Rollout]:
-        """One rollout per task, in order, `concurrency` at a time; those an engine outage
-        failed are rerun once the engine is back (up to `OUTAGE_RERUNS` times)."""
-        rollouts = await self.run_each(tasks)
+    async def run_all(self, tasks: list[Task], policy: Policy | None = None) -> list[Rollout]:
+        """One rollout per task by `policy` (default: the runner's), in order, `concurrency`
+        at a time; those an engine outage failed are rerun once the engine is back (up to
+        `OUTAGE_RERUNS` times)."""
+        rollouts = await self.run_each(tasks, policy)
         for attempt in range(OUTAGE_RERUNS + 1):
             failed = [i for i, r in enumerate(rollouts) if r.infra_error]
             if not failed or self.outage is None:
@@ -137,20 +170,21 @@ class RolloutRunner:
             if attempt == OUTAGE_RERUNS:
                 break
             tqdm.write(f"{WHO}: rerunning the {len(failed)} rollouts the outage failed")
-            again = await self.run_each([tasks[i] for i in failed])
+            again = await self.run_each([tasks[i] for i in failed], policy)
             for i, rollout in zip(failed, again, strict=True):
                 rollouts[i] = rollout
         return rollouts
 
-    async def run_each(self, tasks: list[Task]) -> list[Rollout]:
+    async def run_each(self, tasks: list[Task], policy: Policy | None = None) -> list[Rollout]:
         """One rollout per task, in order, `concurrency` at a time (no outage handling)."""
+        policy = policy or self.policy
         limit = asyncio.Semaphore(self.concurrency)
         bar = tqdm(total=len(tasks), desc="rollouts", disable=not self.progress, leave=False)
 
         async def one(task: Task) -> Rollout:
             async with limit:
                 try:
-                    result = await self.rollout_fn(task, self.policy, self.rollout, self.judge)
+                    result = await self.rollout_fn(task, policy, self.rollout, self.judge)
                 finally:
                     bar.update(1)
             rollout = Rollout.from_result(result)

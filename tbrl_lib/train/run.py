@@ -34,6 +34,7 @@ from typing import Any
 
 from tbrl_lib.models import resolve_model, tiny_size
 from tbrl_lib.notebook_tools import run_dir
+from tbrl_lib.train.async_trainer import AsyncSessionTrainer
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.heldout_eval import HeldoutEvaluator
 from tbrl_lib.train.memory import plan_text
@@ -88,7 +89,7 @@ def train(
                 say(heldout_line("warm start", evals["warm start"]["metrics"]), main)
         resume_step = checkpoint_step(checkpoint) if checkpoint else None
         session = TrainingSession(config, out, model_path, rollout, heldout, resume_step)
-        trainer = SessionTrainer(session)
+        trainer = (AsyncSessionTrainer if config.grpo.async_rollouts else SessionTrainer)(session)
         if checkpoint:
             trainer.restore(checkpoint)
         if main:

@@ -25,7 +25,8 @@ out of the group baseline, and its env_mask is all zeros, so no token of it ente
 Log-probs: TRL needs the sampler's log-probs only for vLLM importance-sampling correction
 (on by default with vLLM) and off-policy masking. We return them when the backend gives them
 (0.0 at env_mask=0 positions, which the mask removes), else None: TRL accepts None when
-`use_vllm` is off, which is the HF/CPU path. Left out: TRL's async trainer's sample queue.
+`use_vllm` is off, which is the HF/CPU path (the HF backend gives them; the asynchronous
+pipeline's importance correction, `async_pipeline.py`, uses them).
 """
 
 from __future__ import annotations

@@ -1,0 +1,342 @@
+"""Asynchronous rollouts (`grpo.async_rollouts`): the worker behind TRL's protocol shape, the
+staleness bound, and the importance-sampling correction, on the real TRL trainer.
+
+Rollouts are scripted in `run_rollout`'s place (no sandboxes), but the trainer tests sample
+their tokens and log-probs for real, from the policy the runner hands them: the worker's
+copy of the weights. The sandboxed end-to-end run is `test_async_cpu_smoke_run`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+
+import pytest
+import torch
+from datasets import Dataset
+
+from tbrl_lib.agent.trajectory import Termination, Trajectory
+from tbrl_lib.rewards import RewardConfig, combine
+from tbrl_lib.rollout import RolloutConfig, RolloutResult
+from tbrl_lib.train.async_pipeline import AheadRolloutFunc, importance_weights, ratio_stats
+from tbrl_lib.train.async_rollouts import QueuedRollout, RolloutWorker, split_stale
+from tbrl_lib.train.config import TrainConfig
+from tbrl_lib.train.curriculum import Curriculum
+from tbrl_lib.train.generation import TrainerPolicy
+from tbrl_lib.train.rollout_records import Rollout
+from tests.train.conftest import make_model
+from tests.train.test_trl_rollouts import make_runner, make_task, row, scripted_result
+
+# --- the worker --------------------------------------------------------------------------
+
+
+def test_the_worker_runs_the_runners_path_with_its_own_policy_and_keeps_groups_whole():
+    tasks = [make_task("a"), make_task("b")]
+    policies = []
+
+    async def episode(task, policy, config, judge):
+        policies.append(policy)
+        await asyncio.sleep(0.01)
+        return scripted_result(task, tests=0.5 if task.id == "a" else 1.0)
+
+    runner, _ = make_runner(tasks, episode)
+    worker_policy = object()
+    worker = RolloutWorker(runner, worker_policy, group_size=2)
+    worker.start()
+    try:
+        worker.update_model_version(3)
+        worker.submit([tasks[0], tasks[0], tasks[1], tasks[1]])
+        items, generated = worker.take(4, stale_after_s=30)
+    finally:
+        worker.stop()
+    assert policies and all(p is worker_policy for p in policies)  # never the trainer's
+    assert [i.rollout.task_id for i in items] == ["a", "a", "b", "b"]
+    assert [i.group_id for i in items] == [1, 1, 2, 2]
+    assert {i.model_version for i in items} == {3}
+    assert generated.rollouts == [i.rollout for i in items]
+    assert runner.calls == 0  # nothing recorded: that is the consumer's, in its thread
+    first = items[0]
+    assert first.input_ids == [3, 5, 7] + first.rollout.completion_ids
+    assert first.completion_mask == [0, 0, 0] + first.rollout.env_mask
+    assert first.old_log_probs == [0.0] * 3 + first.rollout.logprobs
+
+
+def test_a_bug_in_the_workers_rollout_reaches_the_trainer_unmasked():
+    tasks = [make_task("a")]
+
+    async def episode(task, policy, config, judge):
+        raise ZeroDivisionError("a bug")
+
+    runner, _ = make_runner(tasks, episode)
+    worker = RolloutWorker(runner, object(), group_size=2)
+    worker.start()
+    worker.submit(tasks * 2)
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        worker.take(2, stale_after_s=30, poll_s=0.05)
+    worker.stop()
+
+
+def test_a_worker_never_started_or_past_its_time_is_an_error_not_a_hang():
+    runner, _ = make_runner([make_task("a")], None)
+    worker = RolloutWorker(runner, object(), group_size=2)
+    with pytest.raises(RuntimeError, match="not running"):
+        worker.take(2, stale_after_s=30, poll_s=0.01)
+
+    worker.start()
+    with pytest.raises(RuntimeError, match="no batch is submitted"):
+        worker.take(2, stale_after_s=30, poll_s=0.01)
+    worker.stop()
+
+    async def slow(task, policy, config, judge):
+        await asyncio.sleep(3)
+        return scripted_result(task, 1.0)
+
+    runner, _ = make_runner([make_task("a")], slow)
+    worker = RolloutWorker(runner, object(), group_size=2)
+    worker.start()
+    worker.submit([make_task("a")] * 2)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="more than 0s"):
+        worker.take(2, stale_after_s=0.2, poll_s=0.05)
+    assert time.monotonic() - started < 5
+    worker.stop(0)
+
+
+# --- staleness ------------------------------------------------------------------------------
+
+
+def queued(group: int, version: int) -> QueuedRollout:
+    rollout = Rollout.from_result(scripted_result(make_task("a"), 1.0))
+    return QueuedRollout(rollout, group, version, batch=1)
+
+
+def test_groups_one_step_behind_are_kept_and_two_behind_are_stale():
+    items = [queued(1, 4), queued(1, 4), queued(2, 3), queued(2, 3), queued(3, 5)]
+    fresh, stale = split_stale(items, version=5, max_staleness=1)
+    assert [i.group_id for i in fresh] == [1, 1, 3]
+    assert [i.group_id for i in stale] == [2, 2]
+    fresh, stale = split_stale(items, version=5, max_staleness=0)
+    assert [i.group_id for i in fresh] == [3]
+    with pytest.raises(ValueError, match="mix model versions"):
+        split_stale([queued(1, 4), queued(1, 2)], version=5, max_staleness=1)
+
+
+# --- the importance weight ---------------------------------------------------------------
+
+
+def test_importance_weights_are_trls_truncated_ratio_and_one_off_the_mask():
+    train = torch.tensor([[-1.0, -1.0, -0.5], [-2.0, -1.0, -3.0]])
+    sampled = torch.tensor([[-1.0, -2.0, -0.5], [-1.0, -1.0, float("nan")]])
+    mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
+    token = importance_weights(train, sampled, mask, "token", cap=2.0)
+    expected = torch.tensor([[1.0, 2.0, 1.0], [torch.exp(torch.tensor(-1.0)), 1.0, 1.0]])
+    assert torch.allclose(token, expected)  # e^1 capped at 2; unmasked and NaN give 1
+    sequence = importance_weights(train, sampled, mask, "sequence", cap=10.0)
+    assert sequence.shape == (2, 1)
+    assert torch.allclose(sequence.squeeze(1), torch.exp(torch.tensor([1.0, -1.0])))
+    stats = ratio_stats(token, mask)
+    assert stats["sampling/importance_sampling_ratio/max"] == pytest.approx(2.0)
+    assert stats["sampling/importance_sampling_ratio/min"] == pytest.approx(float(expected[1, 0]))
+
+
+def test_async_settings_refuse_what_the_pipeline_cannot_run():
+    base = {"grpo": {"async_rollouts": True, "num_generations": 2}}
+    launch = {"gpus_per_node": 0, "generation_backend": "hf"}
+    TrainConfig(**base, launch=launch)
+    with pytest.raises(ValueError, match="generation_backend=vllm-colocate"):
+        TrainConfig(**base)
+    with pytest.raises(ValueError, match="loss_type=cispo"):
+        TrainConfig(grpo={**base["grpo"], "loss_type": "cispo"}, launch=launch)
+    with pytest.raises(ValueError, match="8 processes.*distributed=ddp"):
+        TrainConfig(**base, launch={"gpus_per_node": 8, "distributed": "ddp"})
+    with pytest.raises(ValueError, match="distributed=zero3"):
+        TrainConfig(**base, launch={**launch, "gpus_per_node": 1, "distributed": "zero3"})
+
+
+# --- the real TRL trainer, one step ahead ----------------------------------------------------
+
+
+def sampling_episode(max_new_tokens: int = 6):
+    """`run_rollout`'s shape: the policy it is handed samples the completion for real (so its
+    log-probs are the generating weights'); reward: the share of even token ids, halved, plus
+    0.5 on every other rollout of a task, so no group is flat and every step updates."""
+    counts: dict[str, int] = {}
+
+    async def episode(task, policy, config, judge):
+        counts[task.id] = counts.get(task.id, 0) + 1
+        bonus = 0.5 * (counts[task.id] % 2)
+        prompt = [3, 5, 7, 9]
+        sample = await policy.sampler.sample(prompt, max_new_tokens)
+        ids = sample.ids or [1]
+        logprobs = sample.logprobs if sample.ids else [0.0]
+        share = bonus + 0.5 * sum(1 for t in ids if t % 2 == 0) / len(ids)
+        traj = Trajectory(
+            task_id=task.id,
+            policy="trainer",
+            messages=[],
+            termination=Termination.finished,
+            prompt_ids=prompt,
+            completion_ids=ids,
+            env_mask=[1] * len(ids),
+            logprobs=logprobs,
+        )
+        reward = combine(share, None, RewardConfig(), judge_missing_reason="none")
+        return RolloutResult(task.id, traj, reward=reward, termination="finished")
+
+    return episode
+
+
+def async_trainer(
+    tmp_path, tokenizer, model, *, max_staleness=1, steps=3, ahead_class=None, save_steps=0
+):
+    """An `AsyncSessionTrainer` over a session of scripted-but-sampling rollouts."""
+    from tbrl_lib.train import async_trainer
+
+    tasks = [make_task("a"), make_task("b")]
+    config = TrainConfig(
+        model={"dtype": "fp32", "gradient_checkpointing": False},
+        rollout={"episode": {"max_total_tokens": 256, "max_tokens_per_turn": 16}},
+        grpo={
+            "async_rollouts": True,
+            "max_staleness": max_staleness,
+            "num_generations": 2,
+            "per_device_batch_size": 2,
+            "gradient_accumulation_steps": 2,
+            "max_steps": steps,
+            "optimizer": "sgd",
+            "learning_rate": 5.0,
+            "max_grad_norm": 10.0,
+            "temperature": 1.0,
+            "save_steps": save_steps,
+        },
+        curriculum={"filter_after_groups": 0, "dynamic_sampling": False},
+        launch={"gpus_per_node": 0, "generation_backend": "hf", "sandbox_concurrency": 4},
+    )
+    curriculum = Curriculum({t.id: t.difficulty.value for t in tasks}, 0)
+    runner, rollout_func = make_runner(
+        tasks, sampling_episode(), curriculum, concurrency=4, trajectories_dir=tmp_path / "traj"
+    )
+    policy = TrainerPolicy(tokenizer, "hf", 1.0, 1.0, 64)
+    runner.policy = policy
+    session = SimpleNamespace(
+        config=config,
+        out=tmp_path,
+        tasks=tasks,
+        index=rollout_func.index,
+        runner=runner,
+        rollout_func=rollout_func,
+        curriculum=curriculum,
+        policy=policy,
+        tokenizer=tokenizer,
+        model=model,
+        peft_config=None,
+        rollout=RolloutConfig(),
+        dataset=Dataset.from_list(
+            [{k: v for k, v in row(t).items() if k != "task"} for t in tasks]
+        ),
+        callbacks=lambda: [],
+    )
+    if ahead_class is not None:
+        original = async_trainer.AheadRolloutFunc
+        async_trainer.AheadRolloutFunc = ahead_class
+        try:
+            return async_trainer.AsyncSessionTrainer(session)
+        finally:
+            async_trainer.AheadRolloutFunc = original
+    return async_trainer.AsyncSessionTrainer(session)
+
+
+def step_logs(trainer) -> list[dict]:
+    return [h for h in trainer.state.log_history if "async/staleness_mean" in h]
+
+
+@pytest.mark.slow
+def test_one_step_ahead_trains_on_batches_one_version_old_with_the_ratio_logged(
+    tmp_path, tiny_tokenizer, tiny_model
+):
+    trainer = async_trainer(tmp_path, tiny_tokenizer, tiny_model)
+    trainer.train()
+    logs = step_logs(trainer)
+    assert len(logs) == 3
+    assert [h["async/staleness_max"] for h in logs] == [0.0, 1.0, 1.0]
+    assert all(h["async/stale_dropped_rollouts"] == 0 for h in logs)
+    first, later = logs[0], logs[1:]
+    # step 0 trains on its own weights' samples: ratio 1 up to float noise (the same
+    # distribution, computed once by generate() and once by TRL's forward)
+    assert first["sampling/importance_sampling_ratio/mean"] == pytest.approx(1.0, abs=1e-3)
+    # later batches were sampled by weights one SGD step older: the ratio moves off 1
+    assert all(
+        abs(h["sampling/importance_sampling_ratio/max"] - 1) > 1e-2
+        or abs(h["sampling/importance_sampling_ratio/min"] - 1) > 1e-2
+        for h in later
+    )
+    ahead = trainer.ahead
+    assert ahead.transfer.sent == 3  # one weight transfer per step
+    assert ahead.versions == [1] * 4  # the last batch: generated after step 0's update
+    assert not ahead.worker._thread.is_alive()  # stopped when training ended
+    assert trainer.session.runner.calls == 3
+    assert len(list((tmp_path / "traj").glob("*.jsonl"))) == 3
+
+
+class LaggingAhead(AheadRolloutFunc):
+    """Skips the weight transfer at odd steps, so the worker falls two versions behind."""
+
+    def _sync(self, trainer, version):
+        if version % 2 == 1:
+            return
+        super()._sync(trainer, version)
+
+
+@pytest.mark.slow
+def test_samples_two_versions_behind_are_dropped_counted_and_regenerated(
+    tmp_path, tiny_tokenizer, tiny_model
+):
+    trainer = async_trainer(tmp_path, tiny_tokenizer, tiny_model, ahead_class=LaggingAhead)
+    trainer.train()
+    logs = step_logs(trainer)
+    # step 1 takes the batch of version 0 (one behind: kept); the worker, not updated at step
+    # 1, generates step 2's batch with version 0 too: two behind, dropped (4 rollouts) and
+    # generated again with version 2's weights
+    assert [h["async/staleness_max"] for h in logs] == [0.0, 1.0, 0.0]
+    assert [h["async/stale_dropped_rollouts"] for h in logs] == [0.0, 0.0, 4.0]
+    assert all("sampling/importance_sampling_ratio/mean" in h for h in logs)
+
+
+@pytest.mark.slow
+def test_max_staleness_zero_makes_every_step_synchronous(tmp_path, tiny_tokenizer, tiny_model):
+    trainer = async_trainer(tmp_path, tiny_tokenizer, tiny_model, max_staleness=0, steps=2)
+    trainer.train()
+    logs = step_logs(trainer)
+    assert [h["async/staleness_max"] for h in logs] == [0.0, 0.0]
+    assert [h["async/stale_dropped_rollouts"] for h in logs] == [0.0, 4.0]
+
+
+@pytest.mark.slow
+def test_a_resumed_async_run_drops_the_queue_and_keeps_the_version_and_curriculum(
+    tmp_path, tiny_tokenizer
+):
+    first = async_trainer(tmp_path, tiny_tokenizer, make_model(), steps=2, save_steps=1)
+    first.train()
+    checkpoint = tmp_path / "checkpoints" / "checkpoint-2"
+    second = async_trainer(tmp_path, tiny_tokenizer, make_model(seed=1), steps=3, save_steps=1)
+    second.restore(checkpoint)
+    assert second.session.curriculum.state_dict() == first.session.curriculum.state_dict()
+    second.train(resume_from_checkpoint=str(checkpoint))
+    resumed = [h for h in step_logs(second) if h["step"] == 3]
+    # nothing was ahead after the resume: step 3 generated its batch itself, with the
+    # checkpoint's weights, whose version is the checkpoint's step
+    assert [h["async/staleness_max"] for h in resumed] == [0.0]
+    assert second.ahead.versions == [2] * 4
+    assert second.session.runner.calls == 3  # the trajectory files continue
+
+
+def test_every_gpu_preset_refuses_async_with_its_reason_and_cpu_presets_take_it():
+    from tbrl_lib.train.presets import load_preset, preset_names
+
+    for name in preset_names():
+        config = load_preset(name)
+        if config.launch.cpu:
+            assert load_preset(name, {"grpo.async_rollouts": True}).grpo.async_rollouts
+            continue
+        with pytest.raises(ValueError, match=f"preset '{name}'.*async_rollouts=true cannot run"):
+            load_preset(name, {"grpo.async_rollouts": True})

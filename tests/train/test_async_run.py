@@ -1,0 +1,47 @@
+"""End to end: `train()` with `grpo.async_rollouts` on the tiny model and real Docker
+sandboxes: the run completes, its steps after the first train on batches generated one step
+ahead (staleness 1, the trainer waiting less than generation took), and the staleness and importance-ratio
+metrics are in metrics.jsonl."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_async_cpu_smoke_run(tmp_path, docker_client, base_image):
+    from tbrl_lib.train.reporting import load_metrics
+    from tbrl_lib.train.run import train
+
+    out = tmp_path / "run"
+    summary = train(
+        "cpu-smoke",
+        {
+            "grpo.async_rollouts": True,
+            "grpo.max_steps": 3,
+            "data.task_ids": ["count-error-lines"],
+            "grpo.num_generations": 2,
+            "grpo.gradient_accumulation_steps": 2,
+            "rollout.episode.max_tokens_per_turn": 16,
+            "rollout.episode.max_turns": 1,
+            "curriculum.filter_after_groups": 0,
+        },
+        out,
+    )
+    assert summary["steps"] == 3 and summary["rollouts"] == 6
+    metrics = load_metrics(out).set_index("step")
+    assert list(metrics["train/async/staleness_max"]) == [0.0, 1.0, 1.0]
+    assert (metrics["train/async/stale_dropped_rollouts"] == 0).all()
+    # the first step waits for all of its own rollouts; later ones only for what generation
+    # took beyond the previous step's training, which it overlapped
+    wait, generate = metrics["train/async/wait_s"], metrics["train/async/generate_s"]
+    assert wait.iloc[0] >= 0.9 * generate.iloc[0]
+    assert (wait.iloc[1:] < generate.iloc[1:]).all()
+    ratio = metrics["sampling/importance_sampling_ratio/mean"]
+    assert ratio.notna().all() and ratio.iloc[0] == pytest.approx(1.0, abs=1e-3)
+    assert len(list((out / "trajectories").glob("*.jsonl"))) == 3
+    leftovers = docker_client.api.containers(all=True, filters={"label": "tbrl.run"})
+    assert not [
+        c for c in leftovers if c["Labels"].get("tbrl.run", "").startswith("train-cpu-smoke")
+    ]
