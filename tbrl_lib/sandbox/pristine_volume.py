@@ -256,18 +256,11 @@ def content_digest(
     client: docker.DockerClient, image: str, runtime_volume: str, timeout_s: float = 600.0
 ) -> str:
     """The digest of `image`'s mirrored trees (`DIGEST_SCRIPT`, in a throwaway container)."""
-    argv = [*interpreter_argv(), "-I", "-S", "-B", "-c", DIGEST_SCRIPT, ":".join(BIN_DIRS)]
-    container = client.containers.create(
-        image,
-        entrypoint=argv,
-        command=[],
-        user="0:0",
-        labels={"tbrl.role": "pristine-digest"},
-        network_disabled=True,
-        working_dir="/",
-        volumes={runtime_volume: {"bind": RUNTIME_MOUNT, "mode": "ro"}},
+    what = f"reading what {image} holds to mirror"
+    paths = ":".join(BIN_DIRS)
+    out = _run_script(
+        client, image, "digest", runtime_volume, {}, timeout_s, what, DIGEST_SCRIPT, paths
     )
-    out = run_to_completion(container, timeout_s, f"reading what {image} holds to mirror")
     digest = out.strip().splitlines()[-1] if out.strip() else ""
     if len(digest) != 64:
         raise SandboxError(
@@ -281,31 +274,46 @@ def _build(
     client: docker.DockerClient, image: str, volume: str, runtime_volume: str, timeout_s: float
 ) -> None:
     """Fill the volume from `image` (a no-op when its `.ready` marker exists)."""
-    argv = [
-        *interpreter_argv(),
-        "-I",
-        "-S",
-        "-B",
-        "-c",
+    _run_script(
+        client,
+        image,
+        "build",
+        runtime_volume,
+        {volume: {"bind": "/vol", "mode": "rw"}},
+        timeout_s,
+        f"copying the pristine tools of {image} into {volume}",
         BUILD_SCRIPT,
         PRISTINE_MOUNT,
         ":".join(BIN_DIRS),
         SITECUSTOMIZE,
-    ]
+    )
+
+
+def _run_script(
+    client: docker.DockerClient,
+    image: str,
+    role: str,
+    runtime_volume: str,
+    volumes: dict,
+    timeout_s: float,
+    what: str,
+    script: str,
+    *args: str,
+) -> str:
+    """Run `script` with `args` by the runtime's interpreter in a throwaway, network-less
+    container of `image` (the runtime volume and `volumes` mounted); return its stdout."""
+    argv = [*interpreter_argv(), "-I", "-S", "-B", "-c", script, *args]
     container = client.containers.create(
         image,
         entrypoint=argv,
         command=[],
         user="0:0",
-        labels={"tbrl.role": "pristine-build"},
+        labels={"tbrl.role": f"pristine-{role}"},
         network_disabled=True,
         working_dir="/",
-        volumes={
-            volume: {"bind": "/vol", "mode": "rw"},
-            runtime_volume: {"bind": RUNTIME_MOUNT, "mode": "ro"},
-        },
+        volumes={**volumes, runtime_volume: {"bind": RUNTIME_MOUNT, "mode": "ro"}},
     )
-    run_to_completion(container, timeout_s, f"copying the pristine tools of {image} into {volume}")
+    return run_to_completion(container, timeout_s, what)
 
 
 def forget() -> None:
