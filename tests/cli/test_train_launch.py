@@ -21,7 +21,8 @@ def test_launch_positional_writes_files(tmp_path):
     result = runner.invoke(app, ["launch", "32xh100", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "accelerate.yaml").is_file() and (tmp_path / "commands.sh").is_file()
-    assert "trl vllm-serve" in (tmp_path / "commands.sh").read_text()
+    commands = (tmp_path / "commands.sh").read_text()
+    assert "vllm serve" in commands and "trl vllm-serve" not in commands
 
 
 def test_16xh100_is_two_nodes_everywhere():
