@@ -12,6 +12,7 @@ import json
 import pytest
 
 from tbrl_lib import upstream
+from tbrl_lib.notebook_tools.layout import layout_problems
 from tests.conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -73,6 +74,13 @@ def test_notebook_runs_headless(notebook, tmp_path, monkeypatch):
         assert [row["model"] for row in summary["heldout"]] == ["base", "warm start", "grpo"]
     if notebook.stem in OFFLINE_TRAJECTORIES:
         assert_report_shows_trajectories(notebook.stem, tmp_path / notebook.name, out_dir)
+    if notebook.stem in LEADS_WITH_RESULT:  # headline and plot before any table, each cell's
+        # outputs within a screen
+        assert layout_problems(tmp_path / notebook.name) == []
+
+
+LEADS_WITH_RESULT = ("03_judge_comparison", "04_train", "05_eval")
+"""Notebooks whose executed report opens with its headline and plot, nothing over a screen."""
 
 
 OFFLINE_TRAJECTORIES = ("02_tool_design", "05_eval")
