@@ -141,7 +141,7 @@ class CurriculumStop(TrainerCallback):
 
 CURVES = (
     ("reward/total", "reward (total)", {"color": "C0", "linestyle": "-", "marker": "o"}),
-    ("reward/tests", "tests", {"color": "C1", "linestyle": "--", "marker": "^"}),
+    ("reward/tests", "tests", {"color": "C1", "linestyle": "--", "marker": "^", "linewidth": 2.5}),
     ("reward/judge", "judge", {"color": "C2", "linestyle": ":", "marker": "s"}),
     (
         "reward/solved_rate",
@@ -203,26 +203,29 @@ def plot_rewards(
     _finish_panel(rewards, "reward by component (training rollouts)", drawn, "no logged steps")
     rewards.set_ylabel("mean over the step's rollouts")
     points = heldout_points(records, before)
+    named = [p for p in points if p.label]
+    spread = 0.015 * max([p.step for p in points] + [8])  # x offset between step-0 models
     for point in points:
         low = point.solve_rate if point.low is None else point.low
         high = point.solve_rate if point.high is None else point.high
+        i = named.index(point) if point.label else None
         heldout.errorbar(
-            point.step,
+            # the models evaluated before GRPO share step 0: side by side around it
+            point.step + (0.0 if i is None else spread * (i - (len(named) - 1) / 2)),
             point.solve_rate,
             yerr=[[point.solve_rate - low], [high - point.solve_rate]],
-            fmt="s",
-            color="black",
+            fmt="s" if i is None else _MARKERS[i % len(_MARKERS)],
+            color="black" if i is None else f"C{4 + i}",
             ecolor="grey",
             capsize=4,
+            label=f"{point.label} (before GRPO)" if point.label else None,
         )
-        if point.label:
-            heldout.annotate(
-                point.label,
-                (point.step, point.solve_rate),
-                textcoords="offset points",
-                xytext=(7, -3),
-            )
-    _finish_panel(heldout, "held-out solve rate (95% Wilson interval)", 0, "no held-out evaluation")
+    logged = [p for p in points if not p.label]
+    if logged:  # one legend entry for the evaluations during training
+        heldout.plot([], [], "s", color="black", label="policy during/after GRPO")
+    _finish_panel(
+        heldout, "held-out solve rate (95% Wilson interval)", len(points), "no held-out evaluation"
+    )
     if points:
         heldout.set_xlim(left=-0.5)
     fig.tight_layout()
@@ -231,7 +234,13 @@ def plot_rewards(
     return path
 
 
+_MARKERS = ("o", "D", "^", "v")
+
+
 def _finish_panel(ax: Any, title: str, curves: int, empty: str) -> None:
+    from matplotlib.ticker import MaxNLocator  # with pyplot, where a plot is drawn
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if curves:
         ax.legend(loc="best", fontsize="small")
     elif not ax.lines and not ax.collections:
