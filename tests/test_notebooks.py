@@ -105,3 +105,28 @@ def assert_report_shows_trajectories(name: str, executed, out_dir) -> None:
         for link in links:
             page = (out_dir / link).read_text()
             assert "<details" in page and "Turn 1:" in page and "<script" not in page.lower()
+
+
+def test_commands_the_notebooks_name_exist():
+    """Every `tbrl ...` command a notebook's text names is a command of the CLI, with the
+    options it gives (a report must not send its reader to a command that does not exist)."""
+    import re
+
+    import typer
+
+    from tbrl_lib.cli.app import app
+
+    root = typer.main.get_command(app)
+    named = set()
+    for notebook in NOTEBOOKS:
+        for cell in json.loads(notebook.read_text())["cells"]:
+            named |= set(re.findall(r"`tbrl ([^`]+)`", "".join(cell["source"])))
+    assert named, "no command found: the pattern no longer matches the notebooks"
+    for text in sorted(named):
+        command, words = root, text.split()
+        while hasattr(command, "commands") and words and words[0] in command.commands:
+            command = command.commands[words.pop(0)]
+        assert not hasattr(command, "commands"), f"`tbrl {text}`: no such command"
+        options = {o for p in command.params for o in p.opts}
+        unknown = [w for w in words if w.startswith("-") and w.split("=")[0] not in options]
+        assert not unknown, f"`tbrl {text}`: {command.name} has no option {unknown[0]}"
