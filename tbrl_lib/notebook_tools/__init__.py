@@ -4,7 +4,7 @@ Every notebook takes an `out_dir` parameter, writes what it produced there, and 
 calling `record_summary(out_dir, {...})`. The notebook test reads `summary.json` back,
 so the numbers a notebook reports are the numbers the suite checks. `show_config`,
 `show_summary` and `warn_once` (`display.py`) make what a notebook shows readable;
-`headline`, `tidy` and `folded` (`tables.py`) let a report lead with its result, and
+`headline`, `tidy`, `table_html` and `folded` (`tables.py`) let a report lead with its result, and
 `layout.layout_problems` checks that an executed notebook does.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tbrl_lib.notebook_tools.display import show_config, show_summary, warn_once
-from tbrl_lib.notebook_tools.tables import folded, headline, tidy
+from tbrl_lib.notebook_tools.tables import folded, headline, table_html, tidy
 
 __all__ = [
     "folded",
@@ -25,6 +25,7 @@ __all__ = [
     "run_dir",
     "show_config",
     "show_summary",
+    "table_html",
     "tidy",
     "warn_once",
 ]

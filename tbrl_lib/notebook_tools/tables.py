@@ -7,6 +7,8 @@ reads, and detail folded away.
   value is missing, one column as the index (no pandas row numbers beside it), columns
   renamed to short labels and those with no value left out.
 - `folded(title, body)`: a closed `<details>` element: one line until a reader opens it.
+- `table_html(frame)`: a frame as HTML with its text whole (a notebook's own display of a
+  frame cuts text past 50 characters: commands, settings).
 
 Left out: colours and conditional styling (pandas' Styler); the text is what matters.
 """
@@ -72,7 +74,12 @@ def headline(lines: Sequence[str]) -> str:
     )
 
 
+def table_html(frame: pd.DataFrame) -> str:
+    """`frame` as an HTML table, no cell text cut short."""
+    return frame.to_html(border=0, na_rep="")
+
+
 def folded(title: str, body: str | pd.DataFrame) -> str:
-    """A closed `<details>` holding `body` (HTML, or a frame rendered without its styling)."""
-    inner = body.to_html(border=0, na_rep="") if isinstance(body, pd.DataFrame) else body
+    """A closed `<details>` holding `body` (HTML, or a frame as `table_html`)."""
+    inner = table_html(body) if isinstance(body, pd.DataFrame) else body
     return f"<details><summary>{html.escape(title)}</summary>{inner}</details>"

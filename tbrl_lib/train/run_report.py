@@ -107,8 +107,8 @@ def headline_lines(summary: Mapping[str, Any], config: TrainConfig | None = None
     return lines
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def _plural(count: float, noun: str) -> str:
+    return f"{count:g} {noun}{'' if count == 1 else 's'}"
 
 
 def _model_name(name: str) -> str:
@@ -132,18 +132,18 @@ def key_settings(config: TrainConfig) -> pd.DataFrame:
         "model": model,
         "tasks": tasks,
         "GRPO steps": grpo.max_steps,
-        "rollouts per step": f"{per_step} ({per_step // grpo.num_generations} groups of "
-        f"{grpo.num_generations})",
-        "optimizer": f"{grpo.optimizer}, lr {grpo.learning_rate:g} ({grpo.lr_scheduler}), "
-        f"{grpo.loss_type} loss, beta {grpo.beta:g}",
+        "rollouts per step": f"{per_step} "
+        f"({_plural(per_step // grpo.num_generations, 'group')} of {grpo.num_generations})",
+        "optimizer": f"{grpo.optimizer}, lr {grpo.learning_rate:g} ({grpo.lr_scheduler})",
+        "loss": f"{grpo.loss_type}, beta {grpo.beta:g}",
         "sampling temperature": grpo.temperature,
         "reward": f"{reward.w_tests:.0%} tests + {reward.w_judge:.0%} judge ({reward.judge})",
         "episode": f"{episode.max_turns} turns, {episode.max_total_tokens:,} tokens, "
         f"{episode.time_limit_s:g} s",
-        "warm start": f"{sft.demos} demonstrations x {sft.epochs:g} epochs, lr {sft.learning_rate:g}"
+        "warm start": f"{sft.demos} demonstrations x {_plural(sft.epochs, 'epoch')}, lr {sft.learning_rate:g}"
         if sft.demos
         else "none",
-        "held-out": f"{heldout.instances} instances, every {heldout.every} steps"
+        "held-out": f"{heldout.instances} instances, every {_plural(heldout.every, 'step')}"
         if heldout.instances
         else "none",
         "curriculum": (
