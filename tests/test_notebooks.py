@@ -1,5 +1,7 @@
 """Every notebook runs headless under papermill with its smallest parameters, and its
-headline numbers (summary.json) are read back and checked.
+headline numbers (summary.json) are read back and checked. The executed reports of 03, 04
+and 05 must lead with their result (headline and plot before any table) and keep each cell
+within a screen (`notebook_tools.layout`); the commands their text names must exist.
 
 The notebooks run with TBRL_UPSTREAM_DIR unset, so in a clone without data/upstream/ (CI's
 fresh clone; `.ci/run` sets the variable for the rest of the suite) this proves that a bare
