@@ -1,5 +1,7 @@
 """Every notebook runs headless under papermill with its smallest parameters, and its
-headline numbers (summary.json) are read back and checked.
+headline numbers (summary.json) are read back and checked. The executed reports of 03, 04
+and 05 must lead with their result (headline and plot before any table) and keep each cell
+within a screen (`notebook_tools.layout`); the commands their text names must exist.
 
 The notebooks run with TBRL_UPSTREAM_DIR unset, so in a clone without data/upstream/ (CI's
 fresh clone; `.ci/run` sets the variable for the rest of the suite) this proves that a bare
@@ -12,6 +14,7 @@ import json
 import pytest
 
 from tbrl_lib import upstream
+from tbrl_lib.notebook_tools.layout import layout_problems
 from tests.conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -73,6 +76,13 @@ def test_notebook_runs_headless(notebook, tmp_path, monkeypatch):
         assert [row["model"] for row in summary["heldout"]] == ["base", "warm start", "grpo"]
     if notebook.stem in OFFLINE_TRAJECTORIES:
         assert_report_shows_trajectories(notebook.stem, tmp_path / notebook.name, out_dir)
+    if notebook.stem in LEADS_WITH_RESULT:  # headline and plot before any table, each cell's
+        # outputs within a screen
+        assert layout_problems(tmp_path / notebook.name) == []
+
+
+LEADS_WITH_RESULT = ("03_judge_comparison", "04_train", "05_eval")
+"""Notebooks whose executed report opens with its headline and plot, nothing over a screen."""
 
 
 OFFLINE_TRAJECTORIES = ("02_tool_design", "05_eval")
@@ -97,3 +107,28 @@ def assert_report_shows_trajectories(name: str, executed, out_dir) -> None:
         for link in links:
             page = (out_dir / link).read_text()
             assert "<details" in page and "Turn 1:" in page and "<script" not in page.lower()
+
+
+def test_commands_the_notebooks_name_exist():
+    """Every `tbrl ...` command a notebook's text names is a command of the CLI, with the
+    options it gives (a report must not send its reader to a command that does not exist)."""
+    import re
+
+    import typer
+
+    from tbrl_lib.cli.app import app
+
+    root = typer.main.get_command(app)
+    named = set()
+    for notebook in NOTEBOOKS:
+        for cell in json.loads(notebook.read_text())["cells"]:
+            named |= set(re.findall(r"`tbrl ([^`]+)`", "".join(cell["source"])))
+    assert named, "no command found: the pattern no longer matches the notebooks"
+    for text in sorted(named):
+        command, words = root, text.split()
+        while hasattr(command, "commands") and words and words[0] in command.commands:
+            command = command.commands[words.pop(0)]
+        assert not hasattr(command, "commands"), f"`tbrl {text}`: no such command"
+        options = {o for p in command.params for o in p.opts}
+        unknown = [w for w in words if w.startswith("-") and w.split("=")[0] not in options]
+        assert not unknown, f"`tbrl {text}`: {command.name} has no option {unknown[0]}"

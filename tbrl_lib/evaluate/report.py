@@ -14,11 +14,13 @@ Left out: interactive widgets (the live-kernel viewer is `tbrl_lib.metrics.viewe
 from __future__ import annotations
 
 import html
+import io
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
+from rich.console import Console
 from rich.table import Table
 
 from tbrl_lib.agent.trajectory import Trajectory
@@ -81,6 +83,39 @@ def summary_table(results: RunResults, title: str | None = None) -> Table:
     table.add_row("timeouts", s["timeouts"])
     table.add_row("wall time", f"{results.wall_seconds:.1f} s")
     return table
+
+
+def headline_lines(results: RunResults, comparison: stats.Comparison | None = None) -> list[str]:
+    """Three or four lines (HTML) a report leads with: what ran, the accuracy with its
+    interval, pass@k and what was not scored, and the paired difference to an earlier run."""
+    s, config = results.summary, results.config
+    lines = [
+        f"<b>{html.escape(config.policy)}</b> on {s['n_tasks']} tasks from "
+        f"{html.escape(str(config.tasks_source))}: {s['n_trials']} trials, "
+        f"{results.wall_seconds / 60:.1f} min wall time",
+        f"<b>accuracy</b> {html.escape(accuracy_text(s))}",
+    ]
+    passes = ", ".join(f"pass@{k} {_pct(v)}" for k, v in s["pass_at_k"].items())
+    modes = ", ".join(f"{m} {n}" for m, n in s["failure_modes"].items() if n)
+    lines.append(
+        (f"{passes}; " if passes else "")
+        + f"infra errors {_infra_text(s)} (not scored)"
+        + (f"; how trials ended: {html.escape(modes)}" if modes else "")
+    )
+    if comparison is not None:
+        lines.append(
+            f"<b>vs the earlier run</b> {100 * comparison.difference:+.1f} pts "
+            f"[{100 * comparison.ci_low:+.1f}, {100 * comparison.ci_high:+.1f}] "
+            f"(paired over {comparison.n_tasks} tasks, 95% bootstrap)"
+        )
+    return lines
+
+
+def table_text(table: Table, width: int = 100) -> str:
+    """A rich table as plain text, HTML-escaped (for a `<pre>` block of a report)."""
+    out = Console(record=True, width=width, file=io.StringIO(), force_jupyter=False)
+    out.print(table)
+    return html.escape(out.export_text())
 
 
 def _infra_text(summary: dict) -> str:

@@ -43,14 +43,18 @@ def trajectory_page(
     )
 
 
-def trajectory_html(traj: Trajectory, reward: Mapping[str, Any] | Any = None) -> str:
+def trajectory_html(
+    traj: Trajectory, reward: Mapping[str, Any] | Any = None, open_turn: int | None = None
+) -> str:
     """The page's body alone, styled inline, to embed in another document: a notebook shows
-    it with `IPython.display.HTML`, and the notebook's HTML report then holds every turn."""
+    it with `IPython.display.HTML`, and the notebook's HTML report then holds every turn.
+    The turn at (0-based) `open_turn` is shown open, the others folded; by default the last."""
+    opened = len(traj.turns) - 1 if open_turn is None else open_turn
     parts = [header_html(traj)]
     for i, turn in enumerate(traj.turns):
         calls = ", ".join(c.kind + ("" if c.ok else " (failed)") for c in turn.calls) or "no call"
         parts.append(
-            f"<details{' open' if i == len(traj.turns) - 1 else ''} style='{_DETAILS}'>"
+            f"<details{' open' if i == opened else ''} style='{_DETAILS}'>"
             f"<summary style='cursor:pointer;font-weight:600'>Turn {turn.index}: "
             f"{html.escape(calls)}</summary>{turn_html(traj, i)}</details>"
         )

@@ -28,14 +28,14 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
     """Dotted key -> readable text for every leaf of a model, dataclass or mapping."""
     fields = _fields(obj)
     if fields is None:
-        return {prefix or "value": _text(obj)}
+        return {prefix or "value": value_text(obj)}
     out: dict[str, str] = {}
     for key, value in fields.items():
         name = f"{prefix}.{key}" if prefix else str(key)
         if _fields(value):
             out |= flatten(value, name)
         else:
-            out[name] = _text(value)
+            out[name] = value_text(value)
     return out
 
 
@@ -89,7 +89,7 @@ def _fields(obj: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def _text(value: Any) -> str:
+def value_text(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, Enum):
@@ -99,5 +99,5 @@ def _text(value: Any) -> str:
     if isinstance(value, PurePath):
         return str(value)
     if isinstance(value, (list, tuple, set, frozenset)):
-        return ", ".join(_text(v) for v in value) if value else "-"
+        return ", ".join(value_text(v) for v in value) if value else "-"
     return str(value)

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
+import transformers.trainer
 from transformers import TrainerCallback
 
 from tbrl_lib.train.config import TrainConfig
@@ -91,6 +93,19 @@ class MetricsWriter(TrainerCallback):
                 fh.write(json.dumps(record, default=str) + "\n")
 
 
+@contextmanager
+def trainer_tables_hidden() -> Iterator[None]:
+    """Inside, a Trainer built in a notebook (TRL's SFT and GRPO trainers are ones) shows no
+    progress table: transformers' notebook callback adds an HTML row per logged step (a
+    warm start of 384 steps: 384 rows). tbrl's own progress lines are not affected."""
+    default = transformers.trainer.DEFAULT_PROGRESS_CALLBACK
+    transformers.trainer.DEFAULT_PROGRESS_CALLBACK = TrainerCallback  # its events do nothing
+    try:
+        yield
+    finally:
+        transformers.trainer.DEFAULT_PROGRESS_CALLBACK = default
+
+
 class CheckpointState(TrainerCallback):
     """Writes `tbrl_state.json` (see `resume.py`) into every checkpoint TRL saves: the run's
     settings and `parts()` (name -> state dict: curriculum, sampler, runner counters)."""
@@ -125,67 +140,118 @@ class CurriculumStop(TrainerCallback):
 
 
 CURVES = (
-    ("reward/total", "reward (total)", "-"),
-    ("reward/tests", "tests", "--"),
-    ("reward/judge", "judge", ":"),
-    ("reward/solved_rate", "solved share", "-."),
+    ("reward/total", "reward (total)", {"color": "C0", "linestyle": "-", "marker": "o"}),
+    ("reward/tests", "tests", {"color": "C1", "linestyle": "--", "marker": "^", "linewidth": 2.5}),
+    ("reward/judge", "judge", {"color": "C2", "linestyle": ":", "marker": "s"}),
+    (
+        "reward/solved_rate",
+        "solved share",
+        {"color": "C3", "linestyle": "-.", "marker": "x", "markersize": 7, "linewidth": 1},
+    ),
 )
+"""Metric, label and line style of the reward panel: each line its own colour, dash and
+marker, so a component equal to another (tests and solved share, when every test counts
+alike) still shows."""
+
+
+class HeldoutPoint(NamedTuple):
+    step: int
+    solve_rate: float
+    low: float | None
+    high: float | None
+    label: str
 
 
 def heldout_points(
-    records: list[dict[str, Any]], before: dict[str, float] | None = None
-) -> list[tuple[int, float, str]]:
-    """(step, held-out solve rate, label): the models evaluated before GRPO (`before`, e.g.
-    base and warm start) at step 0, then every evaluation during training at its step."""
-    points = [(0, rate, name) for name, rate in (before or {}).items()]
-    points += [
-        (r["step"], r["eval/solve_rate"], "")
-        for r in records
-        if r.get("eval/solve_rate") is not None
+    records: list[dict[str, Any]], before: dict[str, dict[str, Any]] | None = None
+) -> list[HeldoutPoint]:
+    """The held-out solve rate with its Wilson interval: the models evaluated before GRPO
+    (`before`: name -> their `eval/*` metrics, e.g. base and warm start) at step 0, then
+    every evaluation during training at its step."""
+    named = [(0, metrics, name) for name, metrics in (before or {}).items()]
+    logged = [(r["step"], r, "") for r in records if r.get("eval/solve_rate") is not None]
+    return [
+        HeldoutPoint(
+            step,
+            m["eval/solve_rate"],
+            m.get("eval/accuracy_ci_low"),
+            m.get("eval/accuracy_ci_high"),
+            label,
+        )
+        for step, m, label in named + logged
     ]
-    return points
 
 
 def plot_rewards(
-    records: list[dict[str, Any]], path: Path, before: dict[str, float] | None = None
-) -> Path | None:
-    """The reward and its components per step, and the held-out solve rate (with the models
-    evaluated `before` GRPO at step 0), as a PNG."""
+    records: list[dict[str, Any]], path: Path, before: dict[str, dict[str, Any]] | None = None
+) -> Path:
+    """Two panels as a PNG: the reward by component per step, and the held-out solve rate
+    with its 95% Wilson interval (the models evaluated `before` GRPO at step 0)."""
     import matplotlib  # the notebooks extra: imported where a plot is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, (rewards, heldout) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     drawn = 0
     for key, label, style in CURVES:
         points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
         if points:
             steps, values = zip(*points)
-            ax.plot(steps, values, marker="o", markersize=3, linestyle=style, label=label)
+            rewards.plot(steps, values, label=label, **{"markersize": 4, **style})
             drawn += 1
-    evals = heldout_points(records, before)
-    if evals:
-        steps, values, _ = zip(*evals)
-        ax.plot(
-            steps, values, marker="s", linestyle="none", color="black", label="held-out solve rate"
+    _finish_panel(rewards, "reward by component (training rollouts)", drawn, "no logged steps")
+    rewards.set_ylabel("mean over the step's rollouts")
+    points = heldout_points(records, before)
+    named = [p for p in points if p.label]
+    spread = 0.015 * max([p.step for p in points] + [8])  # x offset between step-0 models
+    for point in points:
+        low = point.solve_rate if point.low is None else point.low
+        high = point.solve_rate if point.high is None else point.high
+        i = named.index(point) if point.label else None
+        heldout.errorbar(
+            # the models evaluated before GRPO share step 0: side by side around it
+            point.step + (0.0 if i is None else spread * (i - (len(named) - 1) / 2)),
+            point.solve_rate,
+            yerr=[[point.solve_rate - low], [high - point.solve_rate]],
+            fmt="s" if i is None else _MARKERS[i % len(_MARKERS)],
+            color="black" if i is None else f"C{4 + i}",
+            ecolor="grey",
+            capsize=4,
+            label=f"{point.label} (before GRPO)" if point.label else None,
         )
-        for step, value, name in evals:
-            if name:
-                ax.annotate(name, (step, value), textcoords="offset points", xytext=(6, -3))
-        drawn += 1
-    if drawn:
-        ax.legend(loc="best")
-    else:
-        ax.text(0.5, 0.5, "no logged steps", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("reward")
-    ax.set_ylim(-0.05, 1.05)
-    ax.set_title("GRPO reward over steps")
+    logged = [p for p in points if not p.label]
+    if logged:  # one legend entry for the evaluations during training
+        heldout.plot([], [], "s", color="black", label="policy during/after GRPO")
+    _finish_panel(
+        heldout,
+        "held-out solve rate (95% Wilson interval)",
+        len(points),
+        "no held-out evaluation",
+        legend="lower right",  # the rate rises: that corner stays empty longest
+    )
+    if points:
+        heldout.set_xlim(left=-0.5)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+_MARKERS = ("o", "D", "^", "v")
+
+
+def _finish_panel(ax: Any, title: str, curves: int, empty: str, legend: str = "best") -> None:
+    from matplotlib.ticker import MaxNLocator  # with pyplot, where a plot is drawn
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if curves:
+        ax.legend(loc=legend, fontsize="small")
+    elif not ax.lines and not ax.collections:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title, fontsize="medium")
 
 
 def _number(value: Any) -> Any:

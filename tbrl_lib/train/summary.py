@@ -68,7 +68,7 @@ def summarize_run(
         "run_dir": str(session.out),
     }
     if main:
-        before = {n: e["metrics"]["eval/solve_rate"] for n, e in evals.items() if n != "grpo"}
+        before = {n: e["metrics"] for n, e in evals.items() if n != "grpo"}
         plot_rewards(records, session.out / "reward.png", before)
         record_summary(session.out, summary)
     return summary

@@ -99,3 +99,14 @@ def test_trials_link_to_their_rendered_trajectories(tmp_path):
     table = report.trials_html(run, pages)
     assert "<a href='trajectories/a.0.html'>a</a>" in table
     assert table.count("<tr>") == 3  # header + one row per trial, z without a link
+
+
+def test_headline_leads_with_accuracy_and_its_interval(capsys):
+    previous = make_run({("a", 0): False, ("a", 1): False, ("z", 0): False, ("z", 1): False})
+    lines = report.headline_lines(RUN, report.compare_runs(RUN, previous))
+    assert "<b>oracle</b> on 2 tasks" in lines[0] and "4 trials" in lines[0]
+    assert "25.0%" in lines[1] and "Wilson 95%" in lines[1]
+    assert "pass@1" in lines[2] and "infra errors 0 of 4" in lines[2]
+    assert "+25.0 pts" in lines[3] and "paired over 2 tasks" in lines[3]
+    text = report.table_text(report.summary_table(RUN))
+    assert "accuracy" in text and "\x1b[" not in text and capsys.readouterr().out == ""

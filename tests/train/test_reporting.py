@@ -9,6 +9,7 @@ from transformers import TrainerControl
 
 from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.reporting import (
+    CURVES,
     CurriculumStop,
     MetricsWriter,
     heldout_points,
@@ -51,19 +52,76 @@ def test_plot_is_written_with_and_without_points(tmp_path):
     )
     assert plot_rewards([], tmp_path / "b.png").is_file()
     records = [{"step": 1, "reward/total": 0.2}, {"step": 2, "eval/solve_rate": 0.75}]
-    before = {"base": 0.0, "warm start": 0.25}
+    before = {"base": {"eval/solve_rate": 0.0}, "warm start": {"eval/solve_rate": 0.25}}
     assert plot_rewards(records, tmp_path / "c.png", before).stat().st_size > 1000
 
 
-def test_models_evaluated_before_grpo_are_the_curves_step_0():
-    records = [{"step": 1, "eval/solve_rate": 0.5}, {"step": 2}, {"step": 3, "eval/solve_rate": 1}]
-    assert heldout_points(records, {"base": 0.0, "warm start": 0.25}) == [
-        (0, 0.0, "base"),
-        (0, 0.25, "warm start"),
-        (1, 0.5, ""),
-        (3, 1, ""),
+def test_reward_components_each_have_their_own_line_style():
+    styles = [tuple(sorted(style.items())) for _, _, style in CURVES]
+    assert len(set(styles)) == len(CURVES)
+    for key in ("color", "linestyle", "marker"):  # tests == solved share must still show both
+        assert len({style[key] for _, _, style in CURVES}) == len(CURVES), key
+
+
+def test_models_evaluated_before_grpo_are_the_curves_step_0_with_intervals():
+    records = [
+        {
+            "step": 1,
+            "eval/solve_rate": 0.5,
+            "eval/accuracy_ci_low": 0.2,
+            "eval/accuracy_ci_high": 0.8,
+        },
+        {"step": 2},
+        {"step": 3, "eval/solve_rate": 1},
     ]
-    assert heldout_points(records) == [(1, 0.5, ""), (3, 1, "")]  # a resumed run: none before
+    before = {
+        "base": {
+            "eval/solve_rate": 0.0,
+            "eval/accuracy_ci_low": 0.0,
+            "eval/accuracy_ci_high": 0.24,
+        },
+        "warm start": {"eval/solve_rate": 0.25},
+    }
+    assert heldout_points(records, before) == [
+        (0, 0.0, 0.0, 0.24, "base"),
+        (0, 0.25, None, None, "warm start"),
+        (1, 0.5, 0.2, 0.8, ""),
+        (3, 1, None, None, ""),
+    ]
+    assert [p.step for p in heldout_points(records)] == [1, 3]  # a resumed run: none before
+
+
+def test_no_progress_table_from_a_trainer_built_inside_the_context(monkeypatch, tmp_path):
+    import transformers.trainer
+    from transformers import Qwen3Config, Qwen3ForCausalLM, Trainer, TrainingArguments
+    from transformers.utils.notebook import NotebookProgressCallback
+
+    from tbrl_lib.train.reporting import trainer_tables_hidden
+
+    # what transformers picks when imported in a notebook kernel
+    monkeypatch.setattr(transformers.trainer, "DEFAULT_PROGRESS_CALLBACK", NotebookProgressCallback)
+    model = Qwen3ForCausalLM(
+        Qwen3Config(
+            vocab_size=16,
+            hidden_size=8,
+            intermediate_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=1,
+            num_key_value_heads=1,
+            head_dim=8,
+        )
+    )
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True)
+
+    def tables(trainer):
+        return [
+            c for c in trainer.callback_handler.callbacks if isinstance(c, NotebookProgressCallback)
+        ]
+
+    assert tables(Trainer(model=model, args=args))
+    with trainer_tables_hidden():
+        assert tables(Trainer(model=model, args=args)) == []
+    assert transformers.trainer.DEFAULT_PROGRESS_CALLBACK is NotebookProgressCallback
 
 
 def test_training_stops_when_every_task_is_filtered():
