@@ -17,8 +17,9 @@ Metric names (one line per logging step in `metrics.jsonl`):
     eval/…        held-out evaluation at that step (solve_rate, mean_reward, accuracy_ci_*)
 With several processes every number above covers all of them (tbrl gathers its own; TRL
 gathers its own) and process 0 alone writes the file. A resumed run keeps the lines up to its
-checkpoint's step and appends after them (`MetricsWriter(resume_step=...)`).
-Left out: a live dashboard (wandb/tensorboard); point TRL's `report_to` at one if wanted.
+checkpoint's step and appends after them (`MetricsWriter(resume_step=...)`). Every number
+reaches the file through the trainer's own log (`SessionTrainer.log`), so the trackers
+`grpo.report_to` names (TensorBoard, W&B, trackio) get the same numbers at the same steps.
 """
 
 from __future__ import annotations
@@ -59,17 +60,9 @@ class MetricsWriter(TrainerCallback):
     `main` process writes. With `resume_step`, lines up to that step are kept, later ones
     (logged after the checkpoint by the run that died) dropped; else the file starts empty."""
 
-    def __init__(
-        self,
-        path: Path,
-        curriculum: Curriculum | None = None,
-        resume_step: int | None = None,
-        main: bool = True,
-    ) -> None:
-        self.path, self.curriculum, self.main = path, curriculum, main
+    def __init__(self, path: Path, resume_step: int | None = None, main: bool = True) -> None:
+        self.path, self.main = path, main
         self.records: list[dict[str, Any]] = []
-        self.pending: dict[str, Any] = {}
-        """Metrics other callbacks computed this step (held-out eval): merged into the next line."""
         if resume_step is not None and path.is_file():
             lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
             self.records = [r for r in lines if r.get("step", 0) <= resume_step]
@@ -83,10 +76,6 @@ class MetricsWriter(TrainerCallback):
         record: dict[str, Any] = {"step": state.global_step}
         for key, value in logs.items():
             record[metric_name(key)] = _number(value)
-        if self.curriculum is not None:
-            record.update(self.curriculum.metrics())
-        record.update({k: _number(v) for k, v in self.pending.items()})
-        self.pending.clear()
         self.records.append(record)
         if self.main:
             with self.path.open("a") as fh:

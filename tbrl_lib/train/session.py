@@ -99,7 +99,7 @@ class TrainingSession:
         self.rollout_func = RolloutFunc(self.index, self.runner)
         # The trainer logs curriculum/ and eval/ numbers itself, so every tracker sees them.
         self.metrics = MetricsWriter(
-            out / "metrics.jsonl", None, resume_step, main=processes.is_main_process
+            out / "metrics.jsonl", resume_step, main=processes.is_main_process
         )
         self.tracked: dict[str, float] = {}
         self.stop = CurriculumStop(self.curriculum)
