@@ -74,11 +74,25 @@ def test_notebook_runs_headless(notebook, tmp_path, monkeypatch):
     if notebook.stem == "04_train":  # in a kernel: demonstrations, SFT, held-out table
         assert summary["warm_start"]["demos"] == 8
         assert [row["model"] for row in summary["heldout"]] == ["base", "warm start", "grpo"]
+        # what `make demo` streams: a line per GRPO step with its reward, held-out results
+        lines = stream_lines(tmp_path / notebook.name)
+        steps = [line for line in lines if line.startswith("grpo step ")]
+        assert len(steps) == 1 and steps[0].startswith("grpo step 1/1") and " reward " in steps[0]
+        held = [line.split(":")[0] for line in lines if line.startswith("held-out ")]
+        assert held[:2] == ["held-out base", "held-out warm start"] and len(held) >= 3, held
     if notebook.stem in OFFLINE_TRAJECTORIES:
         assert_report_shows_trajectories(notebook.stem, tmp_path / notebook.name, out_dir)
     if notebook.stem in LEADS_WITH_RESULT:  # headline and plot before any table, each cell's
         # outputs within a screen
         assert layout_problems(tmp_path / notebook.name) == []
+
+
+def stream_lines(executed) -> list[str]:
+    """Every line the executed notebook's cells printed to stdout, in order."""
+    cells = json.loads(executed.read_text())["cells"]
+    outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    text = "".join("".join(o["text"]) for o in outputs if o.get("name") == "stdout")
+    return text.splitlines()
 
 
 LEADS_WITH_RESULT = ("03_judge_comparison", "04_train", "05_eval")
