@@ -211,9 +211,6 @@ def heldout_table(summary: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def warm_start_table(summary: Mapping[str, Any]) -> pd.DataFrame:
-    warm = summary.get("warm_start")
-    if not warm:
-        return pd.DataFrame()
     labels = {
         "demos": "demonstrations",
         "demos_right": "teacher right",
@@ -222,20 +219,24 @@ def warm_start_table(summary: Mapping[str, Any]) -> pd.DataFrame:
         "loss_after": "loss after",
         "seconds": "seconds",
     }
-    return tidy(pd.DataFrame([warm]), labels=labels).rename(index={0: "warm start"})
+    return _one_row(summary.get("warm_start"), labels, "warm start")
 
 
 def sampling_table(summary: Mapping[str, Any]) -> pd.DataFrame:
-    totals = summary.get("dynamic_sampling")
-    if not totals:
-        return pd.DataFrame()
     labels = {
         "zero_std_groups_before": "flat groups before refill",
         "zero_std_groups_after": "after refill",
         "refilled_groups": "groups refilled",
         "refill_rollouts": "extra rollouts",
     }
-    return tidy(pd.DataFrame([totals]), labels=labels).rename(index={0: "over the run"})
+    return _one_row(summary.get("dynamic_sampling"), labels, "over the run")
+
+
+def _one_row(values: Mapping[str, Any] | None, labels: dict[str, str], name: str) -> pd.DataFrame:
+    """`values` as a one-row table named `name` (empty when there are none)."""
+    if not values:
+        return pd.DataFrame()
+    return tidy(pd.DataFrame([values]), labels=labels).rename(index={0: name})
 
 
 def filtering_table(summary: Mapping[str, Any]) -> pd.DataFrame:
