@@ -196,7 +196,8 @@ def test_demo_on_a_failing_notebook_says_which_cell_and_still_writes_the_report(
     assert result.code == 1
     line = result.err.strip().splitlines()[-1]
     assert line.startswith("error: notebook 03_judge_comparison failed in code cell ")
-    assert "run_comparison" in line and "ValueError: attempts must be >= 1, got 0" in line
+    assert "('dirs = suite_dirs(suites)')" in line  # the cell, by its first line
+    assert "ValueError: attempts must be >= 1, got 0" in line
     html = run / "03_judge_comparison.html"
     assert str(html) in line and str(run / "03_judge_comparison.ipynb") in line
     assert "attempts must be &gt;= 1, got 0" in html.read_text()  # the error, visible offline
