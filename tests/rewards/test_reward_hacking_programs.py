@@ -189,8 +189,13 @@ def test_attack_scores_at_most_its_honest_part(attack):
     assert real, f"{attack.name} does not fool a verifier without the pristine copies"
     assert not report.infra_error, f"{attack.name} escaped into infra_error: {report.error}"
     assert report.score <= attack.honest_part, f"{attack.name} fooled the verifier: {report}"
-    if attack.name == "env_racer":
-        assert "changed" in (report.error or ""), report
+    if attack.name == "env_racer":  # a race: caught changing /usr/bin/env while the tests
+        # ran, or (a loaded machine that did not schedule the daemon in the tests' 0.3 s)
+        # restored before them, so the tests ran the image's env and failed the wrong answer;
+        # `changed` itself is tested deterministically in tests/sandbox/test_pristine_programs.py
+        caught = "changed" in (report.error or "")
+        restored = any("/usr/bin/env" in note for note in report.notes)
+        assert caught or (restored and report.score == 0.0), report
 
 
 CONTROLS = [
