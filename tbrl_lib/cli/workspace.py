@@ -50,4 +50,20 @@ def demo(
     typer.echo(f"run folder: {run}")
     typer.echo(f"report: {run / f'{notebook}.html'}")
     for key, value in read_summary(run).items():
-        typer.echo(f"  {key}: {value}")
+        typer.echo(f"  {key}: {_short(value)}")
+
+
+def _short(value: object) -> str:
+    """A summary value on one short line: scalars as they are, a short flat dict inline,
+    anything bigger as its size (the whole is in summary.json and the report)."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if (
+        isinstance(value, dict)
+        and len(value) <= 4
+        and all(isinstance(v, int | float | str | None) for v in value.values())
+    ):
+        return ", ".join(f"{k} {_short(v)}" for k, v in value.items())
+    if isinstance(value, dict | list):
+        return f"{len(value)} entries (summary.json)"
+    return str(value)

@@ -202,3 +202,14 @@ def test_demo_on_a_failing_notebook_says_which_cell_and_still_writes_the_report(
     assert str(html) in line and str(run / "03_judge_comparison.ipynb") in line
     assert "attempts must be &gt;= 1, got 0" in html.read_text()  # the error, visible offline
     assert "[cell 1/" in result.err  # progress: each cell announced
+
+
+def test_demo_prints_each_summary_value_on_one_short_line():
+    """`tbrl demo`'s closing lines: no raw dumps of the summary's tables (summary.json has them)."""
+    from tbrl_lib.cli.workspace import _short
+
+    assert _short(0.46645831068356836) == "0.4665"
+    assert _short({"peak_rss_gib": 1.12, "plan_gib": 0.96}) == "peak_rss_gib 1.12, plan_gib 0.96"
+    assert _short([{"task_id": "t"}] * 5) == "5 entries (summary.json)"
+    assert _short({"checkpoint": "/x", "nested": {"a": 1}}) == "2 entries (summary.json)"
+    assert _short(None) == "None" and _short("cpu-demo") == "cpu-demo"
