@@ -327,7 +327,11 @@ def prune(client: docker.DockerClient) -> tuple[list[str], int]:
     """Remove every pristine volume no container uses (they are a cache: rebuilt on demand);
     return the names removed and how many were kept because a container mounts them."""
     removed, in_use = [], 0
-    for volume in client.volumes.list(filters={"label": LABEL}):
+    # by name too: a mount of a removed volume by a process of an older tbrl makes the
+    # engine create an empty one, without the label
+    for volume in client.volumes.list(filters={"name": volume_name("")}):
+        if not volume.name.startswith(volume_name("")):
+            continue
         try:
             volume.remove()
             removed.append(volume.name)

@@ -78,8 +78,10 @@ def test_prune_removes_unused_volumes_and_keeps_mounted_ones(base_image, docker_
         docker_client.volumes.get(name)  # still there
     finally:
         holder.remove(force=True)
+    stray = docker_client.volumes.create(pristine_volume.volume_name("unlabelled-test"))
     removed, _ = pristine_volume.prune(docker_client)
     assert name in removed
+    assert stray.name in removed  # made by the engine at a mount of a removed one: no label
     # the in-process cache forgot it: the next sandbox rebuilds instead of mounting nothing
     assert _volume_for(f"FROM {base_image}\nRUN mkdir -p /app\n", "pv-prune") == name
     docker_client.volumes.get(name)
