@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
-import transformers.trainer
 from transformers import TrainerCallback
 
 from tbrl_lib.train.config import TrainConfig
@@ -80,19 +78,6 @@ class MetricsWriter(TrainerCallback):
         if self.main:
             with self.path.open("a") as fh:
                 fh.write(json.dumps(record, default=str) + "\n")
-
-
-@contextmanager
-def trainer_tables_hidden() -> Iterator[None]:
-    """Inside, a Trainer built in a notebook (TRL's SFT and GRPO trainers are ones) shows no
-    progress table: transformers' notebook callback adds an HTML row per logged step (a
-    warm start of 384 steps: 384 rows). tbrl's own progress lines are not affected."""
-    default = transformers.trainer.DEFAULT_PROGRESS_CALLBACK
-    transformers.trainer.DEFAULT_PROGRESS_CALLBACK = TrainerCallback  # its events do nothing
-    try:
-        yield
-    finally:
-        transformers.trainer.DEFAULT_PROGRESS_CALLBACK = default
 
 
 class CheckpointState(TrainerCallback):

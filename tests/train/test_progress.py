@@ -4,8 +4,10 @@ run's captured lines: tests/train/test_tracking.py.)"""
 
 from __future__ import annotations
 
+import pytest
 from transformers import TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_callback import ProgressCallback
+from transformers.utils.notebook import NotebookProgressCallback
 
 from tbrl_lib.train.progress import (
     TRAINER_DISPLAYS,
@@ -95,13 +97,17 @@ def test_sft_lines_are_about_ten_over_a_long_warm_start():
     assert printed[-1] == "sft step 384/384  loss 0.003"
 
 
-def test_the_trainers_own_display_is_replaced(tmp_path):
+@pytest.mark.parametrize("display", [ProgressCallback, NotebookProgressCallback])
+def test_the_trainers_own_display_is_replaced(tmp_path, monkeypatch, display):
+    """A bar on a console, and in a notebook kernel the table with a row per logged step."""
     import torch
+    import transformers.trainer
     from transformers import Trainer
 
+    monkeypatch.setattr(transformers.trainer, "DEFAULT_PROGRESS_CALLBACK", display)
     args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True)
     trainer = Trainer(model=torch.nn.Linear(2, 2), args=args)
-    assert any(isinstance(c, ProgressCallback) for c in trainer.callback_handler.callbacks)
+    assert any(isinstance(c, display) for c in trainer.callback_handler.callbacks)
     lines = StepLines()
     use_progress_lines(trainer, lines)
     callbacks = trainer.callback_handler.callbacks

@@ -90,39 +90,6 @@ def test_models_evaluated_before_grpo_are_the_curves_step_0_with_intervals():
     assert [p.step for p in heldout_points(records)] == [1, 3]  # a resumed run: none before
 
 
-def test_no_progress_table_from_a_trainer_built_inside_the_context(monkeypatch, tmp_path):
-    import transformers.trainer
-    from transformers import Qwen3Config, Qwen3ForCausalLM, Trainer, TrainingArguments
-    from transformers.utils.notebook import NotebookProgressCallback
-
-    from tbrl_lib.train.reporting import trainer_tables_hidden
-
-    # what transformers picks when imported in a notebook kernel
-    monkeypatch.setattr(transformers.trainer, "DEFAULT_PROGRESS_CALLBACK", NotebookProgressCallback)
-    model = Qwen3ForCausalLM(
-        Qwen3Config(
-            vocab_size=16,
-            hidden_size=8,
-            intermediate_size=8,
-            num_hidden_layers=1,
-            num_attention_heads=1,
-            num_key_value_heads=1,
-            head_dim=8,
-        )
-    )
-    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True)
-
-    def tables(trainer):
-        return [
-            c for c in trainer.callback_handler.callbacks if isinstance(c, NotebookProgressCallback)
-        ]
-
-    assert tables(Trainer(model=model, args=args))
-    with trainer_tables_hidden():
-        assert tables(Trainer(model=model, args=args)) == []
-    assert transformers.trainer.DEFAULT_PROGRESS_CALLBACK is NotebookProgressCallback
-
-
 def test_training_stops_when_every_task_is_filtered():
     cur = Curriculum({"a": "easy"}, filter_after_groups=1)
     stop = CurriculumStop(cur)
