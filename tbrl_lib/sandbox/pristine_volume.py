@@ -81,10 +81,28 @@ for _p in [p for p in sys.path if p.startswith(_m + "/") and p.endswith("-packag
 """.replace("@MOUNT@", PRISTINE_MOUNT)
 )
 
-BUILD_SCRIPT = (
+PROGRAMS_AND_TREES = (
     Path(pristine_programs.__file__).read_text()
     + r"""
-import fcntl, glob, os, shutil, stat, sys
+import glob
+SKIP = {"test", "idlelib", "turtledemo"}
+
+def python_dirs():
+    return sorted(glob.glob("/usr/lib/python3*")) + sorted(glob.glob("/usr/local/lib/python3*"))
+
+def skipped(d, names):
+    if os.path.basename(d).startswith("python3.") and os.path.isfile(d + "/os.py"):
+        return [n for n in names if n in SKIP]
+    return []
+"""
+)
+"""What the build and the digest share: `pristine_programs` (scan), the Python trees mirrored
+beside the PATH dirs, and what of them is left out (a stdlib's test suites)."""
+
+BUILD_SCRIPT = (
+    PROGRAMS_AND_TREES
+    + r"""
+import fcntl, shutil, sys
 V, M, BINS, SITECUSTOMIZE = "/vol", sys.argv[1], sys.argv[2].split(":"), sys.argv[3]
 lock = open(V + "/.lock", "a")
 fcntl.flock(lock, fcntl.LOCK_EX)
@@ -97,13 +115,6 @@ for name in os.listdir(R):
         shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
 with open(R + "/" + MANIFEST, "w") as fh:  # the image's entries, before anything is copied
     json.dump(scan(BINS), fh)
-SKIP = {"test", "idlelib", "turtledemo"}
-
-def ignore(d, names):
-    if os.path.basename(d).startswith("python3.") and os.path.isfile(d + "/os.py"):
-        return [n for n in names if n in SKIP]
-    return []
-
 def copy(s, d):
     if stat.S_ISREG(os.lstat(s).st_mode):
         shutil.copy2(s, d)
@@ -112,15 +123,14 @@ def link(target, dst):
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     os.symlink(M + target if target.startswith("/") else target, dst)
 
-srcs = list(BINS) + sorted(glob.glob("/usr/lib/python3*")) + sorted(glob.glob("/usr/local/lib/python3*"))
-for src in srcs:
+for src in list(BINS) + python_dirs():
     dst = R + src
     if os.path.lexists(dst):
         continue
     if os.path.islink(src):
         link(os.readlink(src), dst)
     elif os.path.isdir(src):
-        shutil.copytree(src, dst, symlinks=True, ignore=ignore, copy_function=copy,
+        shutil.copytree(src, dst, symlinks=True, ignore=skipped, copy_function=copy,
                         ignore_dangling_symlinks=True)
 for base, dirs, files in os.walk(R):
     for name in dirs + files:
@@ -142,11 +152,10 @@ open(V + "/.ready", "w").close()
 the volume at /vol; idempotent, and `flock` makes concurrent builders wait for the first."""
 
 DIGEST_SCRIPT = (
-    Path(pristine_programs.__file__).read_text()
+    PROGRAMS_AND_TREES
     + r"""
-import glob, hashlib, sys
+import hashlib, sys
 BINS = sys.argv[1].split(":")
-SKIP = {"test", "idlelib", "turtledemo"}
 digest = hashlib.sha256(json.dumps(scan(BINS)).encode())
 
 def add(p):
@@ -155,12 +164,10 @@ def add(p):
     fields = (p, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, link)
     digest.update(repr(fields).encode())
 
-for top in sorted(glob.glob("/usr/lib/python3*") + glob.glob("/usr/local/lib/python3*")):
+for top in python_dirs():
     add(top)
     for base, dirs, files in os.walk(top):
-        if os.path.basename(base).startswith("python3.") and os.path.isfile(base + "/os.py"):
-            dirs[:] = [d for d in dirs if d not in SKIP]
-        dirs.sort()
+        dirs[:] = sorted(set(dirs) - set(skipped(base, dirs)))
         for name in sorted(dirs + files):
             add(os.path.join(base, name))
 print(digest.hexdigest())
