@@ -33,14 +33,14 @@ def docker_reap(
     ),
     caches: bool = typer.Option(
         False,
-        help="Also remove the verifier's pristine copies of images (`tbrl.pristine` volumes, "
+        help="Also remove the verifier's pristine copies of images (`tbrl-pristine-*` volumes, "
         "~95 MB each) that no container uses; they are rebuilt on demand.",
     ),
 ) -> None:
     """Remove tbrl-labelled containers/networks/volumes whose owner process is gone.
 
     Only objects carrying tbrl's `tbrl.owner` label are considered; live owners' objects
-    are kept (with --caches, also unused `tbrl.pristine` volumes). Never a host-wide prune."""
+    are kept (with --caches, also unused `tbrl-pristine-*` volumes). Never a host-wide prune."""
     if not host:
         engine.require_engine("tbrl docker reap")
     for base_url in host or [None]:

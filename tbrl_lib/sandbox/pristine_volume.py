@@ -14,8 +14,9 @@ a first throwaway container, `DIGEST_SCRIPT`, well under a second), plus the rec
 that differ only outside those trees (a task's /app, /tests, its labels: every instance of a
 procedural family, most test images) share one volume; an image whose Dockerfile installs a
 package or replaces a program gets its own. Inode and ctime are in the key because the
-manifest below records them and the verifier trusts them. Measured on the suite: 123
-per-image volumes (10.9 GB) became a handful. `prune(client)` (`tbrl docker reap --caches`)
+manifest below records them and the verifier trusts them. Measured: one suite run used to
+leave 123 per-image volumes (10.9 GB); after two suite runs and several partial ones, 14
+copies (1.0 GB). `prune(client)` (`tbrl docker reap --caches`)
 removes every pristine volume no container uses; they are rebuilt on demand.
 
 It mirrors, under the mount, the image's absolute paths:
@@ -271,7 +272,7 @@ def content_digest(
     digest = out.strip().splitlines()[-1] if out.strip() else ""
     if len(digest) != 64:
         raise SandboxError(
-            f"reading what {image} holds to mirror printed {out[-200:]!r}, not a digest",
+            f"{what} printed {out[-200:]!r}, not a digest",
             kind="runtime_failed",
         )
     return digest
