@@ -18,6 +18,15 @@ training dtype):
   in b, the fp32 gradient of the LM head (vocab x hidden x 4 B) and of the hidden states
   (C x hidden x 4 B).
 - vLLM (colocate): launch.vllm_gpu_memory_utilization x GPU memory, reserved up front.
+- The asynchronous worker (`grpo.async_rollouts` with `generation_backend: hf`), which
+  generates on the training GPU while the step trains, so its memory adds to the step's:
+  its copy of the policy (all parameters x b, plus a LoRA adapter's in fp32), the KV cache
+  of a batch of B = launch.sandbox_concurrency episodes at full context (B x
+  max_total_tokens x 2 x layers x kv_heads x head_dim x b), and the larger of the batch's
+  prefill (one layer's working set over B x max_total_tokens tokens) and its sampling
+  scores (B x max_tokens_per_turn x vocab x 4 B, three times: `generate` keeps each token's
+  fp32 scores, `HFBackend` stacks them and takes their log-softmax). With `vllm-server` the
+  generation runs on the server's own GPUs: nothing is added.
 - On CPU (`launch.gpus_per_node: 0`) the plan is of the process's memory: TRL's fused head is
   replaced by `trl_compat.TorchChunkedLogProb`, which keeps, for backward, the fp32 logits,
   log-probs and probabilities of every token (C x vocab x 12 B), and the process itself
@@ -193,7 +202,7 @@ def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryP
     else:
         opt_bytes, opt_basis = 2 * b, "2 moments in param dtype"
     tokens = config.rollout.episode.max_total_tokens * config.grpo.per_device_batch_size
-    layer_set = tokens * b * (8 * shape.hidden + 3 * shape.intermediate)
+    layer_set = tokens * layer_bytes_per_token(shape, b)
     if model.gradient_checkpointing:
         activations = shape.layers * tokens * shape.hidden * b + layer_set
         act_basis = f"checkpointed, {tokens:,} tokens"
@@ -217,7 +226,33 @@ def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryP
     if launch.generation_backend == "vllm-colocate":
         share = launch.vllm_gpu_memory_utilization
         rows.append(("vllm", share * launch.gpu_memory_gb, f"colocate, {share:.0%} of GPU"))
+    if config.grpo.async_rollouts and launch.generation_backend == "hf":
+        rows += worker_rows(config, shape, b)
     return MemoryPlan(config.preset, rows, launch.gpu_memory_gb)
+
+
+def layer_bytes_per_token(shape: ModelShape, b: int) -> int:
+    """One layer's working set per token: 8 hidden-sized and 3 intermediate-sized values."""
+    return b * (8 * shape.hidden + 3 * shape.intermediate)
+
+
+def worker_rows(config: TrainConfig, shape: ModelShape, b: int) -> list[tuple[str, float, str]]:
+    """The asynchronous HF worker's rows: its copy of the policy, the KV cache of its batch,
+    and the larger of the batch's prefill and its sampling scores (module docstring)."""
+    model, episode = config.model, config.rollout.episode
+    batch, context = config.launch.sandbox_concurrency, episode.max_total_tokens
+    adapter = shape.lora_parameters(model.lora_rank) * 4 if model.use_lora else 0
+    copy = shape.parameters() * b + adapter
+    kv = batch * context * 2 * shape.layers * shape.kv_heads * shape.head_dim * b
+    prefill = batch * context * layer_bytes_per_token(shape, b)
+    scores = 3 * batch * episode.max_tokens_per_turn * shape.vocab * 4
+    basis = "sampling scores x3" if scores >= prefill else "prefill, one layer"
+    what = "async: the policy's copy" + (" + fp32 LoRA" if adapter else "")
+    return [
+        ("worker copy", copy / GIB, what),
+        ("worker kv", kv / GIB, f"{batch} episodes x {context:,} tokens"),
+        ("worker gen", max(prefill, scores) / GIB, f"{basis}, {batch} episodes"),
+    ]
 
 
 def measured_peak_gib() -> dict[str, float]:

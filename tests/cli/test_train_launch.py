@@ -1,7 +1,12 @@
-"""`tbrl train plan/launch` take the preset positionally (as the README writes it) or with --preset."""
+"""`tbrl train plan/launch` take the preset positionally (as the README writes it) or with --preset;
+every async preset's launch files are written and parse."""
 
 from __future__ import annotations
 
+import subprocess
+
+import pytest
+import yaml
 from typer.testing import CliRunner
 
 from tbrl_lib.cli.train import app
@@ -35,3 +40,30 @@ def test_16xh100_is_two_nodes_everywhere():
     listing = runner.invoke(app, ["presets"]).output
     assert "16xh100" in listing and "2x8 GPU" in listing
     assert "4x8 GPU" in listing  # 32xh100: 3 training nodes + 1 vLLM server node
+
+
+ASYNC_LAUNCH = {
+    # preset: (machines, processes, accelerate's distributed_type, `vllm serve` in the scripts)
+    "1xh200-async": (1, 1, "NO", False),
+    "8xh100-async": (1, 6, "DEEPSPEED", True),
+    "16xh100-async": (1, 8, "DEEPSPEED", True),
+    "32xh100-async": (3, 24, "DEEPSPEED", True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ASYNC_LAUNCH))
+def test_async_presets_launch_files_are_written_and_parse(name, tmp_path):
+    machines, processes, distributed, serves = ASYNC_LAUNCH[name]
+    result = runner.invoke(app, ["launch", name, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in tmp_path.iterdir()} == {"accelerate.yaml", "commands.sh", "job.sbatch"}
+    acc = yaml.safe_load((tmp_path / "accelerate.yaml").read_text())
+    assert (acc["num_machines"], acc["num_processes"]) == (machines, processes)
+    assert acc["distributed_type"] == distributed
+    for script in ("commands.sh", "job.sbatch"):
+        parsed = subprocess.run(["bash", "-n", str(tmp_path / script)], capture_output=True)
+        assert parsed.returncode == 0, (script, parsed.stderr)
+        text = (tmp_path / script).read_text()
+        assert ("vllm serve Qwen/" in text) == serves
+        assert f"--preset {name} " in text
+    assert ("vllm_server:" in result.output) == serves

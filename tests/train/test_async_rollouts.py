@@ -139,20 +139,6 @@ def test_importance_weights_are_trls_truncated_ratio_and_one_off_the_mask():
     assert stats["sampling/importance_sampling_ratio/min"] == pytest.approx(float(expected[1, 0]))
 
 
-def test_async_settings_refuse_what_the_pipeline_cannot_run():
-    base = {"grpo": {"async_rollouts": True, "num_generations": 2}}
-    launch = {"gpus_per_node": 0, "generation_backend": "hf"}
-    TrainConfig(**base, launch=launch)
-    with pytest.raises(ValueError, match="generation_backend=vllm-colocate"):
-        TrainConfig(**base)
-    with pytest.raises(ValueError, match="loss_type=cispo"):
-        TrainConfig(grpo={**base["grpo"], "loss_type": "cispo"}, launch=launch)
-    with pytest.raises(ValueError, match="8 processes.*distributed=ddp"):
-        TrainConfig(**base, launch={"gpus_per_node": 8, "distributed": "ddp"})
-    with pytest.raises(ValueError, match="distributed=zero3"):
-        TrainConfig(**base, launch={**launch, "gpus_per_node": 1, "distributed": "zero3"})
-
-
 # --- the real TRL trainer, one step ahead ----------------------------------------------------
 
 
@@ -331,15 +317,3 @@ def test_a_resumed_async_run_drops_the_queue_and_keeps_the_version_and_curriculu
     assert [h["async/staleness_max"] for h in resumed] == [0.0]
     assert second.ahead.versions == [2] * 4
     assert second.session.runner.calls == 3  # the trajectory files continue
-
-
-def test_every_gpu_preset_refuses_async_with_its_reason_and_cpu_presets_take_it():
-    from tbrl_lib.train.presets import load_preset, preset_names
-
-    for name in preset_names():
-        config = load_preset(name)
-        if config.launch.cpu:
-            assert load_preset(name, {"grpo.async_rollouts": True}).grpo.async_rollouts
-            continue
-        with pytest.raises(ValueError, match=f"preset '{name}'.*async_rollouts=true cannot run"):
-            load_preset(name, {"grpo.async_rollouts": True})

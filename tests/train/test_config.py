@@ -1,10 +1,13 @@
 """One name and one default per concept: the training config is made of the lower layers' own
 configs, and no setting name appears in two of its sections (evaluation's `RunConfig` nests
-the same episode and reward configs, so it cannot disagree either)."""
+the same episode and reward configs, so it cannot disagree either). And what
+`grpo.async_rollouts` refuses: each rule names the setting, its value, why, and what to set."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+
+import pytest
 
 from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.evaluate.results import RunConfig
@@ -13,6 +16,7 @@ from tbrl_lib.rewards.reward import RewardConfig
 from tbrl_lib.rollout.config import RolloutConfig
 from tbrl_lib.sandbox.config import SandboxConfig
 from tbrl_lib.train.config import TrainConfig
+from tbrl_lib.train.presets import config_from_dict, load_preset, preset_names
 
 SAME_NAME_ON_PURPOSE = {
     "learning_rate": "the warm start (sft) and GRPO (grpo) are two optimisations of one run",
@@ -51,3 +55,118 @@ def test_every_setting_is_documented_where_tbrl_train_settings_shows_it():
 def test_an_old_eval_results_file_reads_its_judge_into_the_reward():
     old = RunConfig.model_validate({"policy": "oracle", "judge": "none", "reward": {"w_judge": 0}})
     assert old.reward.judge == "none" and old.reward.w_judge == 0
+
+
+# --- asynchronous rollouts: what can generate while the step trains --------------------------
+
+ASYNC = {"grpo": {"async_rollouts": True}}
+GPUS_8 = {"gpus_per_node": 8, "gpu_memory_gb": 80}
+
+
+def _async(grpo: dict | None = None, **launch) -> TrainConfig:
+    """An async config through the path presets and --set take (errors in one line)."""
+    return config_from_dict({"grpo": {**ASYNC["grpo"], **(grpo or {})}, "launch": launch})
+
+
+@pytest.mark.parametrize(
+    "grpo, launch, says",
+    [
+        (
+            {},
+            {"generation_backend": "vllm-colocate"},
+            [
+                "launch.generation_backend=vllm-colocate (",
+                "cannot generate while a step trains",
+                "set launch.generation_backend=vllm-server",
+            ],
+        ),
+        (
+            {},
+            {**GPUS_8, "distributed": "zero3", "generation_backend": "hf"},
+            [
+                "launch.generation_backend=hf and launch.distributed=zero3 (",
+                "whole weights in each process",
+                "set launch.distributed=ddp",
+                "or launch.generation_backend=vllm-server, whose weight sync gathers the shards)",
+            ],
+        ),
+        (
+            {},
+            {**GPUS_8, "distributed": "fsdp2", "generation_backend": "hf"},
+            ["launch.generation_backend=hf and launch.distributed=fsdp2 (", "fsdp2 shards them"],
+        ),
+        (
+            {"loss_type": "cispo"},
+            {"gpus_per_node": 0, "generation_backend": "hf"},
+            [
+                "grpo.loss_type=cispo (",
+                "exact for the clipped losses only",
+                "set grpo.loss_type to one of grpo, dr_grpo, dapo, bnpo)",
+            ],
+        ),
+    ],
+    ids=["vllm-colocate", "hf-zero3", "hf-fsdp2", "loss-type"],
+)
+def test_async_refusals_name_the_setting_its_value_why_and_the_fix(grpo, launch, says):
+    with pytest.raises(ValueError) as info:
+        _async(grpo, **launch)
+    message = str(info.value)
+    assert message.startswith("config: grpo.async_rollouts=true cannot run with ")
+    assert "\n" not in message
+    for words in says:
+        assert words in message, message
+
+
+@pytest.mark.parametrize("loss", ["sapo", "luspo"])
+def test_every_unclipped_loss_is_refused(loss):
+    with pytest.raises(ValueError, match=f"grpo.loss_type={loss} "):
+        _async({"loss_type": loss}, gpus_per_node=0, generation_backend="hf")
+
+
+def test_several_async_refusals_come_in_one_message():
+    with pytest.raises(ValueError) as info:
+        _async({"loss_type": "sapo"}, generation_backend="vllm-colocate")
+    message = str(info.value)
+    assert message.count("cannot run with") == 1 and "or hf); grpo.loss_type=sapo (" in message
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        {"gpus_per_node": 0, "generation_backend": "hf"},  # CPU, one process
+        {"gpus_per_node": 1, "generation_backend": "hf"},  # one GPU, whole weights
+        {**GPUS_8, "distributed": "ddp", "generation_backend": "hf"},  # a whole copy per rank
+        {"vllm_server_url": "http://x:8000", "generation_backend": "vllm-server"},
+        {
+            **GPUS_8,
+            "num_nodes": 3,
+            "distributed": "zero3",
+            "generation_backend": "vllm-server",
+            "vllm_server_nodes": 1,
+        },
+        {
+            **GPUS_8,
+            "distributed": "fsdp2",
+            "generation_backend": "vllm-server",
+            "vllm_server_nodes": 1,
+        },  # fmt: skip
+    ],
+    ids=["cpu", "1gpu-hf", "ddp-hf", "server", "zero3-server-24", "fsdp2-server"],
+)
+@pytest.mark.parametrize("loss", ["grpo", "dr_grpo", "dapo", "bnpo"])
+def test_async_runs_with_any_process_count_and_a_generator_beside_training(launch, loss):
+    config = _async({"loss_type": loss, "gradient_accumulation_steps": 16}, **launch)
+    assert config.grpo.async_rollouts and config.launch.num_processes >= 1
+
+
+def test_sync_presets_take_async_unless_vllm_is_colocated_and_async_presets_load():
+    for name in preset_names():
+        config = load_preset(name)
+        if config.grpo.async_rollouts:
+            assert name.endswith("-async") and config.launch.generation_backend != "vllm-colocate"
+            continue
+        if config.launch.generation_backend != "vllm-colocate":
+            assert load_preset(name, ASYNC).grpo.async_rollouts, name
+            continue
+        with pytest.raises(ValueError, match=f"preset '{name}'.*async_rollouts=true cannot run"):
+            load_preset(name, ASYNC)

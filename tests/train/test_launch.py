@@ -33,3 +33,13 @@ def test_fsdp2_and_single_process_configs():
     assert launch_commands(smoke) == {
         "train": "tbrl train run --preset cpu-smoke --out outputs/train"
     }
+
+
+def test_async_server_presets_take_fsdp2_instead_of_zero3():
+    # TRL's server sync gathers FSDP2 shards as it does ZeRO-3's: --set launch.distributed=fsdp2
+    for name in ("8xh100-async", "16xh100-async", "32xh100-async"):
+        config = load_preset(name, {"launch.distributed": "fsdp2"})
+        acc = accelerate_config(config)
+        assert acc["distributed_type"] == "FSDP" and acc["fsdp_config"]["fsdp_version"] == 2
+        assert acc["num_processes"] == config.launch.num_processes
+        assert "vllm_server" in launch_commands(config)

@@ -99,6 +99,30 @@ def test_2xa100_splits_the_node_between_server_and_trainer(stubs, tmp_path):
     assert "CVD=6 " in calls(lines, "vllm")[0] and "CVD=4 " in calls(lines, "tbrl")[0]
 
 
+def test_8xh100_async_serves_on_two_gpus_and_trains_on_the_other_six(stubs, tmp_path):
+    config = load_preset("8xh100-async")
+    assert gpu_split(config) == ("0,1,2,3,4,5", "6,7")
+
+    def devices(line: str) -> set[str]:
+        return set(line.split(" | ")[1].split()[0].removeprefix("CVD=").split(","))
+
+    for script in (
+        commands_script(config, "acc.yaml", "outputs/x", workdir=tmp_path),
+        sbatch_script(config, "acc.yaml", "outputs/x", workdir=tmp_path),
+    ):
+        # the node's own numbering, or GPUs a scheduler handed out: the last two serve
+        for visible, serves in ((None, {"6", "7"}), ("8,9,10,11,12,13,14,15", {"14", "15"})):
+            env = {"CUDA_VISIBLE_DEVICES": visible} if visible else {}
+            lines = run_script(script, stubs, SLURM_JOB_NODELIST="gpu-a", **env)
+            (server,) = calls(lines, "vllm")
+            (train,) = calls(lines, "accelerate")
+            assert "--tensor-parallel-size 2" in server and "DEV=1" in server
+            assert "--preset 8xh100-async" in train
+            serving, training = devices(server), devices(train)
+            assert serving == serves and len(training) == 6 and not serving & training
+    assert "#SBATCH --gpus-per-node=8" in script
+
+
 def test_32xh100_commands_sh_per_node(stubs, tmp_path):
     config = load_preset("32xh100")
     names = ["h0", "h1", "h2", "h3"]

@@ -1,4 +1,4 @@
-"""The memory planner against numbers computed by hand."""
+"""The memory planner against numbers computed by hand, the async HF worker's rows included."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.memory import GIB, KNOWN_SHAPES, ModelShape, model_shape, plan_memory
-from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.presets import load_preset, preset_names
 
 
 @pytest.mark.parametrize(
@@ -86,9 +86,63 @@ def test_full_32b_on_one_gpu_does_not_fit_and_says_what_to_do():
 
 
 def test_shipped_gpu_presets_fit_their_gpus():
-    for name in ["1xh200", "2xa100", "8xh100", "32xh100"]:
+    gpu = [name for name in preset_names() if not load_preset(name).launch.cpu]
+    assert {"1xh200", "8xh100", "32xh100", "1xh200-async", "8xh100-async"} <= set(gpu)
+    for name in gpu:
         plan = plan_memory(load_preset(name))
         assert plan.fits, plan.table()
+
+
+def _rows(config: TrainConfig) -> dict[str, float]:
+    return {name: gib for name, gib, _ in plan_memory(config).rows}
+
+
+def _hf_8b(async_rollouts: bool = True, reply_tokens: int = 4096) -> TrainConfig:
+    """Qwen3-8B with LoRA on one H200, generating with HF, 2 episodes at once."""
+    return TrainConfig(
+        model={"name": "Qwen/Qwen3-8B", "use_lora": True, "lora_rank": 64},
+        rollout={"episode": {"max_tokens_per_turn": reply_tokens}},
+        grpo={"async_rollouts": async_rollouts},
+        launch={"gpu_memory_gb": 141, "generation_backend": "hf", "sandbox_concurrency": 2},
+    )
+
+
+def test_async_hf_worker_adds_its_copy_kv_cache_and_scores_by_hand():
+    shape = KNOWN_SHAPES["Qwen/Qwen3-8B"]
+    rows = _rows(_hf_8b())
+    # the copy: every parameter in bf16, and the LoRA adapter in fp32
+    assert rows["worker copy"] == pytest.approx(
+        (shape.parameters() * 2 + shape.lora_parameters(64) * 4) / GIB
+    )
+    # KV cache: 2 episodes x 32,768 tokens x (k, v) x 36 layers x 8 kv heads x 128 x bf16
+    assert rows["worker kv"] == pytest.approx(2 * 32_768 * 2 * 36 * 8 * 128 * 2 / GIB)
+    # fp32 scores of 2 x 4,096 sampled tokens over the vocabulary, held 3 times, beat the
+    # prefill of 2 x 32,768 tokens through one layer (2 B x (8 x 4096 + 3 x 12288) each)
+    scores, prefill = 3 * 2 * 4096 * 151_936 * 4, 2 * 32_768 * 2 * (8 * 4096 + 3 * 12288)
+    assert scores > prefill and rows["worker gen"] == pytest.approx(scores / GIB)
+    # the step's own rows are what they are without the worker
+    assert {k: v for k, v in rows.items() if not k.startswith("worker")} == _rows(
+        _hf_8b(async_rollouts=False)
+    )
+
+
+def test_short_replies_leave_the_prefill_as_the_workers_peak():
+    rows = {name: (gib, basis) for name, gib, basis in plan_memory(_hf_8b(reply_tokens=256)).rows}
+    gib, basis = rows["worker gen"]
+    assert gib == pytest.approx(2 * 32_768 * 2 * (8 * 4096 + 3 * 12288) / GIB)
+    assert basis.startswith("prefill")
+
+
+def test_no_worker_rows_when_generation_has_gpus_of_its_own_or_runs_between_steps():
+    server = load_preset("8xh100-async")
+    assert not any(name.startswith("worker") for name in _rows(server))
+    assert not any(name.startswith("worker") for name in _rows(_hf_8b(async_rollouts=False)))
+
+
+def test_1xh200_async_runs_as_many_episodes_as_its_gpu_holds():
+    assert plan_memory(load_preset("1xh200-async")).fits
+    more = load_preset("1xh200-async", {"launch.sandbox_concurrency": 8})
+    assert not plan_memory(more).fits
 
 
 def test_local_model_folder_shape_is_read_from_config_json(tmp_path):

@@ -1,6 +1,7 @@
 """Preflight refusals beyond the machine: settings that hang or desync a run, trackers that
 are not installed, Docker engines that do not answer, sandboxes beyond the engines' memory,
-and a vLLM server that does not answer (the GPU count of a shared node depends on it)."""
+and a vLLM server that does not answer (the GPU count of a shared node depends on it); the async
+presets refuse only for what this machine lacks."""
 
 from __future__ import annotations
 
@@ -112,3 +113,44 @@ def test_a_local_engine_that_does_not_answer_says_how_to_start_one(monkeypatch, 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/dead.sock")
     (line,) = sandbox_problems(load_preset("cpu-smoke"))
     assert "needs a Docker engine" in line and "DOCKER_HOST" in line
+
+
+ASYNC_PRESETS = ["1xh200-async", "8xh100-async", "16xh100-async", "32xh100-async"]
+
+
+@pytest.mark.parametrize("name", ASYNC_PRESETS)
+def test_async_presets_have_no_setting_problem_and_refuse_only_for_this_machine(name):
+    config = load_preset(name)
+    assert setting_problems(config) == []
+    result = CliRunner().invoke(app, ["preflight", name])
+    assert result.exit_code == 2 and f"preset {name} cannot run here" in result.output
+    assert "async" not in result.output.replace(name, ""), result.output
+
+
+def test_8xh100_async_needs_the_servers_two_gpus_until_it_answers(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "6")
+    monkeypatch.setenv("TBRL_FAKE_GPUS", "8:80")
+    problems = preflight(load_preset("8xh100-async"))
+    assert not any("world size" in p or "GPU(s) visible" in p for p in problems), problems
+    monkeypatch.setenv("TBRL_FAKE_GPUS", "6:80")
+    assert "6 GPU(s) visible, the preset needs 8" in "\n".join(
+        preflight(load_preset("8xh100-async"))
+    )
+
+
+def test_1xh200_async_needs_one_gpu_and_no_vllm(monkeypatch):
+    monkeypatch.setenv("TBRL_FAKE_GPUS", "1:141")
+    problems = preflight(load_preset("1xh200-async"))
+    assert not any("GPU" in p or "world size" in p or "vllm" in p for p in problems), problems
+
+
+def test_dry_run_of_an_async_preset_shows_its_plan_and_split_commands():
+    result = CliRunner().invoke(app, ["run", "--preset", "8xh100-async", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "memory plan for 8xh100-async" in result.output
+    assert "vllm_server: CUDA_VISIBLE_DEVICES=6,7 env VLLM_SERVER_DEV_MODE=1 vllm serve" in (
+        result.output
+    )
+    assert "train: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 accelerate launch" in result.output
+    plan = CliRunner().invoke(app, ["plan", "1xh200-async"])
+    assert plan.exit_code == 0 and "worker copy" in plan.output and "fits" in plan.output

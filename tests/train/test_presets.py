@@ -1,5 +1,6 @@
 """Presets load and validate; bad values are refused with a message that says how to fix them;
-the flat keys of the config before its sections are refused naming their new key."""
+the flat keys of the config before its sections are refused naming their new key; each async
+preset is its synchronous twin but for the settings its generator needs."""
 
 from __future__ import annotations
 
@@ -35,6 +36,67 @@ def test_gpu_presets_keep_the_upstream_numbers(name):
     )
     assert episode.max_turns == 30 and config.rollout.sandbox.start_timeout_s == 120
     assert config.launch.uses_vllm
+
+
+ASYNC_TWINS = {
+    "1xh200-async": (
+        "1xh200",
+        {
+            "model.loader",  # peft: the worker deep-copies the model
+            "launch.generation_backend",  # hf: an in-process copy, not colocated vLLM
+            "launch.vllm_gpu_memory_utilization",  # no vLLM on the GPU
+            "launch.sandbox_concurrency",  # 6: what the HF worker's batch leaves room for
+        },
+    ),
+    "8xh100-async": (
+        "8xh100",
+        {
+            "launch.gpus_per_node",  # 6 train, the server's 2 after them
+            "launch.generation_backend",
+            "launch.vllm_server_url",
+            "launch.vllm_tensor_parallel_size",
+        },
+    ),
+    "16xh100-async": ("16xh100", set()),
+    "32xh100-async": ("32xh100", set()),
+}
+"""Each async preset, its synchronous twin, and the settings where they differ on purpose."""
+
+
+def _flat(values: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out |= _flat(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(ASYNC_TWINS))
+def test_async_presets_are_their_sync_twin_but_for_the_generator(name):
+    twin, differs = ASYNC_TWINS[name]
+    config = load_preset(name)
+    grpo, launch = config.grpo, config.launch
+    assert grpo.async_rollouts and grpo.max_staleness == 1
+    assert launch.generation_backend in ("hf", "vllm-server")
+    ours, theirs = _flat(config.to_dict()), _flat(load_preset(twin).to_dict())
+    changed = {k for k in ours if ours[k] != theirs[k]}
+    assert changed == {"preset", "grpo.async_rollouts"} | differs
+
+
+def test_8xh100_async_splits_the_node_and_keeps_whole_groups():
+    config = load_preset("8xh100-async")
+    launch = config.launch
+    assert launch.gpus_per_node + launch.vllm_tensor_parallel_size == 8
+    assert launch.vllm_server_nodes == 0 and launch.vllm_server_url == "http://localhost:8000"
+    assert (config.rollouts_per_step, config.tasks_per_step) == (48, 3)
+
+
+def test_1xh200_async_is_one_process_with_a_copy_of_a_peft_model():
+    config = load_preset("1xh200-async")
+    assert config.launch.num_processes == 1 and config.launch.distributed == "none"
+    assert config.model.use_lora and config.model.loader == "peft"
 
 
 def test_cpu_demo_keeps_its_measured_recipe():
