@@ -10,15 +10,18 @@ steps per hour and rollouts per hour of GRPO step time (TRL's `step_time`: the s
 generation, or its wait for the worker, plus forward/backward; not the optimizer update nor
 held-out evaluations, which both modes spend alike), the run's wall seconds, the share of step
 time the trainer waited for rollouts (async: `async/wait_s`; sync: all its generation, which
-is not measured apart, so `-`), mean staleness, the reward rise (first 3 vs last 3 steps) and
-the held-out solve rate after the warm start and after GRPO. The speed-up line divides async
-steps/h by sync steps/h per seed. Left out: the projection to GPU clusters.
+is not measured apart, so `-`), the machine's CPU busy share during the GRPO steps (`CpuBusy`:
+what an overlap could still use), mean staleness, the rollouts dropped as stale, the reward
+rise (first 3 vs last 3 steps) and the held-out solve rate after the warm start and after
+GRPO. The speed-up line divides async
+steps/h by sync steps/h per seed. The projection to GPU clusters is `project_async.py`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import threading
 from pathlib import Path
 from statistics import mean
 
@@ -32,12 +35,49 @@ from tbrl_lib.train.run import train
 MODES = {"sync": False, "async": True}
 
 
+class CpuBusy:
+    """The machine's CPU busy share (`/proc/stat`), sampled every second from the run's first
+    saved step (a file in `trajectories/`) to its end: how much of the cores the GRPO steps
+    left idle, which is all an overlap of generation and training could use."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.samples = folder, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _times() -> tuple[int, int]:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        return sum(fields) - idle, sum(fields)
+
+    def _run(self) -> None:
+        last = None
+        while not self._stop.wait(1.0):
+            if not any((self.folder / "trajectories").glob("*.jsonl")):
+                continue
+            busy, total = self._times()
+            if last is not None and total > last[1]:
+                self.samples.append((busy - last[0]) / (total - last[1]))
+            last = (busy, total)
+
+    def __enter__(self) -> CpuBusy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        (self.folder / "cpu_busy.json").write_text(json.dumps({"samples": self.samples}))
+
+
 def run_mode(seed: int, mode: str, preset: str, overrides: dict, out: Path, reuse: bool) -> Path:
     """The run folder of `seed` in `mode`: trained now, or found with `reuse`."""
     folder = out / f"seed-{seed}-{mode}"
     if not (reuse and (folder / "summary.json").is_file()):
         settings = merge(overrides, {"seed": seed, "grpo": {"async_rollouts": MODES[mode]}})
-        train(preset, settings, folder)
+        with CpuBusy(folder):
+            train(preset, settings, folder)
     return folder
 
 
@@ -50,6 +90,9 @@ def mode_row(seed: int, mode: str, folder: Path) -> dict:
     heldout = {row["model"]: row["solve_rate"] for row in summary["heldout"]}
     wait = metrics.get("train/async/wait_s")
     staleness = metrics.get("train/async/staleness_mean")
+    dropped = metrics.get("train/async/stale_dropped_rollouts")
+    busy_file = folder / "cpu_busy.json"
+    cpu = json.loads(busy_file.read_text())["samples"] if busy_file.is_file() else []
     return {
         "seed": seed,
         "mode": mode,
@@ -58,6 +101,8 @@ def mode_row(seed: int, mode: str, folder: Path) -> dict:
         "wall_s": summary["wall_seconds"],
         "wait_share": float(wait.sum()) / step_s if wait is not None else None,
         "staleness": float(staleness.mean()) if staleness is not None else 0.0,
+        "stale_dropped": float(dropped.max()) if dropped is not None else 0.0,
+        "cpu_busy": mean(cpu) if cpu else None,
         "rise": summary["reward_trend"].get("rise"),
         "heldout": (heldout.get("warm start", heldout.get("base")), heldout.get("grpo")),
     }
@@ -83,14 +128,16 @@ def main() -> None:
     ]
     table = Table(title=f"sync vs async GRPO, {args.preset}")
     for name in ("seed", "mode", "steps/h", "rollouts/h", "wall s", "trainer waits",
-                 "staleness", "rise", "held-out before -> after"):  # fmt: skip
+                 "CPU busy", "staleness", "stale dropped", "rise",
+                 "held-out before -> after"):  # fmt: skip
         table.add_column(name)
     for r in rows:
         before, after = r["heldout"]
         table.add_row(
             str(r["seed"]), r["mode"], cell(r["steps_h"], 0), cell(r["rollouts_h"], 0),
-            cell(r["wall_s"], 0), cell(r["wait_share"]), cell(r["staleness"]),
-            cell(r["rise"]), f"{cell(before)} -> {cell(after)}",
+            cell(r["wall_s"], 0), cell(r["wait_share"]), cell(r["cpu_busy"]),
+            cell(r["staleness"]), cell(r["stale_dropped"], 0), cell(r["rise"]),
+            f"{cell(before)} -> {cell(after)}",
         )  # fmt: skip
     out = console()
     out.print(table)

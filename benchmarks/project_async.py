@@ -44,7 +44,8 @@ from tbrl_lib.train.async_projection import (
     project,
     run_durations,
 )
-from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.config import TrainConfig
+from tbrl_lib.train.presets import load_preset, preset_names
 
 PRESETS = ["cpu-demo", "8xh100", "32xh100"]
 
@@ -69,6 +70,15 @@ def run_numbers(folder: Path) -> dict:
     }
 
 
+def async_twin(preset: str) -> TrainConfig:
+    """The async row's config: the `<preset>-async` preset where one exists (its own GPU
+    split and staleness bound), else `preset` itself with `grpo.async_rollouts` on."""
+    name = f"{preset}-async"
+    if name in preset_names():
+        return load_preset(name, {})
+    return load_preset(preset, {"grpo.async_rollouts": True})
+
+
 def sampler_for(plan: PresetPlan, durations: list[float] | None, sigma: float):
     if durations is None:
         return lognormal(plan.median_s, sigma, plan.cap_s)
@@ -83,7 +93,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--runs", type=Path, nargs="+", default=[], help="finished run folders")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--max-staleness", type=int, default=1)
+    parser.add_argument(
+        "--max-staleness", type=int, help="async rows (default: the async preset's own)"
+    )
     parser.add_argument("--steps-ahead", type=int, default=1, help="async what-if (design: 1)")
     parser.add_argument("--train-s", type=float, help="CPU presets: training seconds a step")
     defaults = ClusterAssumptions()
@@ -112,22 +124,28 @@ def main(argv: list[str] | None = None) -> dict:
     )
 
     table = Table(title=f"sync vs async GRPO, projected ({source}; {args.steps} steps, "
-                  f"seeds {args.seeds}, max_staleness {args.max_staleness}, "
+                  f"seeds {args.seeds}, "
                   f"steps ahead {args.steps_ahead})")  # fmt: skip
     for name in ("preset", "mode", "train GPUs", "train s/step", "C", "steps/h", "trainer util",
                  "generator util", "staleness", "dropped"):  # fmt: skip
         table.add_column(name)
     results, notes = {}, []
     for preset in args.presets:
-        config = load_preset(preset, {})
+        configs = {"sync": load_preset(preset, {}), "async": async_twin(preset)}
         results[preset] = {}
         for mode in MODES:
+            config = configs[mode]
+            staleness = args.max_staleness
+            if staleness is None:
+                staleness = config.grpo.max_staleness
             plan = plan_preset(config, mode, assumed, train_s)
-            work = plan.workload(args.steps, args.max_staleness, args.steps_ahead)
+            work = plan.workload(args.steps, staleness, args.steps_ahead)
             result = project(work, sampler_for(plan, durations, assumed.sigma), args.seeds)[mode]
             results[preset][mode] = result
             said = [x for x in plan.assumes if f"{preset}: {x}" not in notes]  # async: its own
-            notes += [f"{preset}{'' if mode == 'sync' else ' async'}: {x}" for x in said]
+            notes += [f"{config.preset}{'' if mode == 'sync' else ' async'}: {x}" for x in said]
+            if mode == "async":
+                notes.append(f"{config.preset} async: max_staleness {staleness}")
             table.add_row(
                 preset, mode, str(plan.train_gpus) if plan.train_gpus else "CPU",
                 f"{plan.train_s:.1f}", str(plan.slots), f"{result.steps_per_hour:.1f}",

@@ -39,7 +39,9 @@ class HFBackend:
         self.pad_id = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
         )
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
+        """Held around each `generate` call: whoever swaps the model's weights holds it too
+        (an asynchronous worker's copy is updated between calls, never inside one)."""
 
     def generate(
         self,
@@ -61,7 +63,7 @@ class HFBackend:
         ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
         sampling = self.temperature > 0
-        with self._lock:
+        with self.lock:
             if self.seed is not None:
                 torch.manual_seed(self.seed)
             was_training = self.model.training

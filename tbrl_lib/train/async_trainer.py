@@ -1,4 +1,4 @@
-"""`AsyncSessionTrainer`: the synchronous trainer with rollouts one step ahead (`grpo.async_rollouts`).
+"""`AsyncSessionTrainer`: the synchronous trainer over streaming rollouts (`grpo.async_rollouts`).
 
 The session's `rollout_func` becomes an `AheadRolloutFunc` (`async_pipeline.py`) over the
 session's own runner, index and curriculum, with a second `TrainerPolicy` for the worker's
@@ -10,7 +10,9 @@ carries the sampler's. TRL multiplies the per-token loss by that ratio on its vL
 so here it multiplies the advantages, token by token: for the clipped losses this trainer
 allows (`grpo`, `dr_grpo`, `dapo`, `bnpo`), `-min(c*A*w, clip(c)*A*w) = w * -min(c*A, clip(c)*A)`
 for any weight w > 0, which is the same loss. The ratio's min/mean/max go into the step's
-metrics under TRL's names, `sampling/importance_sampling_ratio/*`.
+metrics under TRL's names, `sampling/importance_sampling_ratio/*`. With a vLLM server
+generating, TRL applies that same correction itself (`vllm_importance_sampling_correction`,
+switched by `grpo.async_is_correction`), so this trainer leaves it to TRL.
 """
 
 from __future__ import annotations
@@ -21,19 +23,18 @@ import torch
 
 from tbrl_lib.train.async_pipeline import AheadRolloutFunc, importance_weights, ratio_stats
 from tbrl_lib.train.generation import TrainerPolicy
+from tbrl_lib.train.rollout_runner import OUTAGE_RERUNS
 from tbrl_lib.train.session import TrainingSession
 from tbrl_lib.train.trainer import SessionTrainer
 
 
 def worker_stale_after_s(session: TrainingSession) -> float:
-    """Longest one worker batch may take: every episode's time limit, wave after wave
-    (`sandbox_concurrency` at a time), once more per refill round, plus a margin; an
-    episode without a time limit counts as an hour."""
-    config = session.config
-    waves = -(-config.rollouts_per_step // config.launch.sandbox_concurrency)
-    rounds = 1 + (config.curriculum.refill_rounds if config.curriculum.dynamic_sampling else 0)
+    """Longest one worker episode may take: its time limit, once more per rerun after an
+    engine outage, plus the outage wait and a margin; an episode without a time limit counts
+    as an hour."""
     per_episode = session.rollout.episode.time_limit_s or 3600.0
-    return per_episode * waves * rounds + 300.0
+    wait = session.rollout.sandbox.engine_wait_s
+    return per_episode * (1 + OUTAGE_RERUNS) + wait + 300.0
 
 
 class AsyncSessionTrainer(SessionTrainer):
@@ -57,6 +58,8 @@ class AsyncSessionTrainer(SessionTrainer):
             config.grpo.num_generations,
             config.grpo.max_staleness,
             worker_stale_after_s(session),
+            config.launch.sandbox_concurrency,
+            config.curriculum.refill_rounds if config.curriculum.dynamic_sampling else 0,
         )
         session.rollout_func = self.ahead
         super().__init__(session)
@@ -67,10 +70,20 @@ class AsyncSessionTrainer(SessionTrainer):
         finally:
             self.ahead.close()
 
+    def _generate(self, prompts: list) -> Any:
+        # The pipeline pushes the weights to the vLLM server itself, once per step, after the
+        # batch is taken (`AheadRolloutFunc._sync`); TRL would push them again before every
+        # rollout_func call (it does when its last loaded step differs from the current one).
+        if hasattr(self, "_last_loaded_step"):
+            self._last_loaded_step = self.state.global_step
+        return super()._generate(prompts)
+
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         output = super()._generate_and_score_completions(inputs)
         grpo = self.session.config.grpo
         sampling = output.get("sampling_per_token_logps")
+        if self.use_vllm:  # TRL corrects on its vLLM path itself (`vllm_importance_sampling_*`)
+            return output
         if not (self.model.training and grpo.async_is_correction and sampling is not None):
             return output
         prompt, completion = output["prompt_ids"], output["completion_ids"]

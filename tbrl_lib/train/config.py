@@ -257,6 +257,11 @@ class GRPOSettings(Section):
         if vllm:
             out["vllm_importance_sampling_mode"] = f"{self.vllm_is_level}_truncate"
             out["vllm_importance_sampling_clip_max"] = self.vllm_is_cap
+            # TRL's own correction (on by default): an async run's `async_is_correction`
+            # is that switch on the vLLM path (`async_trainer.py` corrects the HF path)
+            out["vllm_importance_sampling_correction"] = (
+                self.async_is_correction or not self.async_rollouts
+            )
         return out
 
 
@@ -460,11 +465,12 @@ class TrainConfig(Section):
                 "launch.distributed=ddp, or none on one GPU, or "
                 "launch.generation_backend=vllm-server, whose weight sync gathers the shards)"
             )
-        if self.grpo.loss_type not in clipped:
+        if launch.generation_backend == "hf" and self.grpo.loss_type not in clipped:
             refusals.append(
-                f"grpo.loss_type={self.grpo.loss_type} (the importance weight is applied through "
-                "the advantages, exact for the clipped losses only; set grpo.loss_type to one "
-                f"of {', '.join(clipped)})"
+                f"grpo.loss_type={self.grpo.loss_type} with launch.generation_backend=hf (the "
+                "importance weight is applied through the advantages, exact for the clipped "
+                f"losses only; set grpo.loss_type to one of {', '.join(clipped)}, or generate "
+                "with vllm-server, where TRL weighs the per-token loss itself)"
             )
         if refusals:
             raise ValueError("grpo.async_rollouts=true cannot run with " + "; ".join(refusals))

@@ -155,11 +155,13 @@ class RolloutRunner:
         metrics = {**metrics_of_rows(kept), **combine_sampling([r["sampling"] for r in reports])}
         return StepRollouts(rollouts, metrics)
 
-    async def run_all(self, tasks: list[Task], policy: Policy | None = None) -> list[Rollout]:
+    async def run_all(
+        self, tasks: list[Task], policy: Policy | None = None, progress: bool | None = None
+    ) -> list[Rollout]:
         """One rollout per task by `policy` (default: the runner's), in order, `concurrency`
         at a time; those an engine outage failed are rerun once the engine is back (up to
-        `OUTAGE_RERUNS` times)."""
-        rollouts = await self.run_each(tasks, policy)
+        `OUTAGE_RERUNS` times). `progress`: a bar (default: the runner's setting)."""
+        rollouts = await self.run_each(tasks, policy, progress)
         for attempt in range(OUTAGE_RERUNS + 1):
             failed = [i for i, r in enumerate(rollouts) if r.infra_error]
             if not failed or self.outage is None:
@@ -170,16 +172,19 @@ class RolloutRunner:
             if attempt == OUTAGE_RERUNS:
                 break
             tqdm.write(f"{WHO}: rerunning the {len(failed)} rollouts the outage failed")
-            again = await self.run_each([tasks[i] for i in failed], policy)
+            again = await self.run_each([tasks[i] for i in failed], policy, progress)
             for i, rollout in zip(failed, again, strict=True):
                 rollouts[i] = rollout
         return rollouts
 
-    async def run_each(self, tasks: list[Task], policy: Policy | None = None) -> list[Rollout]:
+    async def run_each(
+        self, tasks: list[Task], policy: Policy | None = None, progress: bool | None = None
+    ) -> list[Rollout]:
         """One rollout per task, in order, `concurrency` at a time (no outage handling)."""
         policy = policy or self.policy
         limit = asyncio.Semaphore(self.concurrency)
-        bar = tqdm(total=len(tasks), desc="rollouts", disable=not self.progress, leave=False)
+        shown = self.progress if progress is None else progress
+        bar = tqdm(total=len(tasks), desc="rollouts", disable=not shown, leave=False)
 
         async def one(task: Task) -> Rollout:
             async with limit:

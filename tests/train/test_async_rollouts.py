@@ -1,5 +1,6 @@
-"""Asynchronous rollouts (`grpo.async_rollouts`): the worker behind TRL's protocol shape, the
-staleness bound, and the importance-sampling correction, on the real TRL trainer.
+"""Asynchronous rollouts (`grpo.async_rollouts`): the streaming worker behind TRL's protocol
+shape, the staleness bound, dynamic sampling at take time, and the importance-sampling
+correction, on the real TRL trainer.
 
 Rollouts are scripted in `run_rollout`'s place (no sandboxes), but the trainer tests sample
 their tokens and log-probs for real, from the policy the runner hands them: the worker's
@@ -8,6 +9,7 @@ copy of the weights. The sandboxed end-to-end run is `test_async_cpu_smoke_run`.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from types import SimpleNamespace
 
@@ -19,7 +21,13 @@ from tbrl_lib.agent.trajectory import Termination, Trajectory
 from tbrl_lib.rewards import RewardConfig, combine
 from tbrl_lib.rollout import RolloutConfig, RolloutResult
 from tbrl_lib.train.async_pipeline import AheadRolloutFunc, importance_weights, ratio_stats
-from tbrl_lib.train.async_rollouts import QueuedRollout, RolloutWorker, split_stale
+from tbrl_lib.train.async_rollouts import (
+    LocalWeightTransfer,
+    QueuedRollout,
+    RolloutWorker,
+    group_version,
+    split_stale,
+)
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.curriculum import Curriculum
 from tbrl_lib.train.generation import TrainerPolicy
@@ -41,24 +49,56 @@ def test_the_worker_runs_the_runners_path_with_its_own_policy_and_keeps_groups_w
 
     runner, _ = make_runner(tasks, episode)
     worker_policy = object()
-    worker = RolloutWorker(runner, worker_policy, group_size=2)
+    worker = RolloutWorker(runner, worker_policy, group_size=2, concurrency=1)
     worker.start()
     try:
         worker.update_model_version(3)
-        worker.submit([tasks[0], tasks[0], tasks[1], tasks[1]])
-        items, generated = worker.take(4, stale_after_s=30)
+        assert worker.submit(tasks) == [1, 2]
+        first, second = worker.take_group(30), worker.take_group(30)
     finally:
         worker.stop()
     assert policies and all(p is worker_policy for p in policies)  # never the trainer's
-    assert [i.rollout.task_id for i in items] == ["a", "a", "b", "b"]
-    assert [i.group_id for i in items] == [1, 1, 2, 2]
-    assert {i.model_version for i in items} == {3}
-    assert generated.rollouts == [i.rollout for i in items]
+    assert [i.rollout.task_id for i in first + second] == ["a", "a", "b", "b"]
+    assert [i.group_id for i in first + second] == [1, 1, 2, 2]
+    assert {i.model_version for i in first + second} == {3}
     assert runner.calls == 0  # nothing recorded: that is the consumer's, in its thread
-    first = items[0]
-    assert first.input_ids == [3, 5, 7] + first.rollout.completion_ids
-    assert first.completion_mask == [0, 0, 0] + first.rollout.env_mask
-    assert first.old_log_probs == [0.0] * 3 + first.rollout.logprobs
+    item = first[0]
+    assert item.input_ids == [3, 5, 7] + item.rollout.completion_ids
+    assert item.completion_mask == [0, 0, 0] + item.rollout.env_mask
+    assert item.old_log_probs == [0.0] * 3 + item.rollout.logprobs
+
+
+def test_the_worker_streams_a_slow_group_holds_up_only_itself_within_its_slots():
+    """Three slots, groups of 2: `slow`'s two episodes take 0.6 s, the rest 0.05 s. The
+    fast groups queued after it finish first and leave first; never more than 3 episodes
+    run at once; each rollout carries the version its episode started with."""
+    tasks = [make_task("slow"), make_task("f1"), make_task("f2")]
+    running, peak = 0, 0
+
+    async def episode(task, policy, config, judge):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.6 if task.id == "slow" else 0.05)
+        running -= 1
+        return scripted_result(task, tests=0.5)
+
+    runner, _ = make_runner(tasks, episode)
+    worker = RolloutWorker(runner, object(), group_size=2, concurrency=3)
+    worker.start()
+    try:
+        worker.submit(tasks[:2])
+        time.sleep(0.2)  # slow's episodes and f1's first have started, at version 0
+        worker.update_model_version(1)
+        worker.submit(tasks[2:])
+        groups = [worker.take_group(30) for _ in range(3)]
+    finally:
+        worker.stop()
+    assert [g[0].rollout.task_id for g in groups] == ["f1", "f2", "slow"]
+    assert peak == 3
+    by_task = {g[0].rollout.task_id: [i.model_version for i in g] for g in groups}
+    assert by_task["slow"] == [0, 0] and by_task["f2"] == [1, 1]
+    assert group_version(groups[0]) == 0  # f1: its first episode started at version 0
 
 
 def test_a_bug_in_the_workers_rollout_reaches_the_trainer_unmasked():
@@ -68,23 +108,23 @@ def test_a_bug_in_the_workers_rollout_reaches_the_trainer_unmasked():
         raise ZeroDivisionError("a bug")
 
     runner, _ = make_runner(tasks, episode)
-    worker = RolloutWorker(runner, object(), group_size=2)
+    worker = RolloutWorker(runner, object(), group_size=2, concurrency=2)
     worker.start()
-    worker.submit(tasks * 2)
+    worker.submit(tasks)
     with pytest.raises(ZeroDivisionError, match="a bug"):
-        worker.take(2, stale_after_s=30, poll_s=0.05)
+        worker.take_group(30, poll_s=0.05)
     worker.stop()
 
 
-def test_a_worker_never_started_or_past_its_time_is_an_error_not_a_hang():
+def test_a_worker_never_started_idle_or_past_its_time_is_an_error_not_a_hang():
     runner, _ = make_runner([make_task("a")], None)
-    worker = RolloutWorker(runner, object(), group_size=2)
+    worker = RolloutWorker(runner, object(), group_size=2, concurrency=2)
     with pytest.raises(RuntimeError, match="not running"):
-        worker.take(2, stale_after_s=30, poll_s=0.01)
+        worker.take_group(30, poll_s=0.01)
 
     worker.start()
-    with pytest.raises(RuntimeError, match="no batch is submitted"):
-        worker.take(2, stale_after_s=30, poll_s=0.01)
+    with pytest.raises(RuntimeError, match="none is queued"):
+        worker.take_group(30, poll_s=0.01)
     worker.stop()
 
     async def slow(task, policy, config, judge):
@@ -92,33 +132,73 @@ def test_a_worker_never_started_or_past_its_time_is_an_error_not_a_hang():
         return scripted_result(task, 1.0)
 
     runner, _ = make_runner([make_task("a")], slow)
-    worker = RolloutWorker(runner, object(), group_size=2)
+    worker = RolloutWorker(runner, object(), group_size=2, concurrency=2)
     worker.start()
-    worker.submit([make_task("a")] * 2)
+    worker.submit([make_task("a")])
     started = time.monotonic()
     with pytest.raises(TimeoutError, match="more than 0s"):
-        worker.take(2, stale_after_s=0.2, poll_s=0.05)
+        worker.take_group(stale_after_s=0.2, poll_s=0.05)
     assert time.monotonic() - started < 5
     worker.stop(0)
+
+
+def test_stopping_drops_queued_episodes_and_lets_running_ones_finish():
+    started: list[str] = []
+    finished: list[str] = []
+
+    async def episode(task, policy, config, judge):
+        started.append(task.id)
+        await asyncio.sleep(0.3)
+        finished.append(task.id)
+        return scripted_result(task, 1.0)
+
+    tasks = [make_task("a"), make_task("b"), make_task("c")]
+    runner, _ = make_runner(tasks, episode)
+    worker = RolloutWorker(runner, object(), group_size=2, concurrency=2)
+    worker.start()
+    worker.submit(tasks)
+    time.sleep(0.1)
+    worker.stop(timeout_s=5)
+    assert started == ["a", "a"] and finished == ["a", "a"]  # b and c never started
+    assert not worker._thread.is_alive()
+
+
+def test_the_local_weight_transfer_waits_for_the_generation_call_in_progress():
+    model = torch.nn.Linear(2, 2)
+    lock = threading.Lock()
+    transfer = LocalWeightTransfer(model, lock)
+    lock.acquire()  # a generation call is running
+    done = threading.Event()
+
+    def push():
+        transfer.pause()
+        transfer.send_weights([("weight", torch.ones(2, 2)), ("bias", torch.zeros(2))])
+        transfer.resume()
+        done.set()
+
+    threading.Thread(target=push, daemon=True).start()
+    assert not done.wait(0.2) and not torch.equal(model.weight, torch.ones(2, 2))
+    lock.release()  # the call ends: the weights go in
+    assert done.wait(5) and torch.equal(model.weight, torch.ones(2, 2)) and transfer.sent == 1
+    with pytest.raises(KeyError, match="no parameter 'nope'"):
+        transfer.send_weights([("nope", torch.ones(1))])
 
 
 # --- staleness ------------------------------------------------------------------------------
 
 
-def queued(group: int, version: int) -> QueuedRollout:
+def queued(group: int, *versions: int) -> list[QueuedRollout]:
     rollout = Rollout.from_result(scripted_result(make_task("a"), 1.0))
-    return QueuedRollout(rollout, group, version, batch=1)
+    return [QueuedRollout(rollout, group, v) for v in versions]
 
 
 def test_groups_one_step_behind_are_kept_and_two_behind_are_stale():
-    items = [queued(1, 4), queued(1, 4), queued(2, 3), queued(2, 3), queued(3, 5)]
-    fresh, stale = split_stale(items, version=5, max_staleness=1)
-    assert [i.group_id for i in fresh] == [1, 1, 3]
-    assert [i.group_id for i in stale] == [2, 2]
-    fresh, stale = split_stale(items, version=5, max_staleness=0)
-    assert [i.group_id for i in fresh] == [3]
-    with pytest.raises(ValueError, match="mix model versions"):
-        split_stale([queued(1, 4), queued(1, 2)], version=5, max_staleness=1)
+    groups = [queued(1, 4, 4), queued(2, 3, 4), queued(3, 5, 5)]
+    fresh, stale = split_stale(groups, version=5, max_staleness=1)
+    assert [g[0].group_id for g in fresh] == [1, 3]
+    assert [g[0].group_id for g in stale] == [2]  # its oldest episode is two behind
+    fresh, stale = split_stale(groups, version=5, max_staleness=0)
+    assert [g[0].group_id for g in fresh] == [3]
 
 
 # --- the importance weight ---------------------------------------------------------------
@@ -261,7 +341,7 @@ def test_one_step_ahead_trains_on_batches_one_version_old_with_the_ratio_logged(
     )
     ahead = trainer.ahead
     assert ahead.transfer.sent == 3  # one weight transfer per step
-    assert ahead.versions == [1] * 4  # the last batch: generated after step 0's update
+    assert ahead.versions == [1] * 4  # the last batch: queued at step 1, after its push
     assert not ahead.worker._thread.is_alive()  # stopped when training ended
     assert trainer.session.runner.calls == 3
     assert len(list((tmp_path / "traj").glob("*.jsonl"))) == 3
@@ -283,9 +363,9 @@ def test_samples_two_versions_behind_are_dropped_counted_and_regenerated(
     trainer = async_trainer(tmp_path, tiny_tokenizer, tiny_model, ahead_class=LaggingAhead)
     trainer.train()
     logs = step_logs(trainer)
-    # step 1 takes the batch of version 0 (one behind: kept); the worker, not updated at step
-    # 1, generates step 2's batch with version 0 too: two behind, dropped (4 rollouts) and
-    # generated again with version 2's weights
+    # step 1 takes what step 0 queued, version 0 (one behind: kept); the worker, not updated
+    # at step 1, generates what step 1 queued with version 0 too: two behind at step 2,
+    # dropped (4 rollouts), queued again and generated with version 2's weights
     assert [h["async/staleness_max"] for h in logs] == [0.0, 1.0, 0.0]
     assert [h["async/stale_dropped_rollouts"] for h in logs] == [0.0, 0.0, 4.0]
     assert all("sampling/importance_sampling_ratio/mean" in h for h in logs)
@@ -317,3 +397,43 @@ def test_a_resumed_async_run_drops_the_queue_and_keeps_the_version_and_curriculu
     assert [h["async/staleness_max"] for h in resumed] == [0.0]
     assert second.ahead.versions == [2] * 4
     assert second.session.runner.calls == 3  # the trajectory files continue
+
+
+# --- the pipeline's choices at take time -------------------------------------------------
+
+
+def test_a_flat_group_is_set_aside_and_replaced_by_a_task_the_curriculum_draws():
+    """Dynamic sampling on a stream: `flat`'s rollouts all score 1.0, so its group is set
+    aside (saved and counted as dropped, not trained on) and a group of a task outside the
+    batch and the queue, drawn by the curriculum, is queued in its place."""
+    tasks = [make_task("flat"), make_task("a"), make_task("spare")]
+    counts: dict[str, int] = {}
+
+    async def episode(task, policy, config, judge):
+        counts[task.id] = counts.get(task.id, 0) + 1
+        tests = 1.0 if task.id == "flat" else 0.5 * (counts[task.id] % 2)
+        await asyncio.sleep(0.01)
+        return scripted_result(task, tests=tests)
+
+    curriculum = Curriculum({t.id: t.difficulty.value for t in tasks}, 0)
+    runner, rollout_func = make_runner(tasks, episode, curriculum)
+    ahead = AheadRolloutFunc(
+        rollout_func.index, runner, object(), group_size=2, max_staleness=1,
+        stale_after_s=30, concurrency=2, refill_rounds=1,
+    )  # fmt: skip
+    ahead.worker.policy = object()
+    ahead.worker.start()
+    try:
+        ahead.worker.submit(tasks[:2])
+        taken, generated = ahead._take(2, step=0)
+    finally:
+        ahead.worker.stop()
+    assert sorted(g[0].rollout.task_id for g in taken) == ["a", "spare"]
+    assert generated.draws == ["spare"]
+    assert [r.task_id for r in generated.dropped] == ["flat", "flat"]
+    assert all(r.dropped for r in generated.dropped)
+    assert generated.sampling["sampling/refilled_groups"] == 1.0
+    assert generated.sampling["sampling/zero_std_groups"] == pytest.approx(1 / 3)
+    assert generated.sampling["sampling/zero_std_after"] == 0.0
+    done = runner.record(generated, 0)  # the curriculum counts the flat group too
+    assert len(done.rollouts) == 4 and curriculum.state_dict()["refills"] == {"spare": 1}

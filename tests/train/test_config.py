@@ -99,9 +99,10 @@ def _async(grpo: dict | None = None, **launch) -> TrainConfig:
             {"loss_type": "cispo"},
             {"gpus_per_node": 0, "generation_backend": "hf"},
             [
-                "grpo.loss_type=cispo (",
+                "grpo.loss_type=cispo with launch.generation_backend=hf (",
                 "exact for the clipped losses only",
-                "set grpo.loss_type to one of grpo, dr_grpo, dapo, bnpo)",
+                "set grpo.loss_type to one of grpo, dr_grpo, dapo, bnpo, or generate with "
+                "vllm-server, where TRL weighs the per-token loss itself)",
             ],
         ),
     ],
@@ -125,9 +126,17 @@ def test_every_unclipped_loss_is_refused(loss):
 
 def test_several_async_refusals_come_in_one_message():
     with pytest.raises(ValueError) as info:
-        _async({"loss_type": "sapo"}, generation_backend="vllm-colocate")
+        _async({"loss_type": "sapo"}, **GPUS_8, distributed="zero3", generation_backend="hf")
     message = str(info.value)
-    assert message.count("cannot run with") == 1 and "or hf); grpo.loss_type=sapo (" in message
+    assert message.count("cannot run with") == 1
+    assert "gathers the shards); grpo.loss_type=sapo with" in message
+
+
+@pytest.mark.parametrize("loss", ["cispo", "sapo", "luspo"])
+def test_a_vllm_server_takes_every_loss_since_trl_weighs_the_loss_itself(loss):
+    config = _async({"loss_type": loss}, vllm_server_url="http://x:8000",
+                    generation_backend="vllm-server")  # fmt: skip
+    assert config.grpo.loss_type == loss
 
 
 @pytest.mark.parametrize(

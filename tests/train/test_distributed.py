@@ -34,10 +34,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.docker
-@pytest.mark.slow
-def test_two_processes_count_every_rollout_once(tmp_path, base_image):
-    out = tmp_path / "run"
+def _launch_two(out, extra: list[str]) -> subprocess.CompletedProcess:
+    """`tbrl train run` on cpu-smoke with SETTINGS + `extra`, in 2 CPU processes."""
     # --multi_gpu picks accelerate's torchrun launcher; with no GPU visible each process
     # joins a gloo group on CPU (`--cpu` alone starts one process unless mpirun exists).
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu"]
@@ -51,10 +49,18 @@ def test_two_processes_count_every_rollout_once(tmp_path, base_image):
         "--no-preflight",
     ]  # 2 CPU ranks: not in the preset
     train += ["--preset", "cpu-smoke", "--out", str(out)]
-    train += [a for s in SETTINGS for a in ("--set", s)]
+    train += [a for s in SETTINGS + extra for a in ("--set", s)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1", "CUDA_VISIBLE_DEVICES": ""}
     done = subprocess.run(launch + train, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return done
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_two_processes_count_every_rollout_once(tmp_path, base_image):
+    out = tmp_path / "run"
+    _launch_two(out, [])
 
     # One line per step, written once, counting both ranks' 4 rollouts.
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -81,6 +87,26 @@ def test_two_processes_count_every_rollout_once(tmp_path, base_image):
     assert state["curriculum"]["step"] == 2 and state["runner"]["total"] == 16
     scored = 16 - len(state["runner"]["infra_errors"])
     assert sum(r["rollouts"] for r in state["curriculum"]["records"].values()) == scored
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 2 and summary["rollouts"] == 16
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_two_async_processes_each_stream_their_share_and_count_it_once(tmp_path, base_image):
+    """`grpo.async_rollouts` in 2 processes: each rank's worker generates its share, each
+    rank records what it took, and every step's metrics line counts both ranks' rollouts
+    once; the staleness metrics are there (0 at the first step, at most 1 later: how far
+    behind a group started depends on how the ranks' episodes and steps interleave)."""
+    out = tmp_path / "run"
+    _launch_two(out, ["grpo.async_rollouts=true", "grpo.save_steps=0"])
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in lines] == [1, 2]
+    assert [r["rollout/count"] for r in lines] == [8.0, 8.0]
+    staleness = [r["train/async/staleness_max"] for r in lines]
+    assert staleness[0] == 0.0 and staleness[1] in (0.0, 1.0)
+    names = sorted(p.name for p in (out / "trajectories").glob("*.jsonl"))
+    assert names == [f"step-{s:05d}-call-{s + 1:04d}-rank{r}.jsonl" for s in (0, 1) for r in (0, 1)]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 2 and summary["rollouts"] == 16
 

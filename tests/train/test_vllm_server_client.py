@@ -187,3 +187,42 @@ def test_importance_sampling_settings_reach_grpo_config(tmp_path: Path):
     assert args.vllm_importance_sampling_clip_max == 2.0
     with pytest.raises(ValueError, match="vllm_is_level"):
         load_preset("1xh200", {"grpo.vllm_is_level": "chunk"})
+
+
+def test_the_async_pipeline_samples_from_the_server_and_pushes_weights_once_a_step(
+    server_url, tiny_tokenizer
+):
+    """`grpo.async_rollouts` with `vllm-server`: the worker's episodes sample from the server
+    (its continuations and log-probs reach TRL), and the trainer pushes its weights with TRL's
+    server sync once per call, before queueing the step's groups (the NCCL transfer itself
+    needs a GPU; `sync_weights` is counted here)."""
+    from tbrl_lib.train.async_pipeline import AheadRolloutFunc
+    from tbrl_lib.train.generation import TrainerPolicy
+    from tests.train.test_async_rollouts import sampling_episode
+    from tests.train.test_trl_rollouts import make_runner, make_task, row
+
+    tasks = [make_task("a"), make_task("b")]
+    runner, rollout_func = make_runner(tasks, sampling_episode(), concurrency=4)
+    trainer = fake_trainer(server_url, tiny_tokenizer)
+    trainer.state = SimpleNamespace(global_step=0, max_steps=2)
+    pushes: list[int] = []
+    trainer.vllm_generation.sync_weights = lambda: pushes.append(trainer.state.global_step)
+    policy = TrainerPolicy(tiny_tokenizer, "vllm-server", 1.0, 1.0, 64)
+    ahead = AheadRolloutFunc(rollout_func.index, runner, policy, 2, 1, 30, concurrency=4)
+    prompts = [row(t)["prompt"] for t in tasks for _ in range(2)]
+    try:
+        first = ahead(prompts, trainer)
+        trainer.state.global_step = 1
+        second = ahead(prompts, trainer)
+    finally:
+        ahead.close()
+    assert pushes == [0, 1]
+    eos = tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    for out in (first, second):
+        assert out["completion_ids"] == [[10, 11, 12, eos]] * 4  # the server's continuation
+        assert out["logprobs"] == [pytest.approx([-0.1, -0.2, -0.3, -0.4])] * 4
+    assert ahead.versions == [0] * 4  # step 1 trained what was queued after push 0
+    assert runner.calls == 2
+    # 8 episodes in all (step 0's groups queued twice, none at the last step), which the
+    # batching front sent to the server a few at a time
+    assert sum(len(r["prompt"]) for r in FakeVLLM.requests) == 8
