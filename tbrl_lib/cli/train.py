@@ -22,7 +22,7 @@ from tbrl_lib.overrides import parse_overrides, settings_reference
 from tbrl_lib.sandbox.engine import require_engine
 from tbrl_lib.tasks.console import LENIENT_HELP
 from tbrl_lib.train.config import TrainConfig
-from tbrl_lib.train.launch import launch_commands, write_launch_files
+from tbrl_lib.train.launch import launch_commands, server_shares_node, write_launch_files
 from tbrl_lib.train.memory import plan_memory
 from tbrl_lib.train.model_loader import import_early
 from tbrl_lib.train.preflight import PreflightError, dry_run_text, require_preflight
@@ -169,15 +169,19 @@ def sft_cmd(
 def presets_cmd() -> None:
     """The shipped presets with their model, GPUs and rollouts per step (every setting a
     preset or --set may change: `tbrl train settings`)."""
-    header = ("preset", 10), ("model", 16), ("hardware", 10), ("dist", 6), ("generation", 14)
+    names = preset_names()
+    wide = max(len(n) for n in names)
+    header = ("preset", wide), ("model", 16), ("hardware", 10), ("dist", 6), ("generation", 14)
     typer.echo(" ".join(f"{name:<{width}}" for name, width in header) + " per step")
-    for name in preset_names():
+    for name in names:
         c = load_preset(name)
         launch = c.launch
         nodes = launch.num_nodes + launch.vllm_server_nodes  # training + vLLM server nodes
-        gpus = "CPU" if launch.cpu else f"{nodes}x{launch.gpus_per_node} GPU"
+        per_node = launch.gpus_per_node  # + a server's GPUs beside training on its node
+        per_node += launch.vllm_tensor_parallel_size if server_shares_node(c) else 0
+        gpus = "CPU" if launch.cpu else f"{nodes}x{per_node} GPU"
         typer.echo(
-            f"{name:<10} {c.model.name:<16} {gpus:<10} {launch.distributed:<6} "
+            f"{name:<{wide}} {c.model.name:<16} {gpus:<10} {launch.distributed:<6} "
             f"{launch.generation_backend:<14} "
             f"{c.tasks_per_step} tasks x {c.grpo.num_generations} rollouts/step"
         )

@@ -160,10 +160,14 @@ def test_an_engine_outage_past_the_wait_ends_in_one_line_saying_how_to_resume(
     assert "rerun the same command to resume" in line
 
 
-def test_train_presets_has_a_header_row(tbrl):
+def test_train_presets_has_a_header_row_and_aligned_columns(tbrl):
     lines = tbrl("train", "presets").out.splitlines()
     assert lines[0].split()[:3] == ["preset", "model", "hardware"]
     assert any(line.startswith("cpu-smoke") for line in lines[1:])
+    column = lines[0].index("model")  # the longest name (an -async preset) still fits
+    assert all(line[column - 1] == " " and line[column] != " " for line in lines[1:])
+    # a server on the training node counts: 8xh100-async trains on 6 GPUs, serves on 2
+    assert "1x8 GPU" in next(line for line in lines if line.startswith("8xh100-async"))
 
 
 def test_console_is_wide_when_not_a_terminal():
