@@ -64,15 +64,13 @@ from typing import Any
 
 import torch
 
-from tbrl_lib.tasks.model import Task
 from tbrl_lib.train.async_rollouts import (
     LocalWeightTransfer,
     QueuedRollout,
     RolloutWorker,
-    drain,
     group_version,
+    is_stale,
     policy_copy,
-    split_stale,
 )
 from tbrl_lib.train.dynamic_sampling import flat_group
 from tbrl_lib.train.generation import TrainerPolicy
@@ -159,21 +157,21 @@ class AheadRolloutFunc:
         kept: list[list[QueuedRollout]] = []
         set_aside: list[list[QueuedRollout]] = []
         draws: list[str] = []
-        seen = flat_seen = 0
+        seen = flat_seen = flat_kept = 0
         refills_left = needed * self.refill_rounds
         while len(kept) < needed:
             group = self.worker.take_group(self.stale_after_s)
-            fresh, stale = split_stale([group], step, self.max_staleness)
-            if stale:
+            task_id = group[0].rollout.task_id
+            if is_stale(group, step, self.max_staleness):
                 self.stale_dropped += len(group)
-                self.worker.submit([self._task(group)])
+                self.worker.submit([self.by_id[task_id]])
                 continue
             seen += 1
             flat = flat_group([i.rollout for i in group])
             flat_seen += flat
             if flat and refills_left:
-                exclude = {i.rollout.task_id for g in kept for i in g[:1]}
-                exclude |= set(self.worker.queued_tasks) | {group[0].rollout.task_id}
+                exclude = {g[0].rollout.task_id for g in kept} | {task_id}
+                exclude |= set(self.worker.queued_tasks)
                 drawn = self.runner.curriculum.refill_ids(1, exclude)
                 if drawn:
                     refills_left -= 1
@@ -182,6 +180,7 @@ class AheadRolloutFunc:
                     self.worker.submit([self.by_id[drawn[0]]])
                     continue
             kept.append(group)
+            flat_kept += flat
         dropped = [i.rollout for g in set_aside for i in g]
         for rollout in dropped:
             rollout.dropped = True
@@ -191,14 +190,10 @@ class AheadRolloutFunc:
                 "sampling/zero_std_groups": flat_seen / seen,
                 "sampling/refilled_groups": float(len(set_aside)),
                 "sampling/refill_rollouts": float(len(set_aside) * self.group_size),
-                "sampling/zero_std_after": sum(flat_group([i.rollout for i in g]) for g in kept)
-                / needed,
+                "sampling/zero_std_after": flat_kept / needed,
             }
         rollouts = [i.rollout for g in kept for i in g]
         return kept, Generated(rollouts, dropped, sampling, draws)
-
-    def _task(self, group: list[QueuedRollout]) -> Task:
-        return self.by_id[group[0].rollout.task_id]
 
     def _start(self, trainer: Any) -> None:
         if self.worker_policy.backend == "hf":
@@ -244,8 +239,6 @@ class AheadRolloutFunc:
             / max(now - since, 1e-9)
             / self.worker.concurrency,
         }
-        for worker_metrics in drain(self.worker.metrics_queue):
-            out.update(worker_metrics)
         return out
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ the trainer's weights to whoever generates. Here:
   episodes go on: an episode can span two versions, and each token's recorded log-prob is the
   one of the weights that sampled it (TRL's default streams weights to a vLLM server over NCCL;
   `ServerWeightSync` is that path on GPUs);
-- `split_stale` sorts taken groups into fresh and too old (`max_staleness` optimizer steps).
+- `is_stale` says whether a taken group is too old (`max_staleness` optimizer steps).
 
 Saving and counting the rollouts (`RolloutRunner.record`: the curriculum, the infra stop, the
 metrics), dynamic sampling's choices and the staleness bound are the consumer's, in the
@@ -40,7 +40,6 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
@@ -82,15 +81,10 @@ def group_version(group: list[QueuedRollout]) -> int:
     return min(i.model_version for i in group)
 
 
-def split_stale(
-    groups: list[list[QueuedRollout]], version: int, max_staleness: int
-) -> tuple[list[list[QueuedRollout]], list[list[QueuedRollout]]]:
-    """(fresh, stale): whole groups whose oldest rollout's version is more than
-    `max_staleness` optimizer steps behind `version` are stale."""
-    fresh, stale = [], []
-    for group in groups:
-        (stale if version - group_version(group) > max_staleness else fresh).append(group)
-    return fresh, stale
+def is_stale(group: list[QueuedRollout], version: int, max_staleness: int) -> bool:
+    """Whether the group's oldest rollout's version is more than `max_staleness` optimizer
+    steps behind `version`."""
+    return version - group_version(group) > max_staleness
 
 
 class LocalWeightTransfer:
@@ -137,7 +131,7 @@ class _Group:
     task: Task
     group_id: int
     results: list[QueuedRollout | None]
-    left: int
+    """One place per rollout, filled as its episode ends."""
 
 
 class RolloutWorker:
@@ -151,6 +145,7 @@ class RolloutWorker:
         self.group_size, self.concurrency = group_size, concurrency
         self.rollout_buffer: queue.Queue[QueuedRollout] = queue.Queue()
         self.metrics_queue: queue.Queue[dict[str, float]] = queue.Queue()
+        """The protocol's; empty: the pipeline measures the worker itself (`busy_seconds`)."""
         self.model_version = 0
         self._lock = threading.Lock()
         self._pending: deque[tuple[_Group, int]] = deque()
@@ -222,7 +217,7 @@ class RolloutWorker:
         with self._lock:
             for task in tasks:
                 self._groups += 1
-                group = _Group(task, self._groups, [None] * self.group_size, self.group_size)
+                group = _Group(task, self._groups, [None] * self.group_size)
                 self._pending.extend((group, i) for i in range(self.group_size))
                 ids.append(group.group_id)
         self._poke()
@@ -238,7 +233,8 @@ class RolloutWorker:
     def queued_tasks(self) -> list[str]:
         """Task ids of the groups queued or in progress (not yet in the buffer)."""
         with self._lock:
-            return [g.task.id for g, i in self._pending if i == 0] + self._in_progress_ids
+            started = [g.task.id for g in self._in_flight.values()]
+            return [g.task.id for g, i in self._pending if i == 0] + started
 
     def take_group(self, stale_after_s: float, poll_s: float = 0.5) -> list[QueuedRollout]:
         """The next whole group to finish; waits, checking the worker's health."""
@@ -258,10 +254,6 @@ class RolloutWorker:
                     raise RuntimeError("waiting for a group, but none is queued") from None
 
     # -- the thread -----------------------------------------------------------------------
-    @property
-    def _in_progress_ids(self) -> list[str]:
-        return [g.task.id for g in self._in_flight.values()]
-
     def _main(self) -> None:
         asyncio.set_event_loop(self._loop)
         try:
@@ -308,20 +300,9 @@ class RolloutWorker:
                     self._count_busy()
                     self._running.pop(slot, None)
             group.results[index] = QueuedRollout(rollout, group.group_id, version)
-            group.left -= 1
-            if group.left == 0:  # the whole group at once: nothing awaits in between
+            if None not in group.results:  # the whole group at once: nothing awaits in between
                 with self._lock:
                     self._in_flight.pop(group.group_id, None)
                 for item in group.results:
                     assert item is not None
                     self.rollout_buffer.put(item)
-
-
-def drain(q: queue.Queue[Any]) -> list[Any]:
-    """Everything in `q` now, without waiting."""
-    out = []
-    while True:
-        try:
-            out.append(q.get_nowait())
-        except queue.Empty:
-            return out

@@ -71,9 +71,9 @@ class AsyncSessionTrainer(SessionTrainer):
             self.ahead.close()
 
     def _generate(self, prompts: list) -> Any:
-        # The pipeline pushes the weights to the vLLM server itself, once per step, after the
-        # batch is taken (`AheadRolloutFunc._sync`); TRL would push them again before every
-        # rollout_func call (it does when its last loaded step differs from the current one).
+        # The pipeline pushes the weights to the vLLM server itself, once per step, at the start
+        # of its call (`AheadRolloutFunc._sync`); TRL would push them again just before that
+        # call (it does when its last loaded step differs from the current one).
         if hasattr(self, "_last_loaded_step"):
             self._last_loaded_step = self.state.global_step
         return super()._generate(prompts)

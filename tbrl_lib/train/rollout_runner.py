@@ -17,8 +17,9 @@ synchronous `rollout_func`, `trl_rollouts.RolloutFunc`; an asynchronous worker) 
    identical on every process, the infra-rate stop (`infra_guard.py`) counts and may stop the
    run, the curriculum counts each group, and the step's metrics are made.
 
-`step` is `generate` (1-3, in any thread, the curriculum only read) then `record` (4, in the
-trainer's thread): the asynchronous worker (`async_rollouts.py`) runs the first part ahead.
+`step` is `generate` (1-4) then `record` (5). The asynchronous worker (`async_rollouts.py`)
+runs 1-3 per episode through `run_all`, in its own thread; its pipeline does dynamic sampling
+at take time and calls `record` in the trainer's thread (`async_pipeline.py`).
 
 Infra errors never teach the model it failed (masked), and any other exception from a
 rollout is a bug that stops training: never masked. Left out: the TRL output format
@@ -113,17 +114,13 @@ class RolloutRunner:
         """One rollout per task (TRL repeats each task `num_generations` times in a row)."""
         return self.record(self.generate(tasks), step)
 
-    def generate(self, tasks: list[Task], policy: Policy | None = None) -> Generated:
-        """The rollouts of `tasks` by `policy` (default: the runner's), refilled; nothing
-        is saved or counted yet (`record`). An asynchronous worker calls this in its own
-        thread with its copy of the policy; the curriculum is only read here."""
-        policy = policy or self.policy
-        rollouts = run_sync(self.run_all(tasks, policy))
+    def generate(self, tasks: list[Task]) -> Generated:
+        """The rollouts of `tasks` by the runner's policy, refilled; nothing is saved or
+        counted yet (`record`)."""
+        rollouts = run_sync(self.run_all(tasks))
         dropped, sampling, draws = [], {}, []
         if self.sampling is not None:
-            rollouts, dropped, sampling = run_sync(
-                self.sampling.refill(rollouts, lambda more: self.run_all(more, policy))
-            )
+            rollouts, dropped, sampling = run_sync(self.sampling.refill(rollouts, self.run_all))
             draws = list(self.sampling.last_draws)
         return Generated(rollouts, dropped, sampling, draws)
 

@@ -26,7 +26,7 @@ from tbrl_lib.train.async_rollouts import (
     QueuedRollout,
     RolloutWorker,
     group_version,
-    split_stale,
+    is_stale,
 )
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.curriculum import Curriculum
@@ -194,11 +194,10 @@ def queued(group: int, *versions: int) -> list[QueuedRollout]:
 
 def test_groups_one_step_behind_are_kept_and_two_behind_are_stale():
     groups = [queued(1, 4, 4), queued(2, 3, 4), queued(3, 5, 5)]
-    fresh, stale = split_stale(groups, version=5, max_staleness=1)
-    assert [g[0].group_id for g in fresh] == [1, 3]
-    assert [g[0].group_id for g in stale] == [2]  # its oldest episode is two behind
-    fresh, stale = split_stale(groups, version=5, max_staleness=0)
-    assert [g[0].group_id for g in fresh] == [3]
+    stale = [g[0].group_id for g in groups if is_stale(g, version=5, max_staleness=1)]
+    assert stale == [2]  # its oldest episode is two behind
+    fresh = [g[0].group_id for g in groups if not is_stale(g, version=5, max_staleness=0)]
+    assert fresh == [3]
 
 
 # --- the importance weight ---------------------------------------------------------------
