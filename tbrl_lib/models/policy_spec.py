@@ -3,6 +3,7 @@
 - `oracle`, `noop` (no model; they write the action language: `agent/scripted.py`)
 - `hf:MODEL` (a local Hugging Face model: a folder, a packaged name such as `smollm2-135m`,
   `tiny`, a hub id, resolved by `resolve.resolve_model`; `policies/hf.py`)
+- `vllm:MODEL` (the same models sampled by an in-process vLLM engine; `policies/vllm_engine.py`)
 - `openai:BASE_URL+MODEL` (any OpenAI-compatible endpoint: vLLM, OpenRouter; `policies/api.py`)
 - `anthropic:MODEL` (the Anthropic Messages API; `policies/api.py`)
 
@@ -20,8 +21,11 @@ from tbrl_lib.agent.scripted import NoopPolicy, OraclePolicy
 from tbrl_lib.models.resolve import resolve_model
 from tbrl_lib.policies.base import Policy
 from tbrl_lib.policies.hf import HFPolicy
+from tbrl_lib.policies.vllm_engine import VLLMPolicy
 
-SPEC_HELP = "policy specs: oracle, noop, hf:MODEL, openai:BASE_URL+MODEL, anthropic:MODEL"
+SPEC_HELP = (
+    "policy specs: oracle, noop, hf:MODEL, vllm:MODEL, openai:BASE_URL+MODEL, anthropic:MODEL"
+)
 
 
 def make_policy(spec: str, **kwargs: Any) -> Policy:
@@ -33,6 +37,8 @@ def make_policy(spec: str, **kwargs: Any) -> Policy:
         return NoopPolicy()
     if kind == "hf" and rest:
         return HFPolicy(resolve_model(rest), name=spec, **kwargs)
+    if kind == "vllm" and rest:
+        return VLLMPolicy(resolve_model(rest), name=spec, **kwargs)
     if kind in ("openai", "anthropic"):
         from tbrl_lib.policies import api  # the vendors' SDKs take seconds to import
 

@@ -44,6 +44,9 @@ class BatchingGenerator:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.calls = 0
         self.batched_requests = 0
+        self.generated_tokens = 0
+        self.generate_seconds = 0.0
+        """Time spent in the backend's `generate` calls (what a generation benchmark divides by)."""
 
     async def sample(
         self, prompt_ids: list[int], max_new_tokens: int, deadline: float | None = None
@@ -72,6 +75,7 @@ class BatchingGenerator:
             # One call per max_new_tokens value keeps each backend call homogeneous.
             for budget in sorted({item[1] for item in batch}):
                 group = [item for item in batch if item[1] == budget]
+                started = time.perf_counter()
                 try:
                     results = await asyncio.to_thread(
                         self.backend.generate, [g[0] for g in group], budget, _abandoned(group)
@@ -83,6 +87,8 @@ class BatchingGenerator:
                     continue
                 self.calls += 1
                 self.batched_requests += len(group)
+                self.generate_seconds += time.perf_counter() - started
+                self.generated_tokens += sum(len(r.ids) for r in results)
                 for (_, _, future, _), result in zip(group, results, strict=True):
                     if not future.done():
                         future.set_result(result)
