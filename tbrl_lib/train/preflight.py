@@ -23,15 +23,15 @@ import importlib.util
 import os
 import socket
 import threading
-import urllib.request
 from urllib.parse import urlparse
 
 from tbrl_lib.models import ModelNotFound, is_local, model_kind, resolve_model
 from tbrl_lib.sandbox import engine
 from tbrl_lib.train.config import TrainConfig
-from tbrl_lib.train.launch import launch_commands
+from tbrl_lib.train.launch import launch_commands, run_starts_server
 from tbrl_lib.train.memory import plan_memory
 from tbrl_lib.train.model_loader import import_early
+from tbrl_lib.train.vllm_server import answers
 
 HUB_TIMEOUT_S = 3.0
 DOCKER_TIMEOUT_S = 5.0
@@ -98,14 +98,6 @@ def _server_url(config: TrainConfig) -> str | None:
     url = config.launch.vllm_server_url or ""
     expanded = os.path.expandvars(url)
     return None if not url or "$" in expanded else expanded.rstrip("/")
-
-
-def _server_answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=SERVER_TIMEOUT_S) as response:
-            return response.status == 200
-    except (OSError, ValueError):
-        return False
 
 
 def _docker_memory(hosts: list[str | None]) -> dict[str | None, int | None]:
@@ -192,7 +184,7 @@ def preflight(config: TrainConfig) -> list[str]:
     problems: list[str] = setting_problems(config)
     launch = config.launch
     url = _server_url(config) if launch.generation_backend == "vllm-server" else None
-    server_up = bool(url) and _server_answers(url)
+    server_up = bool(url) and answers(url, SERVER_TIMEOUT_S)
     world = _world_size()
     if world != launch.num_processes:
         problems.append(
@@ -213,7 +205,9 @@ def preflight(config: TrainConfig) -> list[str]:
                     "planned for"
                 )
     if launch.uses_vllm and importlib.util.find_spec("vllm") is None:
-        problems.append("vllm is not installed (pip install -e '.[gpu]')")
+        problems.append(
+            "vllm is not installed (on GPUs: pip install -e '.[gpu]'; on CPU: make setup-vllm)"
+        )
     if launch.distributed.startswith("zero") and importlib.util.find_spec("deepspeed") is None:
         problems.append("deepspeed is not installed (pip install -e '.[gpu]')")
     server_var = (launch.vllm_server_url or "").partition("${")[2].partition("}")[0]
@@ -222,7 +216,7 @@ def preflight(config: TrainConfig) -> list[str]:
             f"launch.vllm_server_url needs ${server_var}, which is not set (launch/commands.sh "
             "and job.sbatch set it to the server node)"
         )
-    if url and not server_up:
+    if url and not server_up and not run_starts_server(config):
         problems.append(
             f"no vLLM server answers at {url}/health: start it first (launch/commands.sh "
             "starts it, then training)"

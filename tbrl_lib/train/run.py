@@ -19,6 +19,8 @@ evaluation, the summary (`summary.py`). The run folder explains itself:
     sft/, eval/        the warm start (demos.parquet, checkpoint), each held-out evaluation
     reward.png         reward over steps (components, held-out solve rate at eval steps)
     summary.json       headline numbers (read back by the notebook test)
+    vllm_server.log    the output of the vLLM server the run started (`vllm_server.py`)
+    vllm_weights/      the weights a CPU trainer last pushed to its vLLM server (`vllm_cpu.py`)
 
 Under accelerate every process runs its share of each step's rollouts; the first process of
 each node builds the tiny model and the task images while the others wait; process 0 alone
@@ -48,6 +50,7 @@ from tbrl_lib.train.sft import warm_start
 from tbrl_lib.train.summary import summarize_run
 from tbrl_lib.train.task_set import close_sandboxes
 from tbrl_lib.train.trainer import SessionTrainer
+from tbrl_lib.train.vllm_server import serving
 
 
 def train(
@@ -89,12 +92,15 @@ def train(
                 say(heldout_line("warm start", evals["warm start"]["metrics"]), main)
         resume_step = checkpoint_step(checkpoint) if checkpoint else None
         session = TrainingSession(config, out, model_path, rollout, heldout, resume_step)
-        trainer = (AsyncSessionTrainer if config.grpo.async_rollouts else SessionTrainer)(session)
-        if checkpoint:
-            trainer.restore(checkpoint)
-        if main:
-            write_config(out / "config.json", config, trainer.args)
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        with serving(config, model_path, out / "vllm_server.log"):  # vllm-server on one machine
+            trainer = (AsyncSessionTrainer if config.grpo.async_rollouts else SessionTrainer)(
+                session
+            )
+            if checkpoint:
+                trainer.restore(checkpoint)
+            if main:
+                write_config(out / "config.json", config, trainer.args)
+            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.grpo.save_steps or tiny_size(config.model.name) or heldout:
             trainer.save_final(out / "final")
         if heldout:

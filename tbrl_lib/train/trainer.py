@@ -8,7 +8,9 @@ callbacks) and adds these of its own:
 - every checkpoint TRL saves gets `tbrl_state.json` (`reporting.CheckpointState`): the run's
   settings, the curriculum, the sampler's drawn chunks, the runner's counters; `restore`
   reads them back for `--resume` (TRL restores model, optimizer, scheduler and RNG);
-- once built, it binds the session's policy to its own weights or vLLM engine;
+- once built, it binds the session's policy to its own weights or vLLM engine; with vLLM
+  on one process, every weight push is checked (`vllm_sync_probe.SyncProbe`); on a CPU
+  trainer, TRL's engine and weight push are the CPU ones (`vllm_cpu.on_cpu`);
 - `save_final(path)` writes the final model as an ordinary model folder (a one-process
   LoRA run merges its adapter first);
 - each step's log carries the curriculum's numbers and what callbacks measured in the step
@@ -24,6 +26,7 @@ trainer (the session's runner and curriculum are its seam).
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,8 @@ from tbrl_lib.train.resume import read_state
 from tbrl_lib.train.session import TrainingSession
 from tbrl_lib.train.trl_compat import install_torch_logprob_head
 from tbrl_lib.train.trl_rollouts import REWARD_WEIGHTS, reward_funcs
+from tbrl_lib.train.vllm_cpu import on_cpu
+from tbrl_lib.train.vllm_sync_probe import SyncProbe
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -70,16 +75,27 @@ class SessionTrainer(GRPOTrainer):
         self.session = session
         self.curriculum_sampler: CurriculumSampler | None = None
         self._sampler_resume: tuple[dict[str, Any], int] | None = None
-        super().__init__(
-            model=session.model,
-            reward_funcs=reward_funcs(),
-            args=grpo_args(session.config, session.out),
-            train_dataset=session.dataset,
-            processing_class=session.tokenizer,
-            rollout_func=session.rollout_func,
-            peft_config=session.peft_config,
-            callbacks=[*session.callbacks(), CheckpointState(session.config, self.tbrl_state)],
+        launch = session.config.launch
+        engine = (
+            on_cpu(launch.vllm_cpu_kv_cache_gb, session.out / "vllm_weights")
+            if launch.cpu and launch.uses_vllm
+            else nullcontext()
         )
+        with engine:  # TRL builds its vLLM engine or client in here
+            super().__init__(
+                model=session.model,
+                reward_funcs=reward_funcs(),
+                args=grpo_args(session.config, session.out),
+                train_dataset=session.dataset,
+                processing_class=session.tokenizer,
+                rollout_func=session.rollout_func,
+                peft_config=session.peft_config,
+                callbacks=[*session.callbacks(), CheckpointState(session.config, self.tbrl_state)],
+            )
+        self.sync_probe: SyncProbe | None = None
+        if launch.uses_vllm and launch.num_processes == 1:
+            probe = session.first_prompt_ids(session.tasks[0])
+            self.sync_probe = SyncProbe(self, probe, session.tracked).install()
         session.policy.bind(self)
         use_progress_lines(self, StepLines())
 

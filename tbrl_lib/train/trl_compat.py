@@ -4,7 +4,7 @@ TRL 1.15 patches the model with a fused LM head that computes per-token log-prob
 (and entropy) with a Triton kernel, `trl.kernels.ChunkedLogProbFunction`. Triton ships with
 CUDA builds of torch only, so on a CPU-only torch that kernel is `None` and the first
 training step fails with "'NoneType' object has no attribute 'apply'". `install_torch_logprob_head()`
-puts `TorchChunkedLogProb` in its place when, and only when, the Triton kernel is missing:
+puts `TorchChunkedLogProb` in its place when, and only when, the Triton kernel cannot run:
 same inputs, same five outputs, computed with ordinary torch ops in token chunks and
 differentiated by autograd. GPU runs keep TRL's kernel untouched.
 
@@ -61,8 +61,10 @@ class TorchChunkedLogProb:
 
 
 def install_torch_logprob_head() -> bool:
-    """Install `TorchChunkedLogProb` into TRL if its Triton kernel is unavailable; True if installed."""
-    if utils._ChunkedLogProbFunction is not None:
+    """Install `TorchChunkedLogProb` into TRL if its Triton kernel cannot run (no Triton, or
+    no CUDA device: a CUDA Triton beside a CPU torch, as some packages pull it in, imports
+    but has no CPU backend); True if installed."""
+    if utils._ChunkedLogProbFunction is not None and torch.cuda.is_available():
         return False
     utils._ChunkedLogProbFunction = TorchChunkedLogProb
     return True

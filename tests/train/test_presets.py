@@ -206,7 +206,7 @@ def _reference():
     [
         ({"grpo.num_generations": 1}, "use at least 2"),
         ({"grpo.gradient_accumulation_steps": 6}, "multiple of 4"),  # 6 rollouts, groups of 4
-        ({"launch.generation_backend": "vllm-colocate"}, "gpus_per_node=0"),
+        ({"launch.distributed": "ddp"}, "gpus_per_node=0 \\(CPU\\) needs distributed='none'"),
         ({"model.dtype": "bf8"}, "model.dtype: Input should be 'bf16', 'fp16' or 'fp32'"),
         ({"model.dtype": "fp16"}, "CPU.*needs model.dtype fp32 or bf16"),
         ({"rollout.episode.max_tokens_per_turn": 10_000}, "lower it or raise the budget"),
