@@ -2,7 +2,9 @@
 its own package and the layers below it, never one beside or above it, at any depth (a
 function-level import is still a dependency). A module that reaches up makes the ground floor
 depend on everything above it (and on Docker, torch, the judge SDKs). Every package and
-top-level module of `tbrl_lib` must have a layer, so a new one cannot slip past."""
+top-level module of `tbrl_lib` must have a layer, so a new one cannot slip past. Within a
+layer too, no function-level import may close a cycle that module-level imports would not
+allow (`hidden_cycles`)."""
 
 from __future__ import annotations
 
@@ -85,3 +87,132 @@ def test_the_check_sees_function_level_and_package_imports(tmp_path):
         "    import tbrl_lib.cli\n"
     )
     assert imported_units(module) == {("upstream", 1), ("train", 3), ("cli", 4)}
+
+
+# A function-level import of a tbrl_lib module is fine for a heavy optional library's sake
+# (torch, the vendors' SDKs, papermill), never to hide a cycle: run at module level it would
+# fail (or half-initialise a module), so the modules are tangled whatever the layers say.
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def modules_of(pkg: Path) -> dict[str, Path]:
+    """Dotted name -> file of every module under `pkg` (a package is its `__init__.py`)."""
+    found = {}
+    for path in pkg.rglob("*.py"):
+        parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def module_imports(path: Path, modules: dict[str, Path]) -> tuple[set[str], set[tuple[str, int]]]:
+    """The modules of `modules` that `path` imports at module level, and (module, line) of
+    those it imports inside a function. `from pkg import sub` names the submodule when there
+    is one; imports under `if TYPE_CHECKING:` never run and count as neither."""
+
+    def targets(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                for a in node.names
+            ]
+        else:
+            return []
+        found = []
+        for name in names:
+            while name and name not in modules:  # `import a.b.c` where c is a name, not a module
+                name = name.rpartition(".")[0]
+            if name:
+                found.append(name)
+        return found
+
+    top: set[str] = set()
+    late: set[tuple[str, int]] = set()
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if _is_type_checking(child):
+                continue
+            inside = in_function or isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+            )
+            for target in targets(child):
+                if inside:
+                    late.add((target, child.lineno))
+                else:
+                    top.add(target)
+            visit(child, inside)
+
+    visit(ast.parse(path.read_text(), filename=str(path)), False)
+    return top, late
+
+
+def hidden_cycles(pkg: Path) -> list[str]:
+    """Every function-level import under `pkg` whose module reaches back, through
+    module-level imports alone, to the importer: `file:line: a -> b -> ... -> a`."""
+    modules = modules_of(pkg)
+    graph, late = {}, []
+    for name, path in modules.items():
+        graph[name], calls = module_imports(path, modules)
+        late += [(name, target, line) for target, line in calls]
+
+    def path_between(start: str, goal: str) -> list[str] | None:
+        came_from: dict[str, str | None] = {start: None}
+        pending = [start]
+        while pending:
+            node = pending.pop(0)
+            if node == goal:
+                chain = [node]
+                while came_from[chain[-1]] is not None:
+                    chain.append(came_from[chain[-1]])
+                return chain[::-1]
+            for nxt in sorted(graph.get(node, ())):
+                if nxt not in came_from:
+                    came_from[nxt] = node
+                    pending.append(nxt)
+        return None
+
+    found = []
+    for name, target, line in sorted(late):
+        back = path_between(target, name)
+        if back is not None:
+            where = modules[name].relative_to(pkg.parent)
+            found.append(f"{where}:{line}: {' -> '.join([name, *back])}")
+    return found
+
+
+def test_no_function_level_import_hides_a_cycle():
+    found = hidden_cycles(PKG)
+    assert not found, (
+        "a late import closes a cycle; move what both need down, or pass it in:\n"
+        + "\n".join(found)
+    )
+
+
+def test_the_cycle_check_sees_a_late_import_closing_a_loop(tmp_path):
+    pkg = tmp_path / "p"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from p.sub.a import A\n")
+    (pkg / "sub" / "a.py").write_text(
+        "from p import heavy\n"
+        "def build():\n"
+        "    from p.sub import make\n"  # sub/__init__ imports a: a loop
+        "    import p.heavy\n"  # heavy imports nothing of p: fine
+        "A = 1\n"
+    )
+    (pkg / "heavy.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from p.sub.a import A\n"  # never runs: no arrow
+    )
+    assert hidden_cycles(pkg) == ["p/sub/a.py:3: p.sub.a -> p.sub -> p.sub.a"]

@@ -28,22 +28,20 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from pydantic import ValidationError
 
-from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
+from tbrl_lib.tasks.errors import TaskFormatError
 from tbrl_lib.tasks.files import (
     check_file_tree,
     collect_files,
     collect_tree,
-    parse_json_object,
     parse_toml,
-    parse_weights,
     read_text,
     write_files,
     write_text,
 )
-from tbrl_lib.tasks.model import Limits, Task, test_function_names
+from tbrl_lib.tasks.model import Limits, Task
 from tbrl_lib.tasks.standard_files import harbor_test_sh
+from tbrl_lib.tasks.task_dir import DirLayout, TaskHead, read_task_dir
 
 HARBOR_VERSION = "1.0"
 METADATA_KEYS = (
@@ -90,10 +88,13 @@ def is_harbor_dir(path: Path) -> bool:
 def read_harbor_dir(root: Path, lenient: bool = False) -> Task:
     """Read one Harbor task directory; any problem is a `TaskFormatError` naming the file.
     `lenient` reads weights files that name tests loosely (see `files.parse_weights`)."""
-    loc = str(root)
-    config = parse_toml(read_text(root / "task.toml", loc, "task.toml"), loc, "task.toml")
-    rest = config  # tomllib returns a fresh dict; popped apart below
-    if rest.get("version") == HARBOR_VERSION:
+    return read_task_dir(root, LAYOUT, lenient)
+
+
+def _read_head(root: Path, loc: str) -> TaskHead:
+    """task.toml, taken apart into what tbrl models and the rest (kept under "harbor")."""
+    rest = parse_toml(read_text(root / "task.toml", loc, "task.toml"), loc, "task.toml")
+    if rest.get("version") == HARBOR_VERSION:  # tomllib returns a fresh dict: popped apart
         del rest["version"]
     meta = _pop_table(rest, "metadata", loc)
     verifier = _pop_table(rest, "verifier", loc)
@@ -125,94 +126,60 @@ def read_harbor_dir(root: Path, lenient: bool = False) -> Task:
     leftovers.update(rest)
     if leftovers:
         meta["harbor"] = leftovers
-
-    env_dir = root / "environment"
-    dockerfile_path = env_dir / "Dockerfile"
-    dockerfile = (
-        read_text(dockerfile_path, loc, "environment/Dockerfile")
-        if dockerfile_path.exists()
-        else None
+    fields = {
+        key: own[key]
+        for key in ("difficulty", "category", "tags", "title", "use_case_category")
+        if key in own
+    }
+    return TaskHead(
+        fields={"instruction": read_text(root / "instruction.md", loc, "instruction.md"), **fields},
+        limits=limits,
+        metadata=meta,
+        image=image,
+        created_at=own.get("created_at"),
+        updated_at=own.get("updated_at"),
     )
-    if dockerfile is None and image is None:
+
+
+def _read_context(root: Path, loc: str, head: TaskHead, dockerfile: str | None):
+    text, binary = collect_tree(root / "environment", loc, "environment", exclude={"Dockerfile"})
+    return text, binary, head.image
+
+
+def _read_fixtures(root: Path, loc: str, head: TaskHead, env_text, env_binary) -> dict[str, str]:
+    return collect_files(root / "tests", loc, "tests", exclude=TEST_OWN_FILES)
+
+
+def _check_solution(root: Path, loc: str) -> None:
+    extra = sorted(set(collect_files(root / "solution", loc, "solution", exclude={"solve.sh"})))
+    if extra:
         raise TaskFormatError(
             loc,
-            "environment/Dockerfile",
-            "file is missing (and task.toml names no [environment] docker_image)",
-            f"create {dockerfile_path}",
-        )
-    tests_dir = root / "tests"
-    pytest_path, script_path = tests_dir / "test_outputs.py", tests_dir / "test.sh"
-    pytest = read_text(pytest_path, loc, "tests/test_outputs.py") if pytest_path.exists() else None
-    script = read_text(script_path, loc, "tests/test.sh") if script_path.exists() else None
-    if pytest is None and script is None:
-        raise TaskFormatError(
-            loc,
-            "tests/test.sh",
-            "file is missing (and there is no tests/test_outputs.py)",
-            f"create {script_path} (or pytest tests in {pytest_path})",
-        )
-    if script == harbor_test_sh() and pytest is not None:
-        script = None
-    weights: dict[str, float] = {}
-    notes = []
-    weights_path = tests_dir / "test_weights.json"
-    if weights_path.exists():
-        raw = parse_json_object(
-            read_text(weights_path, loc, "tests/test_weights.json"),
-            loc,
-            "tests/test_weights.json",
-            'write {"test_name": weight, ...}',
-        )
-        names = test_function_names(pytest) if pytest else None
-        weights, notes = parse_weights(raw, loc, "tests/test_weights.json", names, lenient)
-    solution_dir = root / "solution"
-    extra_solution = sorted(set(collect_files(solution_dir, loc, "solution", exclude={"solve.sh"})))
-    if extra_solution:
-        raise TaskFormatError(
-            loc,
-            f"solution/{extra_solution[0]}",
+            f"solution/{extra[0]}",
             "files besides solve.sh are not supported",
             "fold them into solution/solve.sh (e.g. with a heredoc)",
         )
-    solve_path = solution_dir / "solve.sh"
-    env_text, env_binary = collect_tree(env_dir, loc, "environment", exclude={"Dockerfile"})
-    data: dict[str, Any] = {
-        "id": root.name,
-        "instruction": read_text(root / "instruction.md", loc, "instruction.md"),
-        **{
-            key: own[key]
-            for key in ("difficulty", "category", "tags", "title", "use_case_category")
-            if key in own
-        },
-        "environment": {
-            "dockerfile": dockerfile,
-            "image": image,
-            "files": env_text,
-            "binary_files": env_binary,
-        },
-        "tests": {
-            "pytest": pytest,
-            "script": script,
-            "weights": weights,
-            "files": collect_files(tests_dir, loc, "tests", exclude=TEST_OWN_FILES),
-        },
-        "solution": read_text(solve_path, loc, "solution/solve.sh")
-        if solve_path.exists()
-        else None,
-        "limits": limits,
-        "provenance": {
-            "source_format": "harbor",
-            "location": loc,
-            "notes": notes,
-            "created_at": own.get("created_at"),
-            "updated_at": own.get("updated_at"),
-        },
-        "metadata": meta,
-    }
-    try:
-        return Task.model_validate(data)
-    except ValidationError as exc:
-        raise from_validation_error(exc, loc, FIELD_NAMES) from None
+
+
+LAYOUT = DirLayout(
+    source_format="harbor",
+    dockerfile="environment/Dockerfile",
+    script="tests/test.sh",
+    weights="tests/test_weights.json",
+    solution="solution/solve.sh",
+    field_names=FIELD_NAMES,
+    no_image="file is missing (and task.toml names no [environment] docker_image)",
+    no_tests=(
+        "tests/test.sh",
+        "file is missing (and there is no tests/test_outputs.py)",
+        "create {script} (or pytest tests in {pytest})",
+    ),
+    standard_script=harbor_test_sh,
+    read_head=_read_head,
+    read_context=_read_context,
+    read_fixtures=_read_fixtures,
+    check_solution=_check_solution,
+)
 
 
 def write_harbor_dir(task: Task, out_dir: Path) -> Path:

@@ -31,23 +31,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
+from tbrl_lib.tasks.errors import TaskFormatError
 from tbrl_lib.tasks.files import (
     check_file_tree,
     collect_tree,
     decode_utf8,
     dump_yaml,
-    parse_json_object,
-    parse_weights,
     parse_yaml_mapping,
     read_text,
     write_files,
     write_text,
 )
-from tbrl_lib.tasks.model import Limits, Task, test_function_names
+from tbrl_lib.tasks.model import Limits, Task
 from tbrl_lib.tasks.standard_files import TB1_RUN_TESTS, tb1_compose
+from tbrl_lib.tasks.task_dir import DirLayout, TaskHead, read_task_dir
 
 # TB1's own defaults when task.yaml leaves the timeouts out
 TB1_AGENT_TIMEOUT = 360.0
@@ -106,7 +103,11 @@ def is_tb1_dir(path: Path) -> bool:
 def read_tb1_dir(root: Path, lenient: bool = False) -> Task:
     """Read one TB1 task directory; any problem is a `TaskFormatError` naming the file.
     `lenient` reads weights files that name tests loosely (see `files.parse_weights`)."""
-    loc = str(root)
+    return read_task_dir(root, LAYOUT, lenient)
+
+
+def _read_head(root: Path, loc: str) -> TaskHead:
+    """task.yaml: TB1's own keys, the `tbrl:` mapping, and the rest as metadata."""
     config = parse_yaml_mapping(read_text(root / "task.yaml", loc, "task.yaml"), loc, "task.yaml")
     extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS}
     instruction = config.get("instruction")
@@ -125,47 +126,52 @@ def read_tb1_dir(root: Path, lenient: bool = False) -> Task:
             f"unknown keys {unknown}",
             f"use only {sorted(TBRL_KEYS)} there; put other values at the top level",
         )
-    if (root / "solution.yaml").exists():
-        raise TaskFormatError(
-            loc,
-            "solution.yaml",
-            "command-list solutions are not supported",
-            "write the solution as a bash script, solution.sh",
-        )
-    dockerfile_path = root / "Dockerfile"
-    dockerfile = read_text(dockerfile_path, loc, "Dockerfile") if dockerfile_path.exists() else None
-    image = tbrl.get("image")
-    env_files, env_binary = collect_tree(root, loc, ".", exclude=OWN_FILES | {"solution.yaml"})
+    return TaskHead(
+        fields={
+            "instruction": instruction,
+            "difficulty": config.get("difficulty", "medium"),
+            "category": config.get("category", "general"),
+            "tags": config.get("tags") or [],
+            "title": tbrl.get("title"),
+            "use_case_category": tbrl.get("use_case_category"),
+        },
+        limits={
+            "agent_timeout_sec": config.get("max_agent_timeout_sec", TB1_AGENT_TIMEOUT),
+            "test_timeout_sec": config.get("max_test_timeout_sec", TB1_TEST_TIMEOUT),
+            **{key: tbrl[key] for key in LIMIT_KEYS if key in tbrl},
+        },
+        metadata=extra,
+        image=tbrl.get("image"),
+        created_at=tbrl.get("created_at"),
+        updated_at=tbrl.get("updated_at"),
+        context_in_tests=list(tbrl.get("context_files_in_tests") or []),
+    )
+
+
+def _read_context(root: Path, loc: str, head: TaskHead, dockerfile: str | None):
+    """Every top-level file but TB1's own; a non-standard docker-compose.yaml is one too,
+    and with no Dockerfile and no `tbrl.image` it may name the image."""
+    image = head.image
+    files, binary = collect_tree(root, loc, ".", exclude=OWN_FILES | {"solution.yaml"})
     compose_path = root / "docker-compose.yaml"
     if compose_path.exists():
         compose = read_text(compose_path, loc, "docker-compose.yaml")
         if dockerfile is None and image is None:
             image = _compose_image(compose, loc)
         if compose != tb1_compose(None if dockerfile else image):
-            env_files["docker-compose.yaml"] = compose
-    if dockerfile is None and image is None:
-        raise TaskFormatError(
-            loc,
-            "Dockerfile",
-            "file is missing (and no image is named)",
-            f"create {dockerfile_path}",
-        )
-    tests_dir = root / "tests"
-    pytest_path = tests_dir / "test_outputs.py"
-    script_path = root / "run-tests.sh"
-    script = read_text(script_path, loc, "run-tests.sh") if script_path.exists() else None
-    pytest = read_text(pytest_path, loc, "tests/test_outputs.py") if pytest_path.exists() else None
-    if script == TB1_RUN_TESTS and pytest is not None:
-        script = None
-    weights: dict[str, float] = {}
-    notes = []
-    if (root / "test_weights.json").exists():
-        text = read_text(root / "test_weights.json", loc, "test_weights.json")
-        raw = parse_json_object(text, loc, "test_weights.json", 'write {"test_name": weight, ...}')
-        names = test_function_names(pytest) if pytest else None
-        weights, notes = parse_weights(raw, loc, "test_weights.json", names, lenient)
-    test_files, test_binary = collect_tree(tests_dir, loc, "tests", exclude={"test_outputs.py"})
-    for rel in tbrl.get("context_files_in_tests") or []:
+            files["docker-compose.yaml"] = compose
+    return files, binary, image
+
+
+def _read_fixtures(
+    root: Path, loc: str, head: TaskHead, env_files: dict, env_binary: dict
+) -> dict[str, str]:
+    """tests/ but test_outputs.py; what `tbrl.context_files_in_tests` lists moves to the
+    build context, and the rest (the verifier's fixtures) must be text."""
+    test_files, test_binary = collect_tree(
+        root / "tests", loc, "tests", exclude={"test_outputs.py"}
+    )
+    for rel in head.context_in_tests:
         inside = rel.removeprefix("tests/")
         if inside in test_binary:
             env_binary[rel] = test_binary.pop(inside)
@@ -178,53 +184,40 @@ def read_tb1_dir(root: Path, lenient: bool = False) -> Task:
                 f"lists {rel}, which is missing",
                 f"create {root / rel} or remove it from the list",
             )
-    for rel, data in sorted(test_binary.items()):  # fixtures go to the verifier: text only
+    for rel, data in sorted(test_binary.items()):
         decode_utf8(data, loc, f"tests/{rel}")
-    solution_path = root / "solution.sh"
-    limits = {key: tbrl[key] for key in LIMIT_KEYS if key in tbrl}
-    data: dict[str, Any] = {
-        "id": root.name,
-        "instruction": instruction,
-        "difficulty": config.get("difficulty", "medium"),
-        "category": config.get("category", "general"),
-        "tags": config.get("tags") or [],
-        "title": tbrl.get("title"),
-        "use_case_category": tbrl.get("use_case_category"),
-        "environment": {
-            "dockerfile": dockerfile,
-            "files": env_files,
-            "binary_files": env_binary,
-            "image": image,
-        },
-        "tests": {"pytest": pytest, "script": script, "weights": weights, "files": test_files},
-        "solution": read_text(solution_path, loc, "solution.sh")
-        if solution_path.exists()
-        else None,
-        "limits": {
-            "agent_timeout_sec": config.get("max_agent_timeout_sec", TB1_AGENT_TIMEOUT),
-            "test_timeout_sec": config.get("max_test_timeout_sec", TB1_TEST_TIMEOUT),
-            **limits,
-        },
-        "provenance": {
-            "source_format": "tb1",
-            "location": loc,
-            "notes": notes,
-            "created_at": tbrl.get("created_at"),
-            "updated_at": tbrl.get("updated_at"),
-        },
-        "metadata": extra,
-    }
-    if not pytest and not script:
+    return test_files
+
+
+def _check_solution(root: Path, loc: str) -> None:
+    if (root / "solution.yaml").exists():
         raise TaskFormatError(
             loc,
-            "tests/test_outputs.py",
-            "file is missing (and there is no run-tests.sh)",
-            f"create {pytest_path} with pytest test functions",
+            "solution.yaml",
+            "command-list solutions are not supported",
+            "write the solution as a bash script, solution.sh",
         )
-    try:
-        return Task.model_validate(data)
-    except ValidationError as exc:
-        raise from_validation_error(exc, loc, FIELD_NAMES) from None
+
+
+LAYOUT = DirLayout(
+    source_format="tb1",
+    dockerfile="Dockerfile",
+    script="run-tests.sh",
+    weights="test_weights.json",
+    solution="solution.sh",
+    field_names=FIELD_NAMES,
+    no_image="file is missing (and no image is named)",
+    no_tests=(
+        "tests/test_outputs.py",
+        "file is missing (and there is no run-tests.sh)",
+        "create {pytest} with pytest test functions",
+    ),
+    standard_script=lambda: TB1_RUN_TESTS,
+    read_head=_read_head,
+    read_context=_read_context,
+    read_fixtures=_read_fixtures,
+    check_solution=_check_solution,
+)
 
 
 def write_tb1_dir(task: Task, out_dir: Path) -> Path:

@@ -163,6 +163,11 @@ def test_tasks_tb1_cannot_hold_are_refused(tmp_path, task_changes, field, proble
             "missing",
         ),
         (
+            lambda d: ((d / "tests/test_outputs.py").write_text(""), (d / "run-tests.sh").unlink()),
+            "tests/test_outputs.py",
+            "tests need pytest source or a test script",
+        ),
+        (
             lambda d: (d / "solution.yaml").write_text("- command: ls\n"),
             "solution.yaml",
             "not supported",

@@ -1,6 +1,6 @@
 """Judges: the `Judge` seam, the rule-based judge, LLM backends and the fallback chain.
 
-`make_judge(spec)` picks an implementation from a short spec string:
+`make_judge(spec)` (`specs.py`) picks an implementation from a short spec string:
 
 | spec | judge |
 |---|---|
@@ -25,37 +25,16 @@ from tbrl_lib.rewards.judges.base import (
     Usage,
 )
 from tbrl_lib.rewards.judges.chain import (
-    ConfiguredJudge,
     CostLedger,
     JudgeCache,
     JudgeChain,
-    JudgeConfig,
     JudgeMissing,
     metrics_of,
 )
 from tbrl_lib.rewards.judges.llm import LLMJudge
 from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge
+from tbrl_lib.rewards.judges.specs import ConfiguredJudge, JudgeConfig, make_judge
 from tbrl_lib.rewards.reward import RewardConfig
-
-
-def make_judge(spec: str, **options: Any):
-    """A judge from a spec string (see the module docstring); `options` go to the backend."""
-    spec = spec.strip()
-    if "," in spec:
-        return JudgeChain([make_judge(part, **options) for part in spec.split(",") if part.strip()])
-    if spec in ("rule", "rule-nocaps"):
-        return RuleBasedJudge(name=options.get("name") or spec, caps=spec == "rule")
-    if spec.startswith("config:"):
-        return ConfiguredJudge(spec.split(":", 1)[1])
-    backend, _, model = spec.partition(":")
-    if backend in ("anthropic", "openai", "claude-cli"):
-        if backend != "claude-cli" and not model:
-            raise ValueError(f"judge spec {spec!r} names no model; e.g. {backend}:MODEL")
-        return LLMJudge(backend, model or "default", **options)
-    raise ValueError(
-        f"unknown judge spec {spec!r}; use rule, rule-nocaps, anthropic:MODEL, "
-        "openai:MODEL, claude-cli[:MODEL], config:PATH, or a comma-separated chain"
-    )
 
 
 def judge_for(reward: RewardConfig) -> Judge | None:
@@ -102,6 +81,7 @@ __all__ = [
     "JudgeMissing",
     "JudgeResult",
     "JudgeUnavailable",
+    "LLMJudge",
     "RuleBasedJudge",
     "Usage",
     "judge_for",

@@ -1,4 +1,4 @@
-"""Judge switching and resilience: fallback chain, hot-reloaded config, limits, cache, cost.
+"""Judge resilience: fallback chain, limits, cache, cost.
 
     chain = JudgeChain([make_judge("anthropic:claude-sonnet-4-20250514"), make_judge("rule")])
     outcome = await chain.score(item)     # JudgeResult, or JudgeMissing (never 0, never NaN)
@@ -13,9 +13,10 @@
   marked `cached=True`. In memory, plus a JSON-lines file when `cache_path` is given.
 - Cost: `ledger` sums tokens and dollars per judge for the run and for the current step
   (`ledger.start_step()`); `ledger.metrics()` gives `judge/...` metrics.
-- Hot config: `ConfiguredJudge(path)` re-reads its YAML file whenever the file's mtime
-  changes (switch backend or model mid-training without a restart; on shared storage every
-  node follows). A broken edit keeps the previous chain and logs why.
+
+Building judges from spec strings and the hot-reloaded YAML config (`make_judge`,
+`JudgeConfig`, `ConfiguredJudge`) is `specs.py`, above this module: it builds chains, and
+a chain knows nothing of how its judges were made.
 """
 
 from __future__ import annotations
@@ -24,15 +25,11 @@ import asyncio
 import collections
 import json
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tbrl_lib.llm_api import Usage
 from tbrl_lib.rewards.judges.base import Judge, JudgeError, JudgeInput, JudgeResult
@@ -195,114 +192,6 @@ class JudgeChain:
             return result
         self.ledger.missing += 1
         return JudgeMissing(reason="every judge failed: " + " | ".join(failures), failures=failures)
-
-
-class JudgeSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    spec: str
-    """`rule`, `anthropic:MODEL`, `openai:MODEL`, `claude-cli[:MODEL]` (see `make_judge`)."""
-    name: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = Field(default=90.0, gt=0)
-    max_retries: int = Field(default=2, ge=0)
-    structured: bool = True
-    prompt_file: str | None = None
-    max_input_tokens: int = Field(default=24_000, ge=1000)
-
-
-class JudgeConfig(BaseModel):
-    """The judge config file (YAML). Example:
-
-    judges:
-      - {spec: "anthropic:claude-sonnet-4-20250514"}
-      - {spec: "openai:Qwen/Qwen3-32B", base_url: "http://vllm:8000/v1"}
-      - {spec: rule}
-    max_concurrency: 16
-    rpm: 200
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    judges: list[JudgeSpec] = Field(min_length=1)
-    max_concurrency: int = Field(default=8, gt=0)
-    rpm: int | None = Field(default=None, gt=0)
-    tpm: int | None = Field(default=None, gt=0)
-    cache_path: str | None = None
-    call_timeout_s: float = Field(default=300.0, gt=0)
-
-    @classmethod
-    def load(cls, path: str | Path) -> JudgeConfig:
-        try:
-            raw = yaml.safe_load(Path(path).read_text())
-        except yaml.YAMLError as err:
-            raise ValueError(f"{path}: not valid YAML: {err}") from err
-        try:
-            return cls.model_validate(raw or {})
-        except ValidationError as err:
-            raise ValueError(f"{path}: invalid judge config:\n{err}") from err
-
-    def build(self, ledger: CostLedger | None = None) -> JudgeChain:
-        # the package's make_judge builds every kind of judge, this chain among them: a cycle
-        from tbrl_lib.rewards.judges import make_judge
-
-        judges = [
-            make_judge(s.spec, **s.model_dump(exclude={"spec"}, exclude_none=True))
-            for s in self.judges
-        ]
-        return JudgeChain(
-            judges,
-            max_concurrency=self.max_concurrency,
-            rpm=self.rpm,
-            tpm=self.tpm,
-            cache=JudgeCache(self.cache_path),
-            call_timeout_s=self.call_timeout_s,
-            ledger=ledger,
-        )
-
-
-class ConfiguredJudge:
-    """A `JudgeChain` built from a YAML file and rebuilt whenever the file changes."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.ledger = CostLedger()
-        self._mtime: float | None = None
-        self.reloads = 0
-        self.chain = self._load()
-
-    def _load(self) -> JudgeChain:
-        self._mtime = os.stat(self.path).st_mtime_ns
-        chain = JudgeConfig.load(self.path).build(self.ledger)
-        log.info("tbrl judge: using %s from %s", chain.name, self.path)
-        return chain
-
-    def current(self) -> JudgeChain:
-        try:
-            mtime = os.stat(self.path).st_mtime_ns
-        except OSError as err:
-            log.error(
-                "tbrl judge: config %s unreadable (%s); keeping %s", self.path, err, self.chain.name
-            )
-            return self.chain
-        if mtime != self._mtime:
-            try:
-                self.chain = self._load()
-                self.reloads += 1
-            except (ValueError, OSError) as err:
-                self._mtime = mtime
-                log.error("tbrl judge: %s; keeping %s", err, self.chain.name)
-        return self.chain
-
-    @property
-    def name(self) -> str:
-        return self.current().name
-
-    @property
-    def prompt_version(self) -> str:
-        return self.current().prompt_version
-
-    async def score(self, item: JudgeInput) -> JudgeResult | JudgeMissing:
-        return await self.current().score(item)
 
 
 def metrics_of(result: JudgeResult | JudgeMissing) -> dict[str, Any]:
