@@ -9,7 +9,8 @@ import pytest
 from transformers import TrainerState, TrainingArguments
 
 from tbrl_lib.models import make_policy
-from tbrl_lib.sandbox import engine
+from tbrl_lib.sandbox import DockerHost, engine
+from tbrl_lib.sandbox.hosts import get_host
 from tbrl_lib.train.heldout_eval import HeldoutDuringTraining, HeldoutEvaluator
 from tbrl_lib.train.presets import load_preset
 from tbrl_lib.train.resume import write_state
@@ -18,14 +19,19 @@ from tbrl_lib.train.resume import write_state
 @pytest.fixture
 def evaluator(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-    config = load_preset(
-        "cpu-smoke",
-        {"heldout.instances": 2, "data.family": "write_word", "rollout.sandbox.engine_wait_s": 0.3},
-    )
+    default = get_host(DockerHost())
+    default.close()  # the process's client of the default engine reconnects: to DOCKER_HOST
+    settings = {
+        "heldout.instances": 2,
+        "data.family": "write_word",
+        "rollout.sandbox.engine_wait_s": 0.3,
+    }
+    config = load_preset("cpu-smoke", settings)
     rollout = config.rollout.for_run("heldout-outage")
     heldout = HeldoutEvaluator.for_run(config, rollout, tmp_path / "eval", tmp_path)
     assert heldout is not None
-    return heldout
+    yield heldout
+    default.close()  # later tests reconnect to the real engine
 
 
 def _step(evaluator: HeldoutEvaluator, step: int):
