@@ -16,7 +16,16 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "tbrl_lib"
 
 LAYERS: list[set[str]] = [
-    {"aio", "console", "pricing", "upstream", "overrides", "notebook_tools", "testing"},
+    {
+        "aio",
+        "console",
+        "pricing",
+        "upstream",
+        "overrides",
+        "notebook_tools",
+        "testing",
+        "slow_notice",
+    },  # fmt: skip
     {"llm_api"},  # the SDK clients and one Usage: policies, judges and synthesis call them
     {"tasks"},
     {"synth"},  # a task source: procedural families, the LLM pipeline

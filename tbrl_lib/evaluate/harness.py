@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,19 @@ def failure_mode(termination: str | None, resolved: bool, test_timed_out: bool) 
     return FailureMode.unresolved
 
 
+@dataclass(frozen=True)
+class OutageWording:
+    """Who speaks while an engine outage is waited out, and what the stop says to do after
+    it (`engine.wait_for_engine`'s `who` and `resume`): evaluation's own by default; a caller
+    that runs the evaluation inside something else (training) gives its own."""
+
+    who: str = "tbrl eval"
+    resume: str = "finished trials are saved: start the engine and rerun the same command to resume"
+
+
+EVAL_WORDING = OutageWording()
+
+
 def run_eval(
     tasks: Sequence[Task],
     config: RunConfig,
@@ -88,13 +102,20 @@ def run_eval(
     progress: bool = True,
     policy: Any | None = None,
     engine_wait_s: float = 300.0,
+    outage: OutageWording = EVAL_WORDING,
 ) -> RunResults:
     """Run (or resume) an evaluation; returns the finished `RunResults` (also on disk).
     `policy` overrides `make_policy(config.policy)` (an object already built, e.g. the
     trainer's); `config.policy` still names it in the results."""
     return run_sync(
         run_eval_async(
-            tasks, config, out_dir, progress=progress, policy=policy, engine_wait_s=engine_wait_s
+            tasks,
+            config,
+            out_dir,
+            progress=progress,
+            policy=policy,
+            engine_wait_s=engine_wait_s,
+            outage=outage,
         )
     )
 
@@ -107,6 +128,7 @@ async def run_eval_async(
     progress: bool = True,
     policy: Any | None = None,
     engine_wait_s: float = 300.0,
+    outage: OutageWording = EVAL_WORDING,
 ) -> RunResults:
     """`run_eval` for callers that already run an event loop (notebooks, the trainer)."""
     policy = policy or make_policy(
@@ -142,6 +164,7 @@ async def run_eval_async(
         config.rollout_config(run_id=f"eval-{out.resolve().name}"),
         out,
         engine_wait_s,
+        outage,
     )
     wall_before, started = results.wall_seconds, time.monotonic()
     total = len(selected) * config.attempts
@@ -213,9 +236,10 @@ class TrialRunner:
         rollout: RolloutConfig,
         out_dir: Path,
         engine_wait_s: float = 300.0,
+        outage: OutageWording = EVAL_WORDING,
     ) -> None:
         self.policy, self.judge, self.rollout = policy, judge, rollout
-        self.out_dir, self.engine_wait_s = out_dir, engine_wait_s
+        self.out_dir, self.engine_wait_s, self.outage = out_dir, engine_wait_s, outage
         self._defects: dict[str, str] = {}
         """Task content hash -> why its image does not build (asked once per task)."""
         self._build_locks: dict[str, asyncio.Lock] = {}
@@ -285,9 +309,8 @@ class TrialRunner:
         await wait_for_engine(
             why,
             self.engine_wait_s,
-            who="tbrl eval",
-            resume="finished trials are saved: start the engine and rerun the same command "
-            "to resume",
+            who=self.outage.who,
+            resume=self.outage.resume,
         )
 
     def _trial(

@@ -33,6 +33,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tbrl_lib.slow_notice import slow_notice
+
 MARKER = "tbrl-model.json"
 """Written last into a converted folder: a folder without it is not a (complete) model."""
 
@@ -137,10 +139,11 @@ def convert_gguf(gguf: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-    )
+    with slow_notice(f"loading model {gguf.name} (GGUF, to convert)"):
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
     # The weights are dequantised now: save them as a plain (unquantised) model.
     del model.config.quantization_config
     model.hf_quantizer = None

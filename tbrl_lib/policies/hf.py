@@ -20,6 +20,7 @@ from typing import Any
 
 from tbrl_lib.policies.batching import BatchingGenerator
 from tbrl_lib.policies.chat import Sample, TokenChat, TokenPolicy, stop_token_ids
+from tbrl_lib.slow_notice import SLOW_AFTER_S, slow_notice
 
 
 class HFBackend:
@@ -114,12 +115,15 @@ class HFPolicy(TokenPolicy):
         device: str = "cpu",
         seed: int | None = None,
         name: str | None = None,
+        slow_after_s: float = SLOW_AFTER_S,
     ) -> None:
-        """`name`: what trajectories record as the policy (default `hf:PATH`)."""
+        """`name`: what trajectories record as the policy (default `hf:PATH`); a load that
+        takes over `slow_after_s` says so (`slow_notice`)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy, as torch
 
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-        model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
+        with slow_notice(f"loading model {path}", slow_after_s):
+            tokenizer = AutoTokenizer.from_pretrained(str(path))
+            model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
         self.model = model
         self.backend = HFBackend(model, tokenizer, temperature, top_p, seed=seed)
         super().__init__(

@@ -90,6 +90,8 @@ pristine copy protects.
 
 `infra_error` is set only when the sandbox says the infrastructure failed
 (`SandboxError.infra`: the engine unreachable, the container gone or stopped from outside)
+or the runner finds the pristine mount without its manifest (a volume removed or emptied
+after the sandbox checked it: the programs cannot be restored, so no tests run)
 — never for anything the agent can cause, or training would learn to crash the verifier to
 escape a 0. Any other exception is a bug and propagates.
 """
@@ -313,6 +315,13 @@ def _score(task: Task, stdout: bytes, marker: str, pristine_hash: str) -> TestRe
             mode=mode,
             error="the test runner produced no report "
             "(killed, stopped, crashed or out of time); every test counts as failed",
+        )
+    if frame.get("infra"):  # the runner found the infrastructure broken (no tests ran)
+        return TestReport(
+            score=0.0,
+            mode=mode,
+            infra_error=True,
+            error=f"verifier infrastructure: {frame['infra']}",
         )
     report = TestReport(
         score=0.0,

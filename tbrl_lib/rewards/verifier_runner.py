@@ -26,7 +26,8 @@ What it does, in order:
    pytest itself runs the verifier's *private* copy, hashed before and after collection;
    restores the image's programs the agent changed in the PATH directories and points the
    image's interpreters at their pristine copies (`pristine_programs`), so absolute paths
-   and shebangs reach the image's programs too;
+   and shebangs reach the image's programs too; a pristine mount without its manifest
+   stops the run before the tests with an `infra` report (the verifier's `infra_error`);
 4. runs pytest in-process with no conftest, no plugins, no cache, an empty ini file, an
    explicit rootdir and JUnit XML written into a pipe (never a file anyone can rewrite);
    or, for script-only tasks, runs `tests/test.sh` with the runtime's bash and reads
@@ -46,7 +47,7 @@ import subprocess
 import sys
 import threading
 
-from tbrl_lib.sandbox.pristine_programs import changed, load, restore
+from tbrl_lib.sandbox.pristine_programs import MANIFEST, changed, load, restore
 from tbrl_lib.sandbox.stdlib_first import install
 
 CLI_MODE = len(sys.argv) > 1 and sys.argv[1] == "cli"
@@ -209,13 +210,37 @@ def place_tests():
     os.makedirs(logs, mode=0o755)
 
 
-def restore_programs():
+def pristine_manifest():
+    """The pristine volume's manifest, or None when the sandbox has no pristine copy at all.
+    A mount without its manifest (a volume removed or emptied after the sandbox checked it,
+    which the engine then mounts empty) ends the run here with an `infra` report and no
+    tests run: the agent cannot cause it (the mount is read-only and unmounting takes
+    CAP_SYS_ADMIN), and tests run without the restore could be scored on wrapped programs."""
+    pristine = CONFIG.get("pristine") or ""
+    if not pristine:
+        return None
+    manifest = load(pristine)
+    if manifest is None:
+        remove_root()
+        emit(
+            {
+                "timed_out": False,
+                "junit": None,
+                "infra": f"the pristine volume mounted at {pristine} holds no {MANIFEST} "
+                "(removed or emptied after the sandbox checked it); the image's programs "
+                "cannot be restored, so the tests were not run",
+            }
+        )
+        os._exit(0)
+    return manifest
+
+
+def restore_programs(manifest):
     """Restore the image's programs the agent changed and point its interpreters at the
     pristine copies (`pristine_programs`), before the tests run."""
-    pristine = CONFIG.get("pristine") or ""
-    manifest = load(pristine) if pristine else None
     if manifest is None:
         return
+    pristine = CONFIG["pristine"]
     baseline, restored, problems = restore(manifest, pristine, CONFIG["marker"][-8:])
     BASELINE.update(baseline)
     STATE["programs"].extend(problems)
@@ -342,8 +367,9 @@ def main():
         pass
     signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(max(1, int(CONFIG["timeout_s"])))
+    manifest = pristine_manifest()
     place_tests()
-    restore_programs()
+    restore_programs(manifest)
     os.chdir(CONFIG["workdir"] if os.path.isdir(CONFIG["workdir"]) else "/")
     STATE["hash_before"] = tree_hash(ROOT + "/tests")
     if CONFIG["mode"] == "pytest":

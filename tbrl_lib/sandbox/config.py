@@ -20,7 +20,8 @@ class DockerHost(BaseModel):
     base_url: str | None = None
     """unix:///var/run/docker.sock, tcp://host:2375, ssh://user@host; None = DOCKER_HOST/default."""
     max_concurrency: int = Field(default=64, gt=0)
-    """Most containers tbrl runs on this host at once; more rollouts wait for a slot."""
+    """Most containers tbrl runs on this host at once, counted across this machine's processes
+    (`slots.py`); more rollouts wait for a slot."""
 
     @field_validator("base_url")
     @classmethod

@@ -1,10 +1,13 @@
-"""Docker hosts: one client and one slot counter per engine, least-loaded placement.
+"""Docker hosts: one client and one slot count per engine, least-loaded placement.
 
 Blocking Docker SDK calls (create, start, remove, build, archive transfers) run on a
 dedicated thread pool sized for hundreds of rollouts; the long-lived shell sockets do not
-use threads at all (see `shell.py`). Each host has a concurrency limit; `acquire_slot`
-picks the host with the lowest load ratio and waits (asyncio, no thread) when every host
-is full. Hosts are shared per process: one `Host` per base_url.
+use threads at all (see `shell.py`). Each host has a concurrency limit, shared by every
+process on this machine (`slots.SlotFiles`: one `flock`-ed file per slot, given back by the
+kernel when a process dies); `acquire_slot` picks the host with the lowest load ratio in
+this process that has a free slot, and waits (asyncio, no thread) when every host is full:
+woken at once by a release in this process, and every `SLOT_POLL_S` for one in another.
+Hosts are shared per process: one `Host` per base_url.
 
 Left out: health-based eviction of a failing host (a dead host raises `SandboxError`
 with kind `daemon_unreachable` on use; evaluation and training then wait for it, bounded,
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -26,11 +30,15 @@ from requests.exceptions import ConnectionError as RequestsConnectionError
 
 from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.sandbox.config import DockerHost
+from tbrl_lib.sandbox.slots import Slot, SlotFiles
 
 T = TypeVar("T")
 
 _EXECUTOR = ThreadPoolExecutor(max_workers=96, thread_name_prefix="tbrl-docker")
 """Blocking SDK calls only; idle rollouts hold no thread."""
+SLOT_POLL_S = 0.25
+"""How often a process with waiting rollouts looks for a slot another process gave back
+(one scan of a full host's slot files per interval, however many rollouts wait)."""
 
 
 class Host:
@@ -40,7 +48,11 @@ class Host:
         self.spec = spec
         self.base_url = spec.base_url
         self.active = 0
+        """Slots this process holds on the host."""
         self.storage_opt_supported: bool | None = None
+        self._slots: SlotFiles | None = None
+        self._held: list[Slot] = []
+        self._full_until = 0.0
         self._client: docker.DockerClient | None = None
         self._lock = threading.Lock()
 
@@ -62,6 +74,35 @@ class Host:
     @property
     def load(self) -> float:
         return self.active / self.spec.max_concurrency
+
+    @property
+    def slots(self) -> SlotFiles:
+        """The host's slot files, shared with the node's other processes."""
+        capacity = self.spec.max_concurrency
+        if self._slots is None or self._slots.capacity != capacity:
+            self._slots = SlotFiles(self.base_url, capacity)
+        return self._slots
+
+    def take_slot(self) -> bool:
+        """Take one of the host's shared slots; False when all are held (by any process).
+        A full host is scanned again only after `SLOT_POLL_S`, or a release here."""
+        if self.active >= self.spec.max_concurrency or time.monotonic() < self._full_until:
+            return False
+        slot = self.slots.take()
+        if slot is None:
+            self._full_until = time.monotonic() + SLOT_POLL_S
+            return False
+        self._held.append(slot)
+        self.active += 1
+        return True
+
+    def give_slot_back(self) -> None:
+        """Give back one slot this process holds (all of a host's slots are alike)."""
+        if self._held:
+            slot = self._held.pop()
+            (self._slots or self.slots).give_back(slot)
+        self.active = max(0, self.active - 1)
+        self._full_until = 0.0
 
     async def call(
         self, fn: Callable[..., T], *args: Any, what: str = "docker call", **kwargs: Any
@@ -149,40 +190,38 @@ async def acquire_slot(specs: tuple[DockerHost, ...], timeout: float) -> Host:
     """Reserve a slot on the least-loaded host; wait up to `timeout` seconds for one."""
     hosts = [get_host(s) for s in specs]
     cond = _WAITERS.get()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
 
     def pick() -> Host | None:
-        free = [h for h in hosts if h.active < h.spec.max_concurrency]
-        if not free:
-            return None
-        best = min(free, key=lambda h: (h.load, h.active))
-        best.active += 1
-        return best
-
-    chosen: list[Host] = []
-
-    def ready() -> bool:
-        host = pick()
-        if host is not None:
-            chosen.append(host)
-        return host is not None
+        for host in sorted(hosts, key=lambda h: (h.load, h.active)):
+            if host.take_slot():
+                return host
+        return None
 
     async with cond:
-        try:
-            await asyncio.wait_for(cond.wait_for(ready), timeout)
-        except TimeoutError as err:
-            for host in chosen:  # picked in the same instant the wait timed out
-                host.active -= 1
-            raise SandboxError(
-                f"no docker host had a free slot within {timeout:.0f}s (hosts: "
-                + ", ".join(f"{h.name} {h.active}/{h.spec.max_concurrency}" for h in hosts)
-                + ")",
-                kind="no_capacity",
-            ) from err
-    return chosen[0]
+        while (chosen := pick()) is None:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise SandboxError(
+                    f"no docker host had a free slot within {timeout:.0f}s (hosts: "
+                    + ", ".join(
+                        f"{h.name} {h.active} here, {h.slots.held()} of "
+                        f"{h.spec.max_concurrency} on this machine"
+                        for h in hosts
+                    )
+                    + ")",
+                    kind="no_capacity",
+                )
+            try:
+                await asyncio.wait_for(cond.wait(), min(left, SLOT_POLL_S))
+            except TimeoutError:
+                pass
+    return chosen
 
 
 async def release_slot(host: Host) -> None:
-    host.active = max(0, host.active - 1)
+    host.give_slot_back()
     cond = _WAITERS.get()
     async with cond:
         cond.notify_all()

@@ -43,6 +43,7 @@ from tbrl_lib.sandbox.base_images import FAMILIES, REVISION, SubstituteError, re
 from tbrl_lib.sandbox.build_log import BuildLog
 from tbrl_lib.sandbox.config import DockerHost
 from tbrl_lib.sandbox.hosts import Host, get_host
+from tbrl_lib.slow_notice import SLOW_AFTER_S, slow_notice
 from tbrl_lib.tasks.dockerfile import base_images, rewrite_bases
 from tbrl_lib.tasks.model import Task
 
@@ -90,8 +91,11 @@ _LOCKS: dict[tuple[int, str, str], asyncio.Lock] = {}
 """One lock per (event loop, host, tag): asyncio locks must not cross event loops."""
 
 
-async def ensure_image(task: Task, host: DockerHost | Host | None = None) -> str:
-    """Return an image name for `task` on `host`, building it when no cached build exists."""
+async def ensure_image(
+    task: Task, host: DockerHost | Host | None = None, slow_after_s: float = SLOW_AFTER_S
+) -> str:
+    """Return an image name for `task` on `host`, building it when no cached build exists;
+    a build that takes over `slow_after_s` says so (`slow_notice`)."""
     host = host if isinstance(host, Host) else get_host(host or DockerHost())
     env = task.environment
     if not env.dockerfile:
@@ -112,7 +116,7 @@ async def ensure_image(task: Task, host: DockerHost | Host | None = None) -> str
     async with lock:
         if await _exists(host, tag):
             return tag
-        await host.call(_build_locked, host, task, tag, what=f"building {tag}")
+        await host.call(_build_locked, host, task, tag, slow_after_s, what=f"building {tag}")
     return tag
 
 
@@ -127,7 +131,7 @@ async def _exists(host: Host, name: str) -> bool:
     return await host.call(get, what=f"looking up image {name}")
 
 
-def _build_locked(host: Host, task: Task, tag: str) -> None:
+def _build_locked(host: Host, task: Task, tag: str, slow_after_s: float = SLOW_AFTER_S) -> None:
     """Build under a cross-process file lock; another process may have built it meanwhile."""
     LOCK_DIR.mkdir(parents=True, exist_ok=True)
     lock_path = LOCK_DIR / (
@@ -140,7 +144,8 @@ def _build_locked(host: Host, task: Task, tag: str) -> None:
             return
         except ImageNotFound:
             pass
-        _build(host, task, tag)
+        with slow_notice(f"building image {tag} for task {task.id}", slow_after_s):
+            _build(host, task, tag)
 
 
 def _resolved(host: Host, task: Task) -> dict[str, str]:

@@ -325,11 +325,10 @@ class PresetPlan:
 
 
 def episode_slots(config: TrainConfig) -> tuple[int, str]:
-    """C, and how it follows from the preset. tbrl counts slots per process: each runs
-    `sandbox_concurrency` at a time, and waits when its own count reaches the hosts'
-    `max_concurrency` sum (`sandbox/hosts.py`); preflight counts sandbox_concurrency x
-    processes in flight. Named hosts are shared by every process, so the job's count is
-    capped at their declared sum."""
+    """C, and how it follows from the preset. Each process runs `sandbox_concurrency` at a
+    time; a host's `max_concurrency` is shared by the processes of a node (`sandbox/slots.py`)
+    and preflight refuses nodes whose sandboxes in flight exceed the shared hosts' declared
+    sum, so the job's count is capped at that sum."""
     launch, hosts = config.launch, config.rollout.sandbox.hosts
     per_process = min(launch.sandbox_concurrency, sum(h.max_concurrency for h in hosts))
     slots = per_process * launch.num_processes

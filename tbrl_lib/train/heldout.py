@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tbrl_lib.evaluate.harness import run_eval
+from tbrl_lib.evaluate.harness import EVAL_WORDING, OutageWording, run_eval
 from tbrl_lib.evaluate.results import RunConfig, eval_metrics
 from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.synth.generate import make_task
@@ -89,9 +89,10 @@ def evaluate_policy(
     name: str,
     rollout: RolloutConfig,
     concurrency: int = 4,
+    outage: OutageWording = EVAL_WORDING,
 ) -> dict[str, Any]:
     """One attempt per task with the rule judge, in `rollout`'s episode and reward; returns
-    summary + `eval/...` metrics."""
+    summary + `eval/...` metrics. `outage`: how an engine outage that stops it is worded."""
     config = RunConfig(
         policy=name,
         tasks_source="heldout",
@@ -106,6 +107,7 @@ def evaluate_policy(
         progress=False,
         policy=policy,
         engine_wait_s=rollout.sandbox.engine_wait_s,
+        outage=outage,
     )
     metrics = eval_metrics(results.summary)
     metrics["eval/solve_rate"] = metrics["eval/accuracy"]

@@ -9,6 +9,11 @@ steps and at the last one, runs the trainer's own policy (current weights) and h
 `eval/solve_rate`, `eval/mean_reward`, ... to the trainer, which logs them with that step's
 numbers (metrics.jsonl and every tracker in `grpo.report_to`). The
 before/after table compares the models with `tbrl eval compare`'s paired interval.
+
+An engine outage that outlasts `rollout.sandbox.engine_wait_s` during any of these
+evaluations stops the run as a training outage does (`engine_outage.EngineWait`): the lines
+say `tbrl train`, and the one-line stop names the evaluation and the command that resumes the
+run (not evaluation's "rerun the same command").
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from tbrl_lib.evaluate.harness import OutageWording
 from tbrl_lib.evaluate.report import compare_runs
 from tbrl_lib.policies.base import Policy
 from tbrl_lib.policies.hf import HFPolicy
 from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.train.config import TrainConfig
+from tbrl_lib.train.engine_outage import WHO, EngineWait
 from tbrl_lib.train.heldout import evaluate_policy, heldout_tasks
 
 
@@ -38,12 +45,15 @@ class HeldoutEvaluator:
     out: Path
     concurrency: int = 4
     enable_thinking: bool = True
+    outage: EngineWait | None = None
+    """The training run's outage handling (its resume command); None: evaluation's wording."""
 
     @classmethod
     def for_run(
-        cls, config: TrainConfig, rollout: RolloutConfig, out: Path
+        cls, config: TrainConfig, rollout: RolloutConfig, out: Path, run_dir: Path | None = None
     ) -> HeldoutEvaluator | None:
-        """The run's evaluator, or None when it evaluates nothing (`heldout.instances: 0`)."""
+        """The run's evaluator, or None when it evaluates nothing (`heldout.instances: 0`);
+        `run_dir`: the training run's folder (an outage stop names how to resume it)."""
         data = config.data
         if not (data.family and config.heldout.instances):
             return None
@@ -55,12 +65,28 @@ class HeldoutEvaluator:
             out,
             config.launch.sandbox_concurrency,
             config.model.enable_thinking,
+            EngineWait.for_run(config, run_dir) if run_dir is not None else None,
         )
 
     def evaluate(self, policy: Policy, name: str) -> dict[str, Any]:
         """Evaluate `policy` on the held-out instances: `summary`, `metrics`, `out`, `results`."""
         return evaluate_policy(
-            policy, self.tasks, self.out / name, name, self.rollout, self.concurrency
+            policy,
+            self.tasks,
+            self.out / name,
+            name,
+            self.rollout,
+            self.concurrency,
+            self.wording(name),
+        )
+
+    def wording(self, name: str) -> OutageWording:
+        """How an outage that stops the evaluation `name` is worded: training's, with the
+        resume command as the checkpoints stand now (none is saved while it runs)."""
+        if self.outage is None:
+            return OutageWording()
+        return OutageWording(
+            WHO, f"training stopped in the held-out evaluation {name}; {self.outage.resume()}"
         )
 
     def evaluate_checkpoint(self, path: str | Path, name: str, seed: int = 0) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import logging
 import sys
 from typing import Any
 
+from tbrl_lib.slow_notice import slow_notice
 from tbrl_lib.train.config import LORA_TARGETS, TrainConfig
 
 log = logging.getLogger("tbrl.train")
@@ -72,12 +73,13 @@ def load_policy(config: TrainConfig, model_path: str) -> tuple[Any, Any]:
     # unsloth: GPU machines with the gpu extra only, imported before transformers (import_early)
     from unsloth import FastLanguageModel  # pragma: no cover
 
-    loaded, _ = FastLanguageModel.from_pretrained(
-        model_name=model_path,
-        max_seq_length=config.rollout.episode.max_total_tokens,
-        dtype=None,  # bf16 where the GPU has it
-        load_in_4bit=False,
-    )
+    with slow_notice(f"loading model {model_path} through unsloth"):
+        loaded, _ = FastLanguageModel.from_pretrained(
+            model_name=model_path,
+            max_seq_length=config.rollout.episode.max_total_tokens,
+            dtype=None,  # bf16 where the GPU has it
+            load_in_4bit=False,
+        )
     loaded = FastLanguageModel.get_peft_model(
         loaded,
         r=model.lora_rank,

@@ -10,7 +10,8 @@ would hang or desync a run: vLLM colocated with tensor parallel > 1 (tbrl's roll
 engine per rank, without the gather across the parallel group TRL's own generate does) and
 HF generation under ZeRO-3 (ranks generating different numbers of tokens wait for each other's
 parameter gathers: a deadlock). It asks the Docker engines (all at once, a few seconds at most)
-and compares their memory with the sandboxes the preset keeps in flight, checks that a vLLM
+and compares their memory with the sandboxes the preset keeps in flight (and, where several
+nodes share declared hosts, their declared capacity: `capacity_problems`), checks that a vLLM
 server answers its /health when the preset uses one, and that the `report_to` trackers import.
 
 GPU presence is read from `torch.cuda` (imported only when the preset needs GPUs);
@@ -152,6 +153,37 @@ def sandbox_problems(config: TrainConfig) -> list[str]:
     return problems
 
 
+def capacity_problems(config: TrainConfig) -> list[str]:
+    """Nodes that share declared Docker hosts would overrun them: a host's slots are counted
+    across the processes of one node (`sandbox.slots`), not across nodes, so the job's
+    sandboxes in flight (processes x launch.sandbox_concurrency) must fit the declared
+    capacity (shared hosts once, each node's local engines once per node)."""
+    launch, hosts = config.launch, config.rollout.sandbox.hosts
+    shared = [h for h in hosts if _is_shared(h.base_url)]
+    if launch.num_nodes <= 1 or not shared:
+        return []
+    local = sum(h.max_concurrency for h in hosts if not _is_shared(h.base_url))
+    declared = sum(h.max_concurrency for h in shared) + local * launch.num_nodes
+    in_flight = launch.num_processes * launch.sandbox_concurrency
+    if in_flight <= declared:
+        return []
+    fits = max(1, declared // launch.num_processes)
+    return [
+        f"{launch.num_processes} training processes ({launch.num_nodes} nodes x "
+        f"{launch.gpus_per_node}) x launch.sandbox_concurrency {launch.sandbox_concurrency} = "
+        f"{in_flight} sandboxes in flight, but rollout.sandbox.hosts declare {declared} ("
+        + ", ".join(f"{h.base_url} {h.max_concurrency}" for h in shared)
+        + (f", {local} per node on local engines" if local else "")
+        + f"); slots are counted per node, so nodes sharing hosts would overrun them: set "
+        f"launch.sandbox_concurrency <= {fits} or declare more max_concurrency"
+    ]
+
+
+def _is_shared(base_url: str | None) -> bool:
+    """A host every node reaches (tcp://, ssh://, http(s)://), not a node's own socket."""
+    return bool(base_url) and not base_url.startswith("unix://")
+
+
 def setting_problems(config: TrainConfig) -> list[str]:
     """Combinations that would hang or desync a run, whatever the machine."""
     problems = []
@@ -231,7 +263,7 @@ def preflight(config: TrainConfig) -> list[str]:
             f"model {config.model.name}: not in a local folder or the HF cache, and the hub is "
             "not reachable"
         )
-    return problems + sandbox_problems(config)
+    return problems + capacity_problems(config) + sandbox_problems(config)
 
 
 def docker_hosts(config: TrainConfig) -> list[str]:

@@ -73,7 +73,7 @@ def train(
         write_config(out / "config.json", config)
         (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
     rollout = config.rollout.for_run(f"train-{config.preset}-{os.getpid()}")
-    heldout = HeldoutEvaluator.for_run(config, rollout, out / "eval")
+    heldout = HeldoutEvaluator.for_run(config, rollout, out / "eval", out)
     evals: dict[str, Any] = {}
     warm: dict[str, Any] | None = None
     try:

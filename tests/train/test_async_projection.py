@@ -155,14 +155,16 @@ def test_32xh100_plan_caps_c_at_the_shared_hosts_and_times_training_by_flops():
     config = load_preset("32xh100", {})
     a = ClusterAssumptions()
     sync, run_async = (plan_preset(config, mode, a) for mode in ("sync", "async"))
-    assert (sync.slots, sync.train_gpus, sync.rollouts_per_step) == (128, 24, 96)
+    assert (sync.slots, sync.train_gpus, sync.rollouts_per_step) == (120, 24, 96)
     assert sync.cap_s == 900.0  # no episode limit: the task default agent timeout
     params = model_shape("Qwen/Qwen3-32B").parameters()
     # update (6) + one forward for the old log-probs (2), no reference model (beta 0)
     flops = 8 * params * 96 * a.tokens_per_rollout
     assert sync.train_s == pytest.approx(flops / (24 * 989e12 * 0.35))
     assert run_async.train_s == sync.train_s
-    assert any("768, capped" in line for line in sync.assumes)
+    assert any("5 per process x 24 process(es)" in line for line in sync.assumes)
+    over = plan_preset(load_preset("32xh100", {"launch.sandbox_concurrency": 32}), "sync", a)
+    assert over.slots == 128 and any("768, capped" in line for line in over.assumes)
 
 
 def test_8xh100_async_gives_gpus_to_a_server():
@@ -179,7 +181,7 @@ def test_cli_projects_cpu_demo_and_32xh100_and_says_what_it_assumes(capsys):
     for preset in results:
         assert f"{preset}: async / sync steps per hour = " in out
     assert "assumes:" in out
-    assert "MFU 0.35" in out and "32xh100: C = 128" in out
+    assert "MFU 0.35" in out and "32xh100: C = 120" in out
     assert results["32xh100"]["sync"].steps_per_hour > 0
 
 

@@ -13,7 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from tbrl_lib.cli.train import app
-from tbrl_lib.train.preflight import preflight, sandbox_problems, setting_problems
+from tbrl_lib.train.preflight import (
+    capacity_problems,
+    preflight,
+    sandbox_problems,
+    setting_problems,
+)
 from tbrl_lib.train.presets import load_preset
 
 
@@ -71,6 +76,32 @@ def test_sandboxes_beyond_the_engines_memory_are_refused(docker_client):
     assert sandbox_problems(load_preset("cpu-smoke")) == []
     (line,) = sandbox_problems(load_preset("cpu-smoke", {"launch.sandbox_concurrency": 100_000}))
     assert "100000 sandboxes in flight" in line and "lower launch.sandbox_concurrency" in line
+
+
+def test_nodes_sharing_hosts_beyond_their_declared_capacity_are_refused(monkeypatch):
+    """Slots are shared by one node's processes only: across nodes, preflight holds the job
+    to the shared hosts' declared capacity, naming the numbers."""
+    monkeypatch.delenv("VLLM_HOST", raising=False)
+    over = load_preset("32xh100", {"launch.sandbox_concurrency": 32})
+    (line,) = capacity_problems(over)
+    assert "24 training processes (3 nodes x 8) x launch.sandbox_concurrency 32 = 768" in line
+    assert "declare 128 (ssh://tbrl@docker-1 32," in line and "sandbox_concurrency <= 5" in line
+    assert line in preflight(over)  # also where the hosts do not answer (none does here)
+    assert capacity_problems(load_preset("32xh100")) == []  # 24 x 5 = 120 <= 128
+    one_node = {"launch.sandbox_concurrency": 100, "rollout.sandbox.hosts": ["tcp://a:2375"]}
+    assert capacity_problems(load_preset("16xh100", one_node)) == []  # the slot files hold it
+    local = {"rollout.sandbox.hosts": [{"base_url": "unix:///var/run/docker.sock"}]}
+    assert capacity_problems(load_preset("32xh100", local)) == []  # each node its own engine
+    mixed = {
+        "launch.sandbox_concurrency": 10,
+        "rollout.sandbox.hosts": [
+            {"base_url": "tcp://a:2375", "max_concurrency": 100},
+            {"base_url": "unix:///var/run/docker.sock", "max_concurrency": 40},
+        ],
+    }
+    (line,) = capacity_problems(load_preset("32xh100", mixed))  # 240 > 100 + 3 x 40
+    assert "= 240 sandboxes in flight, but rollout.sandbox.hosts declare 220" in line
+    assert "40 per node on local engines" in line
 
 
 class _Health(http.server.BaseHTTPRequestHandler):
