@@ -45,6 +45,28 @@ def engine_kwargs(cuda: bool, kv_cache_gb: float) -> dict[str, Any]:
     return {"enforce_eager": True, "dtype": "float32"}
 
 
+def check_cpu_attention(model_path: str) -> None:
+    """Refuse, before an engine starts, a model vLLM's CPU attention has no kernel for: the
+    engine starts, then dies at its first request (`Unsupported CPU attention configuration:
+    head_dim=16`, the smoke model's), taking a run or a server down with it."""
+    from transformers import AutoConfig
+
+    import_vllm()
+    from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+    config = AutoConfig.from_pretrained(model_path)
+    head_dim = getattr(config, "head_dim", None) or (
+        config.hidden_size // config.num_attention_heads
+    )
+    supported = CPUAttentionBackend.get_supported_head_sizes()
+    if head_dim not in supported:
+        raise ValueError(
+            f"vLLM on CPU has no attention kernel for head_dim={head_dim} ({model_path}); it "
+            f"supports {supported}. Use launch.generation_backend=hf, or a model whose "
+            "head_dim is one of these (tiny:learn and smollm2-135m are)"
+        )
+
+
 class LLMBackend:
     """Batched sampling with a `vllm.LLM` (see the module docstring)."""
 
@@ -104,6 +126,8 @@ class VLLMPolicy(TokenPolicy):
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(path))
+        if not torch.cuda.is_available():
+            check_cpu_attention(str(path))
         self.llm = vllm.LLM(
             model=str(path),
             max_model_len=max_model_len,

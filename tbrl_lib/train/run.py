@@ -36,6 +36,7 @@ from typing import Any
 
 from tbrl_lib.models import resolve_model, tiny_size
 from tbrl_lib.notebook_tools import run_dir
+from tbrl_lib.policies.vllm_engine import check_cpu_attention
 from tbrl_lib.train.async_trainer import AsyncSessionTrainer
 from tbrl_lib.train.config import TrainConfig
 from tbrl_lib.train.heldout_eval import HeldoutEvaluator
@@ -79,6 +80,8 @@ def train(
     try:
         with processes.local_main_process_first():  # one process per node builds the tiny model
             model_path = resolve_model(config.model.name)
+        if config.launch.cpu and config.launch.uses_vllm:  # before any time is spent
+            check_cpu_attention(model_path)
         if heldout and not checkpoint:
             evals["base"] = heldout.evaluate_checkpoint(model_path, "base", config.seed)
             say(heldout_line("base", evals["base"]["metrics"]), main)

@@ -40,7 +40,7 @@ from tbrl_lib.train.resume import read_state
 from tbrl_lib.train.session import TrainingSession
 from tbrl_lib.train.trl_compat import install_torch_logprob_head
 from tbrl_lib.train.trl_rollouts import REWARD_WEIGHTS, reward_funcs
-from tbrl_lib.train.vllm_cpu import on_cpu
+from tbrl_lib.train.vllm_cpu import on_cpu, reload_colocated
 from tbrl_lib.train.vllm_sync_probe import SyncProbe
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -92,6 +92,8 @@ class SessionTrainer(GRPOTrainer):
                 peft_config=session.peft_config,
                 callbacks=[*session.callbacks(), CheckpointState(session.config, self.tbrl_state)],
             )
+        if launch.cpu and launch.generation_backend == "vllm-colocate":
+            reload_colocated(self.vllm_generation)
         self.sync_probe: SyncProbe | None = None
         if launch.uses_vllm and launch.num_processes == 1:
             probe = session.first_prompt_ids(session.tasks[0])

