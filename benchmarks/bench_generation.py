@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from tbrl_lib.console import console
+from tbrl_lib.console import console as make_console
 from tbrl_lib.models import resolve_model
 from tbrl_lib.policies.hf import HFPolicy
 from tbrl_lib.policies.vllm_engine import VLLMPolicy
@@ -96,11 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [measure(backend, args, args.out) for backend in args.backends]
     (args.out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
-    console.print(table(rows))
+    make_console().print(table(rows))
     by = {row["backend"]: row for row in rows}
     if {"hf", "vllm"} <= set(by):
         hf, vllm = by["hf"], by["vllm"]
-        console.print(
+        make_console().print(
             f"vLLM / HF: episodes/h x{vllm['episodes_per_h'] / hf['episodes_per_h']:.2f}, "
             f"tokens/s x{vllm['tokens_per_s'] / hf['tokens_per_s']:.2f}"
         )
