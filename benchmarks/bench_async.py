@@ -29,8 +29,8 @@ from rich.table import Table
 
 from tbrl_lib.console import console
 from tbrl_lib.overrides import merge, parse_overrides
-from tbrl_lib.train.reporting import load_metrics
-from tbrl_lib.train.run import train
+from tbrl_lib.train.grpo.run import train
+from tbrl_lib.train.report.reporting import load_metrics
 
 MODES = {"sync": False, "async": True}
 

@@ -30,8 +30,8 @@ from tbrl_lib.console import console as make_console
 from tbrl_lib.models import resolve_model
 from tbrl_lib.policies.hf import HFPolicy
 from tbrl_lib.policies.vllm_engine import VLLMPolicy
-from tbrl_lib.train.heldout import evaluate_policy, heldout_tasks
-from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.warm_start.heldout import evaluate_policy, heldout_tasks
 
 
 def measure(backend: str, args: argparse.Namespace, out: Path) -> dict[str, float | str]:

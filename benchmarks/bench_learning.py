@@ -26,7 +26,7 @@ from rich.table import Table
 
 from tbrl_lib.console import console
 from tbrl_lib.overrides import parse_overrides
-from tbrl_lib.train.run import train
+from tbrl_lib.train.grpo.run import train
 
 RISE_GOAL, ZERO_STD_GOAL = 0.15, 0.5
 

@@ -1,7 +1,7 @@
 """Rollout generation: one request at a time (baseline) vs batched across concurrent episodes.
 
 During a GRPO step, 16+ episodes wait for their next assistant turn at the same moment.
-`BatchingGenerator` (tbrl_lib.train.generation) gathers those requests into one `generate`
+`BatchingGenerator` (tbrl_lib.train.model.trainer_policy) gathers those requests into one `generate`
 call; the baseline serves them one by one, as a per-episode HF policy does. Both run here,
 on the same model and the same prompts, and the table shows turns/s, generated tokens/s
 (turns stop at the model's end-of-turn token, so token counts can differ a little) and the
@@ -30,7 +30,7 @@ def measure(
     max_batch: int,
     vocab: int,
 ) -> tuple[float, int]:
-    from tbrl_lib.train.generation import BatchingGenerator
+    from tbrl_lib.train.model.trainer_policy import BatchingGenerator
 
     generator = BatchingGenerator(backend, max_batch=max_batch, window_s=0.005)
     rng = random.Random(0)
@@ -62,7 +62,7 @@ def run(episodes: int, turns: int, prompt_tokens: int, new_tokens: int) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from tbrl_lib.models.tiny_corpus import build_tiny_model
-    from tbrl_lib.train.generation import HFBackend
+    from tbrl_lib.train.model.trainer_policy import HFBackend
 
     torch.manual_seed(0)
     path = build_tiny_model("outputs/models")

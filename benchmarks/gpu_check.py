@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tiny:
         device, dtype, size, vocab = torch.device("cpu"), torch.float32, "tiny", 1000
         contexts = args.contexts or [256]
-        from tbrl_lib.train.trl_compat import install_torch_logprob_head
+        from tbrl_lib.train.model.trl_compat import install_torch_logprob_head
 
         install_torch_logprob_head()  # TRL's Triton log-prob kernel needs CUDA
     elif not torch.cuda.is_available():

@@ -5,7 +5,7 @@
         outputs/bench-async/seed-0-async                        # measured durations, train s
     python benchmarks/project_async.py --presets 32xh100 --sigma 1.2 --max-staleness 2
 
-A seeded simulation (`tbrl_lib/train/async_projection.py`) plays both schedules per preset
+A seeded simulation (`benchmarks/async_projection.py`) plays both schedules per preset
 and prints one row per preset and mode: training GPUs, training seconds per step, episode
 slots C, steps/h, trainer utilisation (share of wall time training), generator utilisation
 (mean share of the C slots running an episode), mean staleness of trained groups, dropped
@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 from statistics import median
 
 from rich.table import Table
 
-from tbrl_lib.console import console
-from tbrl_lib.train.async_projection import (
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # `benchmarks.async_projection`, for a plain `python benchmarks/...`
+
+from benchmarks.async_projection import (  # noqa: E402
     MODES,
     ClusterAssumptions,
     PresetPlan,
@@ -44,8 +47,9 @@ from tbrl_lib.train.async_projection import (
     project,
     run_durations,
 )
-from tbrl_lib.train.config import TrainConfig
-from tbrl_lib.train.presets import load_preset, preset_names
+from tbrl_lib.console import console  # noqa: E402
+from tbrl_lib.train.config.config import TrainConfig  # noqa: E402
+from tbrl_lib.train.config.presets import load_preset, preset_names  # noqa: E402
 
 PRESETS = ["cpu-demo", "8xh100", "32xh100"]
 
@@ -53,7 +57,7 @@ PRESETS = ["cpu-demo", "8xh100", "32xh100"]
 def run_numbers(folder: Path) -> dict:
     """A finished run's mode, measured steps/h of step time, and (async) training seconds a
     step: median of TRL's step_time minus `async/wait_s`."""
-    from tbrl_lib.train.reporting import load_metrics  # loads transformers: only with --runs
+    from tbrl_lib.train.report.reporting import load_metrics  # loads transformers: only with --runs
 
     config = json.loads((folder / "config.json").read_text())["tbrl"]
     metrics = load_metrics(folder)

@@ -21,13 +21,13 @@ from tbrl_lib.models import resolve_model
 from tbrl_lib.overrides import parse_overrides, settings_reference
 from tbrl_lib.sandbox.engine import require_engine
 from tbrl_lib.tasks.console import LENIENT_HELP
-from tbrl_lib.train.config import TrainConfig
-from tbrl_lib.train.launch import launch_commands, server_shares_node, write_launch_files
-from tbrl_lib.train.memory import plan_memory
-from tbrl_lib.train.model_loader import import_early
-from tbrl_lib.train.preflight import PreflightError, dry_run_text, require_preflight
-from tbrl_lib.train.presets import load_preset, preset_names
-from tbrl_lib.train.resume import ResumeError, find_checkpoint
+from tbrl_lib.train.config.config import TrainConfig
+from tbrl_lib.train.config.presets import load_preset, preset_names
+from tbrl_lib.train.grpo.preflight import PreflightError, dry_run_text, require_preflight
+from tbrl_lib.train.model.model_loader import import_early
+from tbrl_lib.train.plan.gpu_memory import plan_memory
+from tbrl_lib.train.plan.launch import launch_commands, server_shares_node, write_launch_files
+from tbrl_lib.train.plan.resume import ResumeError, find_checkpoint
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -130,7 +130,7 @@ def run_cmd(
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     import_early(config)  # unsloth, when this run uses it, before transformers/TRL load
-    from tbrl_lib.train.run import train  # torch and TRL: only once the engine answers
+    from tbrl_lib.train.grpo.run import train  # torch and TRL: only once the engine answers
 
     summary = train(config.preset, out_dir=out, config=config, resume=checkpoint or "")
     for key, value in summary.items():
@@ -157,7 +157,9 @@ def sft_cmd(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="model.name") from exc
     require_engine("tbrl train sft")
-    from tbrl_lib.train.sft import warm_start  # torch and TRL: only once the engine answers
+    from tbrl_lib.train.warm_start.sft import (
+        warm_start,  # torch and TRL: only once the engine answers
+    )
 
     summary = warm_start(config, model_path, out)
     keys = ("checkpoint", "demos", "demos_right", "trainable_parameters", "steps")

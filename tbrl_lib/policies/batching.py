@@ -4,7 +4,7 @@ Episodes ask for one assistant turn at a time, from many coroutines at once. The
 collects the requests that arrive within `window_s` and hands them to a backend as one
 batch, in a worker thread, so the event loop keeps driving sandboxes meanwhile. It is the
 `Sampler` of `TokenPolicy` for local HF models (`tbrl_lib.policies.hf.HFBackend`) and for
-the trainer's vLLM engine (`tbrl_lib.train.generation.VLLMBackend`).
+the trainer's vLLM engine (`tbrl_lib.train.model.trainer_policy.VLLMBackend`).
 
 A backend failure is handed to every episode waiting on that batch. A batch whose every
 episode stopped waiting (cancelled) or is past its deadline is `abandoned`: the backend may

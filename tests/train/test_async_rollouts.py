@@ -20,18 +20,18 @@ from datasets import Dataset
 from tbrl_lib.agent.trajectory import Termination, Trajectory
 from tbrl_lib.rewards import RewardConfig, combine
 from tbrl_lib.rollout import RolloutConfig, RolloutResult
-from tbrl_lib.train.async_pipeline import AheadRolloutFunc, importance_weights, ratio_stats
-from tbrl_lib.train.async_rollouts import (
+from tbrl_lib.train.config.config import TrainConfig
+from tbrl_lib.train.model.trainer_policy import TrainerPolicy
+from tbrl_lib.train.pipeline.async_pipeline import AheadRolloutFunc, importance_weights, ratio_stats
+from tbrl_lib.train.pipeline.async_rollouts import (
     LocalWeightTransfer,
     QueuedRollout,
     RolloutWorker,
     group_version,
     is_stale,
 )
-from tbrl_lib.train.config import TrainConfig
-from tbrl_lib.train.curriculum import Curriculum
-from tbrl_lib.train.generation import TrainerPolicy
-from tbrl_lib.train.rollout_records import Rollout
+from tbrl_lib.train.rollouts.curriculum import Curriculum
+from tbrl_lib.train.rollouts.rollout_records import Rollout
 from tests.train.conftest import make_model
 from tests.train.test_trl_rollouts import make_runner, make_task, row, scripted_result
 
@@ -255,7 +255,7 @@ def async_trainer(
     tmp_path, tokenizer, model, *, max_staleness=1, steps=3, ahead_class=None, save_steps=0
 ):
     """An `AsyncSessionTrainer` over a session of scripted-but-sampling rollouts."""
-    from tbrl_lib.train import async_trainer
+    from tbrl_lib.train.grpo import async_trainer
 
     tasks = [make_task("a"), make_task("b")]
     config = TrainConfig(

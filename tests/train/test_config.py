@@ -15,8 +15,8 @@ from tbrl_lib.overrides import settings_reference
 from tbrl_lib.rewards.reward import RewardConfig
 from tbrl_lib.rollout.config import RolloutConfig
 from tbrl_lib.sandbox.config import SandboxConfig
-from tbrl_lib.train.config import TrainConfig
-from tbrl_lib.train.presets import config_from_dict, load_preset, preset_names
+from tbrl_lib.train.config.config import TrainConfig
+from tbrl_lib.train.config.presets import config_from_dict, load_preset, preset_names
 
 SAME_NAME_ON_PURPOSE = {
     "learning_rate": "the warm start (sft) and GRPO (grpo) are two optimisations of one run",

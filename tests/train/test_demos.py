@@ -17,7 +17,7 @@ def test_teacher_rollout_is_token_exact_and_solves(tmp_path, docker_client, base
     from tbrl_lib.policies.chat import TokenChat
     from tbrl_lib.rewards.judges import make_judge
     from tbrl_lib.synth.generate import make_task
-    from tbrl_lib.train.demos import demo_rows, record_demos, write_demos
+    from tbrl_lib.train.warm_start.demos import demo_rows, record_demos, write_demos
 
     tok = AutoTokenizer.from_pretrained(str(build_tiny_model()))  # cached under outputs/models
     task = make_task("copy_answer", 1, "easy")
@@ -38,8 +38,8 @@ def test_teacher_rollout_is_token_exact_and_solves(tmp_path, docker_client, base
 
 
 def test_weaker_teacher_slips_at_its_accuracy_by_writing_to_the_wrong_folder():
-    from tbrl_lib.train.demos import ShortOracle, demo_teachers
-    from tbrl_lib.train.heldout import training_tasks
+    from tbrl_lib.train.warm_start.demos import ShortOracle, demo_teachers
+    from tbrl_lib.train.warm_start.heldout import training_tasks
 
     tasks = training_tasks("write_word", 200, distinct=False)
     teachers = demo_teachers(tasks, 0.5, seed=3)
@@ -55,7 +55,7 @@ def test_weaker_teacher_slips_at_its_accuracy_by_writing_to_the_wrong_folder():
 
 
 def test_a_slip_moves_each_lines_output_to_tmp_and_needs_one():
-    from tbrl_lib.train.demos import slipped
+    from tbrl_lib.train.warm_start.demos import slipped
 
     assert slipped("echo hi > /app/a.txt\n") == "echo hi > /tmp/a.txt"
     assert slipped("mkdir -p /app\nsort x >>out.txt") == "mkdir -p /app\nsort x >>/tmp/out.txt"
@@ -70,7 +70,7 @@ def test_a_weaker_teachers_mistake_is_recorded_as_a_wrong_demonstration(docker_c
     from tbrl_lib.models.tiny_corpus import build_tiny_model
     from tbrl_lib.rewards.judges import make_judge
     from tbrl_lib.synth.generate import make_task
-    from tbrl_lib.train.demos import ShortOracle, demo_rows, record_demos, slipped
+    from tbrl_lib.train.warm_start.demos import ShortOracle, demo_rows, record_demos, slipped
 
     tok = AutoTokenizer.from_pretrained(str(build_tiny_model()))
     task = make_task("write_word", 1, "easy")
@@ -111,7 +111,7 @@ def test_demonstration_replies_take_the_chats_thinking_shape(template, thinking,
     from tbrl_lib.policies.base import Conversation
     from tbrl_lib.policies.chat import TokenChat
     from tbrl_lib.synth.generate import make_task
-    from tbrl_lib.train.demos import ShortOracle, TeacherPolicy
+    from tbrl_lib.train.warm_start.demos import ShortOracle, TeacherPolicy
     from tests.policies import chat_templates
 
     tok = AutoTokenizer.from_pretrained(str(build_tiny_model()))

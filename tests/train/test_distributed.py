@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 import torch.multiprocessing as mp
 
-from tbrl_lib.train.resume import read_state
+from tbrl_lib.train.plan.resume import read_state
 
 SETTINGS = [
     "grpo.max_steps=2",
@@ -122,7 +122,7 @@ def _check_states(rank: int, port: int, differ: bool, results) -> None:
     )
     from accelerate import PartialState
 
-    from tbrl_lib.train.processes import require_same_on_every_process
+    from tbrl_lib.train.plan.processes import require_same_on_every_process
 
     PartialState(cpu=True)
     parts = {"curriculum": {"step": 3 + (rank if differ else 0)}, "runner": {"calls": 3}}

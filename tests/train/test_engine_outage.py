@@ -32,11 +32,11 @@ from tbrl_lib.overrides import parse_overrides
 from tbrl_lib.sandbox import engine
 from tbrl_lib.sandbox.base_images import RUNTIME_SOURCE
 from tbrl_lib.sandbox.images import ensure_image, image_tag
-from tbrl_lib.train.engine_outage import EngineWait, resume_command
-from tbrl_lib.train.infra_guard import InfraErrorGuard
-from tbrl_lib.train.presets import load_preset
-from tbrl_lib.train.resume import checkpoint_step, complete_checkpoints, write_state
-from tbrl_lib.train.task_set import select_tasks
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.grpo.task_set import select_tasks
+from tbrl_lib.train.plan.resume import checkpoint_step, complete_checkpoints, write_state
+from tbrl_lib.train.rollouts.engine_outage import EngineWait, resume_command
+from tbrl_lib.train.rollouts.infra_guard import InfraErrorGuard
 from tests.train.test_resume import SETTINGS, _command, _env, _wait_for_checkpoint
 from tests.train.test_trl_rollouts import infra_result, make_runner, make_task, scripted_result
 

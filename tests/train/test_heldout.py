@@ -7,7 +7,12 @@ import json
 import pytest
 
 from tbrl_lib.synth.generate import make_task
-from tbrl_lib.train.heldout import HELDOUT_BUCKETS, heldout_tasks, is_heldout, training_tasks
+from tbrl_lib.train.warm_start.heldout import (
+    HELDOUT_BUCKETS,
+    heldout_tasks,
+    is_heldout,
+    training_tasks,
+)
 
 
 def answers(task):

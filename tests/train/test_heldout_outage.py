@@ -11,9 +11,9 @@ from transformers import TrainerState, TrainingArguments
 from tbrl_lib.models import make_policy
 from tbrl_lib.sandbox import DockerHost, engine
 from tbrl_lib.sandbox.hosts import get_host
-from tbrl_lib.train.heldout_eval import HeldoutDuringTraining, HeldoutEvaluator
-from tbrl_lib.train.presets import load_preset
-from tbrl_lib.train.resume import write_state
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.plan.resume import write_state
+from tbrl_lib.train.warm_start.heldout_eval import HeldoutDuringTraining, HeldoutEvaluator
 
 
 @pytest.fixture

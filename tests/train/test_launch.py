@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from tbrl_lib.train.launch import accelerate_config, launch_commands, write_accelerate_config
-from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.plan.launch import accelerate_config, launch_commands, write_accelerate_config
 
 
 def test_32xh100_is_a_three_node_zero3_job_with_a_vllm_server(tmp_path):

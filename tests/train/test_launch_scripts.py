@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib.train.launch import (
+from tbrl_lib.train.config.presets import load_preset, preset_names
+from tbrl_lib.train.plan.launch import (
     commands_script,
     gpu_split,
     launch_commands,
@@ -21,7 +22,6 @@ from tbrl_lib.train.launch import (
     node_count,
     sbatch_script,
 )
-from tbrl_lib.train.presets import load_preset, preset_names
 
 RECORD = """#!/usr/bin/env bash
 echo "$(basename "$0") $* | CVD=${CUDA_VISIBLE_DEVICES-unset} VLLM_HOST=${VLLM_HOST-unset} PROCID=${SLURM_PROCID-unset} DEV=${VLLM_SERVER_DEV_MODE-unset}" >> "$STUB_LOG"
@@ -155,7 +155,7 @@ def test_32xh100_sbatch_takes_nodes_and_ranks_from_slurm(stubs, tmp_path):
 
 @pytest.mark.parametrize("name", preset_names())
 def test_no_launch_file_uses_the_deprecated_trl_vllm_serve(name, tmp_path):
-    from tbrl_lib.train.launch import write_launch_files
+    from tbrl_lib.train.plan.launch import write_launch_files
 
     files = write_launch_files(load_preset(name), tmp_path)
     for key in ("commands", "sbatch"):
@@ -220,7 +220,7 @@ def test_a_cpu_vllm_preset_leaves_the_server_to_the_run(stubs, tmp_path):
 def test_the_cpu_servers_worker_extension_is_importable_by_its_name():
     import importlib
 
-    from tbrl_lib.train.launch import CPU_WORKER_EXTENSION
+    from tbrl_lib.train.plan.launch import CPU_WORKER_EXTENSION
 
     module, _, name = CPU_WORKER_EXTENSION.rpartition(".")
     assert callable(getattr(importlib.import_module(module), name).reload_weights_from)

@@ -15,9 +15,9 @@ import pytest
 def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, base_image, capfd):
     from safetensors.torch import load_file
 
-    from tbrl_lib.train.presets import load_preset
-    from tbrl_lib.train.reporting import load_metrics
-    from tbrl_lib.train.run import train
+    from tbrl_lib.train.config.presets import load_preset
+    from tbrl_lib.train.grpo.run import train
+    from tbrl_lib.train.report.reporting import load_metrics
 
     out = tmp_path / "run"
     summary = train(
@@ -86,7 +86,7 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
 def test_every_rollout_of_the_demo_uses_the_presets_episode():
     # the warm start, GRPO and the held-out evaluations share one RolloutConfig
     from tbrl_lib.agent.prompts import system_prompt
-    from tbrl_lib.train.presets import load_preset
+    from tbrl_lib.train.config.presets import load_preset
 
     config = load_preset("cpu-demo")
     episode = config.rollout.episode  # the section the warm start, GRPO and evaluations all read

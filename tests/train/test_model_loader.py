@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tbrl_lib.train.model_loader import choose_loader, load_policy
-from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.model.model_loader import choose_loader, load_policy
 
 
 @pytest.fixture()
@@ -90,7 +90,7 @@ namespace["preset"] = "1xh200"  # model.loader: unsloth
 try:
     exec(imports, namespace)  # the notebook's import cell, as written
 except SystemExit:  # preflight refused this CPU machine: what the cell imports next
-    import tbrl_lib.train.reporting, tbrl_lib.train.run  # noqa: E401
+    import tbrl_lib.train.report.reporting, tbrl_lib.train.grpo.run  # noqa: E401
 print(json.dumps(order))
 """
 
@@ -127,7 +127,7 @@ def test_unsloth_imported_after_transformers_is_named(monkeypatch, tmp_path, cap
     """A kernel that loaded transformers before the preset check gets told to restart."""
     import transformers  # noqa: F401
 
-    from tbrl_lib.train.model_loader import import_early
+    from tbrl_lib.train.model.model_loader import import_early
 
     (tmp_path / "unsloth").mkdir()
     (tmp_path / "unsloth" / "__init__.py").write_text("")

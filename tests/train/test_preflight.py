@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib.train.preflight import preflight
-from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.grpo.preflight import preflight
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,13 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tbrl_lib.cli.train import app
-from tbrl_lib.train.preflight import (
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.grpo.preflight import (
     capacity_problems,
     preflight,
     sandbox_problems,
     setting_problems,
 )
-from tbrl_lib.train.presets import load_preset
 
 
 @pytest.fixture(autouse=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tbrl_lib.overrides import parse_overrides
-from tbrl_lib.train.config import TrainConfig
-from tbrl_lib.train.presets import OLD_KEYS, config_from_dict, load_preset, preset_names
+from tbrl_lib.train.config.config import TrainConfig
+from tbrl_lib.train.config.presets import OLD_KEYS, config_from_dict, load_preset, preset_names
 
 REQUIRED = {"cpu-smoke", "cpu-demo", "1xh200", "2xa100", "8xh100", "32xh100"}
 
@@ -277,7 +277,7 @@ def test_tool_settings_reach_the_episodes_and_typos_are_named():
 
 
 def test_optimiser_schedule_and_reward_scaling_reach_trl(tmp_path):
-    from tbrl_lib.train.trainer import grpo_args
+    from tbrl_lib.train.grpo.trainer import grpo_args
 
     settings = {"scale_rewards": "none", "lr_scheduler": "cosine", "warmup_steps": 2}
     args = grpo_args(load_preset("cpu-demo", {"grpo": {**settings, "optimizer": "sgd"}}), tmp_path)
@@ -294,7 +294,7 @@ def test_dapo_and_logging_options_reach_trl_and_tbrl_train_settings_shows_them(t
     from typer.testing import CliRunner
 
     from tbrl_lib.cli import app
-    from tbrl_lib.train.trainer import grpo_args
+    from tbrl_lib.train.grpo.trainer import grpo_args
 
     default = grpo_args(load_preset("cpu-smoke"), tmp_path)
     assert default.epsilon_high is None and default.epsilon == 0.2  # TRL: high = low

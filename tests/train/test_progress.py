@@ -9,7 +9,7 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_callback import ProgressCallback
 from transformers.utils.notebook import NotebookProgressCallback
 
-from tbrl_lib.train.progress import (
+from tbrl_lib.train.report.progress import (
     TRAINER_DISPLAYS,
     SFTLines,
     StepLines,

@@ -7,8 +7,7 @@ from types import SimpleNamespace
 
 from transformers import TrainerControl
 
-from tbrl_lib.train.curriculum import Curriculum
-from tbrl_lib.train.reporting import (
+from tbrl_lib.train.report.reporting import (
     CURVES,
     CurriculumStop,
     MetricsWriter,
@@ -16,6 +15,7 @@ from tbrl_lib.train.reporting import (
     metric_name,
     plot_rewards,
 )
+from tbrl_lib.train.rollouts.curriculum import Curriculum
 
 
 def test_trl_names_go_under_train_and_ours_stay():

@@ -16,9 +16,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from tbrl_lib.train.curriculum import Curriculum
-from tbrl_lib.train.presets import load_preset
-from tbrl_lib.train.resume import (
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.plan.resume import (
     ResumeError,
     checkpoint_step,
     complete_checkpoints,
@@ -26,6 +25,7 @@ from tbrl_lib.train.resume import (
     read_state,
     write_state,
 )
+from tbrl_lib.train.rollouts.curriculum import Curriculum
 
 SETTINGS = [
     "grpo.max_steps=3",

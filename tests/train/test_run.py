@@ -11,8 +11,8 @@ import pytest
 @pytest.mark.docker
 @pytest.mark.slow
 def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
-    from tbrl_lib.train.reporting import load_metrics, rollouts_frame
-    from tbrl_lib.train.run import train
+    from tbrl_lib.train.grpo.run import train
+    from tbrl_lib.train.report.reporting import load_metrics, rollouts_frame
 
     out = tmp_path / "run"
     summary = train(
@@ -58,7 +58,7 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
 
 
 def test_reward_trend_compares_the_first_and_last_steps_and_the_flat_share():
-    from tbrl_lib.train.summary import reward_trend, sampling_totals
+    from tbrl_lib.train.grpo.summary import reward_trend, sampling_totals
 
     records = [
         {"step": s, "train/reward": r, "train/frac_reward_zero_std": z}

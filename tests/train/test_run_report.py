@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from tbrl_lib.agent.trajectory import ToolCall, Trajectory, Turn
-from tbrl_lib.train import run_report
-from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.report import run_report
 
 SUMMARY = {
     "preset": "cpu-demo",

@@ -7,7 +7,7 @@ import pytest
 
 
 def test_dataset_masks_prompt_and_observations():
-    from tbrl_lib.train.sft import sft_dataset
+    from tbrl_lib.train.warm_start.sft import sft_dataset
 
     row = {"prompt_ids": [5, 6, 7], "completion_ids": [8, 9, 10, 11], "env_mask": [1, 1, 0, 1]}
     [example] = sft_dataset([row])
@@ -21,8 +21,8 @@ def test_sft_lowers_assistant_loss_and_saves_checkpoint(tmp_path, docker_client,
     from transformers import AutoModelForCausalLM
 
     from tbrl_lib.models import resolve_model
-    from tbrl_lib.train.presets import load_preset
-    from tbrl_lib.train.sft import warm_start
+    from tbrl_lib.train.config.presets import load_preset
+    from tbrl_lib.train.warm_start.sft import warm_start
 
     config = load_preset("cpu-demo", {"sft": {"demos": 4, "epochs": 2, "batch_size": 2}})
     summary = warm_start(config, resolve_model("tiny"), tmp_path)  # the smoke shape: fastest

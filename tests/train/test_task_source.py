@@ -14,8 +14,8 @@ import pytest
 from tbrl_lib.cli.train import task_overrides
 from tbrl_lib.overrides import parse_overrides
 from tbrl_lib.tasks import load_tasks
-from tbrl_lib.train.presets import load_preset
-from tbrl_lib.train.task_set import prebuild_images, select_tasks
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.grpo.task_set import prebuild_images, select_tasks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tasks" / "fixtures" / "third_party"
 TB2 = FIXTURES / "tb2"
@@ -70,8 +70,8 @@ def test_prebuild_skips_tasks_whose_image_does_not_build(base_image, capsys):
 @pytest.mark.docker
 @pytest.mark.slow
 def test_one_grpo_step_on_a_public_style_task_set(tmp_path, base_image):
-    from tbrl_lib.train.reporting import rollouts_frame
-    from tbrl_lib.train.run import train
+    from tbrl_lib.train.grpo.run import train
+    from tbrl_lib.train.report.reporting import rollouts_frame
 
     out = tmp_path / "run"
     overrides = parse_overrides(

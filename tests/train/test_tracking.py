@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tbrl_lib.overrides import parse_overrides
-from tbrl_lib.train.presets import load_preset
-from tbrl_lib.train.trainer import grpo_args
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.grpo.trainer import grpo_args
 
 # test_run.py's one-step cpu-smoke shape (2 rollouts of one task, one short turn)
 SHORT_RUN = {
@@ -75,7 +75,7 @@ def test_a_short_run_logs_everything_to_tensorboard_and_one_console_line_per_ste
     has one line per step and the held-out results as they landed."""
     import pandas as pd
 
-    from tbrl_lib.train.run import train
+    from tbrl_lib.train.grpo.run import train
 
     out = tmp_path / "run"
     settings = {

@@ -19,12 +19,12 @@ from tbrl_lib.rollout import RolloutConfig, RolloutResult
 from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Difficulty, Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
-from tbrl_lib.train.curriculum import Curriculum
-from tbrl_lib.train.dynamic_sampling import DynamicSampling
-from tbrl_lib.train.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
-from tbrl_lib.train.rollout_records import Rollout
-from tbrl_lib.train.rollout_runner import RolloutRunner
-from tbrl_lib.train.trl_rollouts import (
+from tbrl_lib.train.rollouts.curriculum import Curriculum
+from tbrl_lib.train.rollouts.dynamic_sampling import DynamicSampling
+from tbrl_lib.train.rollouts.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
+from tbrl_lib.train.rollouts.rollout_records import Rollout
+from tbrl_lib.train.rollouts.rollout_runner import RolloutRunner
+from tbrl_lib.train.rollouts.trl_rollouts import (
     REWARD_WEIGHTS,
     RolloutFunc,
     TaskIndex,
@@ -246,7 +246,7 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from tbrl_lib.train.trl_compat import install_torch_logprob_head
+    from tbrl_lib.train.model.trl_compat import install_torch_logprob_head
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     install_torch_logprob_head()

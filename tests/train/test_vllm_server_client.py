@@ -22,8 +22,8 @@ from types import SimpleNamespace
 import pytest
 
 from tbrl_lib.policies.batching import BatchingGenerator
-from tbrl_lib.train.generation import VLLMBackend, sampled_logprobs
-from tbrl_lib.train.presets import load_preset
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.model.trainer_policy import VLLMBackend, sampled_logprobs
 
 MODEL = "Qwen/Qwen3-8B"
 
@@ -168,7 +168,7 @@ def test_sampled_logprobs_looks_the_sampled_token_up_by_id():
 
 
 def test_importance_sampling_settings_reach_grpo_config(tmp_path: Path):
-    from tbrl_lib.train.trainer import grpo_args
+    from tbrl_lib.train.grpo.trainer import grpo_args
 
     # dtype fp32: TrainingArguments refuses bf16 on a machine without a GPU
     args = grpo_args(load_preset("2xa100", {"model.dtype": "fp32"}), tmp_path)
@@ -196,8 +196,8 @@ def test_the_async_pipeline_samples_from_the_server_and_pushes_weights_once_a_st
     (its continuations and log-probs reach TRL), and the trainer pushes its weights with TRL's
     server sync once per call, before queueing the step's groups (the NCCL transfer itself
     needs a GPU; `sync_weights` is counted here)."""
-    from tbrl_lib.train.async_pipeline import AheadRolloutFunc
-    from tbrl_lib.train.generation import TrainerPolicy
+    from tbrl_lib.train.model.trainer_policy import TrainerPolicy
+    from tbrl_lib.train.pipeline.async_pipeline import AheadRolloutFunc
     from tests.train.test_async_rollouts import sampling_episode
     from tests.train.test_trl_rollouts import make_runner, make_task, row
 

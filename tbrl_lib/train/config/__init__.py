@@ -1,0 +1,1 @@
+"""The settings of a run: `TrainConfig`, its sections, and the presets (`presets/*.yaml`)."""

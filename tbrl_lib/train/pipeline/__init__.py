@@ -1,0 +1,1 @@
+"""Async GRPO: rollouts streamed about one step ahead of training, and their worker."""

@@ -1,0 +1,280 @@
+"""What a training run writes about itself: config, metrics JSONL, reward plot, early stop.
+
+Metric names (one line per logging step in `metrics.jsonl`):
+    train/…       TRL's own numbers (loss, grad_norm, learning_rate, entropy, completions/…,
+                  rewards/tbrl_total/mean, rewards/tbrl_tests/mean, rewards/tbrl_judge/mean,
+                  frac_reward_zero_std, step_time, …)
+    rollout/…     episodes: count, turns, seconds, completion/assistant tokens,
+                  infra_error_rate, termination/<reason> shares
+    reward/…      total (the reward: 65% tests + 35% judge by default), tests (weighted test
+                  score), judge, judge_missing_rate, solved_rate (all tests passed); scored
+                  rollouts only
+    judge/…       cost_usd (judge spend of the step's rollouts)
+    sandbox/…     per-rollout container numbers (startup_seconds, commands, command_seconds, …)
+    curriculum/…  active_tasks, skipped_tasks, retried_tasks, mean_solve_rate
+    sampling/…    dynamic sampling: zero_std_groups (share before refill), zero_std_after,
+                  refilled_groups, refill_rollouts
+    eval/…        held-out evaluation at that step (solve_rate, mean_reward, accuracy_ci_*)
+With several processes every number above covers all of them (tbrl gathers its own; TRL
+gathers its own) and process 0 alone writes the file. A resumed run keeps the lines up to its
+checkpoint's step and appends after them (`MetricsWriter(resume_step=...)`). Every number
+reaches the file through the trainer's own log (`SessionTrainer.log`), so the trackers
+`grpo.report_to` names (TensorBoard, W&B, trackio) get the same numbers at the same steps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pandas as pd
+from transformers import TrainerCallback
+
+from tbrl_lib.train.config.config import TrainConfig
+from tbrl_lib.train.plan.processes import require_same_on_every_process
+from tbrl_lib.train.plan.resume import write_state
+from tbrl_lib.train.rollouts.curriculum import Curriculum
+
+OWN_PREFIXES = ("rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "eval/", "sampling/")
+
+
+def metric_name(key: str) -> str:
+    """Our prefixes stay; everything TRL logs goes under `train/`."""
+    return key if key.startswith(OWN_PREFIXES) else f"train/{key}"
+
+
+def write_config(path: Path, config: TrainConfig, grpo_args: Any = None) -> None:
+    payload: dict[str, Any] = {"tbrl": config.to_dict()}
+    if grpo_args is not None:
+        payload["trl"] = {k: v for k, v in grpo_args.to_dict().items() if _jsonable(v)}
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str))
+
+
+class MetricsWriter(TrainerCallback):
+    """Appends every TRL log (plus `step`) to `metrics.jsonl` with prefixed names; only the
+    `main` process writes. With `resume_step`, lines up to that step are kept, later ones
+    (logged after the checkpoint by the run that died) dropped; else the file starts empty."""
+
+    def __init__(self, path: Path, resume_step: int | None = None, main: bool = True) -> None:
+        self.path, self.main = path, main
+        self.records: list[dict[str, Any]] = []
+        if resume_step is not None and path.is_file():
+            lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            self.records = [r for r in lines if r.get("step", 0) <= resume_step]
+        if main:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(json.dumps(r, default=str) + "\n" for r in self.records))
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "train_runtime" in logs:
+            return
+        record: dict[str, Any] = {"step": state.global_step}
+        for key, value in logs.items():
+            record[metric_name(key)] = _number(value)
+        self.records.append(record)
+        if self.main:
+            with self.path.open("a") as fh:
+                fh.write(json.dumps(record, default=str) + "\n")
+
+
+class CheckpointState(TrainerCallback):
+    """Writes `tbrl_state.json` (see `resume.py`) into every checkpoint TRL saves: the run's
+    settings and `parts()` (name -> state dict: curriculum, sampler, runner counters)."""
+
+    def __init__(self, config: TrainConfig, parts: Callable[[], dict[str, Any]]) -> None:
+        self.config, self.parts = config, parts
+
+    def on_save(self, args, state, control, **kwargs):
+        parts = self.parts()
+        require_same_on_every_process(parts, state.global_step)
+        if args.should_save:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            payload = {"step": state.global_step, "config": self.config.to_dict()}
+            write_state(folder, {**payload, **parts})
+        return control
+
+
+class CurriculumStop(TrainerCallback):
+    """Ends training when the curriculum has skipped every task (nothing left to learn from);
+    `reason` then says why."""
+
+    def __init__(self, curriculum: Curriculum) -> None:
+        self.curriculum = curriculum
+        self.reason: str | None = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if not self.curriculum.active():
+            reasons = "; ".join(f"{t}: {why}" for t, why in self.curriculum.skipped().items())
+            self.reason = f"every task is filtered out ({reasons})"
+            control.should_training_stop = True
+        return control
+
+
+CURVES = (
+    ("reward/total", "reward (total)", {"color": "C0", "linestyle": "-", "marker": "o"}),
+    ("reward/tests", "tests", {"color": "C1", "linestyle": "--", "marker": "^", "linewidth": 2.5}),
+    ("reward/judge", "judge", {"color": "C2", "linestyle": ":", "marker": "s"}),
+    (
+        "reward/solved_rate",
+        "solved share",
+        {"color": "C3", "linestyle": "-.", "marker": "x", "markersize": 7, "linewidth": 1},
+    ),
+)
+"""Metric, label and line style of the reward panel: each line its own colour, dash and
+marker, so a component equal to another (tests and solved share, when every test counts
+alike) still shows."""
+
+
+class HeldoutPoint(NamedTuple):
+    step: int
+    solve_rate: float
+    low: float | None
+    high: float | None
+    label: str
+
+
+def heldout_points(
+    records: list[dict[str, Any]], before: dict[str, dict[str, Any]] | None = None
+) -> list[HeldoutPoint]:
+    """The held-out solve rate with its Wilson interval: the models evaluated before GRPO
+    (`before`: name -> their `eval/*` metrics, e.g. base and warm start) at step 0, then
+    every evaluation during training at its step."""
+    named = [(0, metrics, name) for name, metrics in (before or {}).items()]
+    logged = [(r["step"], r, "") for r in records if r.get("eval/solve_rate") is not None]
+    return [
+        HeldoutPoint(
+            step,
+            m["eval/solve_rate"],
+            m.get("eval/accuracy_ci_low"),
+            m.get("eval/accuracy_ci_high"),
+            label,
+        )
+        for step, m, label in named + logged
+    ]
+
+
+def plot_rewards(
+    records: list[dict[str, Any]], path: Path, before: dict[str, dict[str, Any]] | None = None
+) -> Path:
+    """Two panels as a PNG: the reward by component per step, and the held-out solve rate
+    with its 95% Wilson interval (the models evaluated `before` GRPO at step 0)."""
+    import matplotlib  # the notebooks extra: imported where a plot is drawn
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (rewards, heldout) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    drawn = 0
+    for key, label, style in CURVES:
+        points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+        if points:
+            steps, values = zip(*points)
+            rewards.plot(steps, values, label=label, **{"markersize": 4, **style})
+            drawn += 1
+    _finish_panel(rewards, "reward by component (training rollouts)", drawn, "no logged steps")
+    rewards.set_ylabel("mean over the step's rollouts")
+    points = heldout_points(records, before)
+    named = [p for p in points if p.label]
+    spread = 0.015 * max([p.step for p in points] + [8])  # x offset between step-0 models
+    for point in points:
+        low = point.solve_rate if point.low is None else point.low
+        high = point.solve_rate if point.high is None else point.high
+        i = named.index(point) if point.label else None
+        heldout.errorbar(
+            # the models evaluated before GRPO share step 0: side by side around it
+            point.step + (0.0 if i is None else spread * (i - (len(named) - 1) / 2)),
+            point.solve_rate,
+            yerr=[[point.solve_rate - low], [high - point.solve_rate]],
+            fmt="s" if i is None else _MARKERS[i % len(_MARKERS)],
+            color="black" if i is None else f"C{4 + i}",
+            ecolor="grey",
+            capsize=4,
+            label=f"{point.label} (before GRPO)" if point.label else None,
+        )
+    logged = [p for p in points if not p.label]
+    if logged:  # one legend entry for the evaluations during training
+        heldout.plot([], [], "s", color="black", label="policy during/after GRPO")
+    _finish_panel(
+        heldout,
+        "held-out solve rate (95% Wilson interval)",
+        len(points),
+        "no held-out evaluation",
+        legend="lower right",  # the rate rises: that corner stays empty longest
+    )
+    if points:
+        heldout.set_xlim(left=-0.5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+_MARKERS = ("o", "D", "^", "v")
+
+
+def _finish_panel(ax: Any, title: str, curves: int, empty: str, legend: str = "best") -> None:
+    from matplotlib.ticker import MaxNLocator  # with pyplot, where a plot is drawn
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if curves:
+        ax.legend(loc=legend, fontsize="small")
+    elif not ax.lines and not ax.collections:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title, fontsize="medium")
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except TypeError:
+        return False
+
+
+def load_metrics(run_dir: Path):
+    """`metrics.jsonl` of a run as a pandas DataFrame (one row per logged step)."""
+    lines = (Path(run_dir) / "metrics.jsonl").read_text().splitlines()
+    return pd.DataFrame([json.loads(line) for line in lines if line.strip()])
+
+
+def rollouts_frame(run_dir: Path, reply_chars: int = 160):
+    """Every saved rollout: task, reward, termination, turns, tokens, the first reply's start."""
+    rows = []
+    for path in sorted((Path(run_dir) / "trajectories").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            replies = [
+                m["content"] for m in r["details"].get("messages", []) if m["role"] == "assistant"
+            ]
+            rows.append(
+                {
+                    "file": path.name,
+                    "task_id": r["task_id"],
+                    "reward": r["reward"],
+                    "tests": (r.get("breakdown") or {}).get("tests"),
+                    "judge": (r.get("breakdown") or {}).get("judge"),
+                    "infra_error": r["infra_error"],
+                    "termination": r["termination"],
+                    "turns": r["turns"],
+                    "completion_tokens": len(r["completion_ids"]),
+                    "assistant_tokens": sum(r["env_mask"]),
+                    "first_reply": (replies[0][:reply_chars] if replies else ""),
+                }
+            )
+    return pd.DataFrame(rows)

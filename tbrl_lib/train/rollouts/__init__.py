@@ -1,0 +1,1 @@
+"""A step's rollouts: curriculum, dynamic sampling, the runner, its records and guards."""

@@ -1,0 +1,1 @@
+"""Around GRPO: oracle demonstrations, the SFT warm start, and held-out evaluation."""
