@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
         "upstream",
         "overrides",
         "notebook_tools",
-        "testing",
+        "fake_llm_server",
         "slow_notice",
     },  # fmt: skip
     {"llm_api"},  # the SDK clients and one Usage: policies, judges and synthesis call them
@@ -32,7 +32,7 @@ LAYERS: list[set[str]] = [
     {"sandbox", "policies"},
     {"agent"},
     {"models"},  # names -> models and policies: the tiny model's corpus renders agent prompts
-    {"rewards", "metrics"},
+    {"rewards", "viewers"},
     {"rollout"},
     {"evaluate"},
     {"judge_eval", "train", "doctor"},

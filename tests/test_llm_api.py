@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tbrl_lib.fake_llm_server.llm_server import LLMServer
 from tbrl_lib.llm_api import (
     Transport,
     Usage,
@@ -18,7 +19,6 @@ from tbrl_lib.llm_api import (
     openai_usage,
     retryable,
 )
-from tbrl_lib.testing.llm_server import LLMServer
 
 
 def test_both_vendors_usage_reads_into_one_vocabulary():

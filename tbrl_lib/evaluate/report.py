@@ -5,10 +5,10 @@ its own (`stats` and `results.summarize` do), so the terminal, the notebook and
 results.json always agree.
 
 Each trial's trajectory is rendered as a static page (`write_trajectory_pages`, with
-`tbrl_lib.metrics.trajectory_html`) and `trials_html` links every trial row to its page, so
+`tbrl_lib.viewers.trajectory_html`) and `trials_html` links every trial row to its page, so
 an HTML report read offline shows what the agent did.
 
-Left out: interactive widgets (the live-kernel viewer is `tbrl_lib.metrics.viewer`).
+Left out: interactive widgets (the live-kernel viewer is `tbrl_lib.viewers.viewer`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from rich.table import Table
 from tbrl_lib.agent.trajectory import Trajectory
 from tbrl_lib.evaluate import stats
 from tbrl_lib.evaluate.results import FailureMode, RunResults, TrialResult
-from tbrl_lib.metrics.trajectory_html import write_trajectory_page
+from tbrl_lib.viewers.trajectory_html import write_trajectory_page
 
 if TYPE_CHECKING:  # matplotlib is the notebooks extra: imported where a plot is drawn
     from matplotlib.figure import Figure

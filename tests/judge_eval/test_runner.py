@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tbrl_lib.cli import app
+from tbrl_lib.fake_llm_server.llm_server import LLMServer, Reply
 from tbrl_lib.judge_eval import (
     OUR_CASES,
     load_cases,
@@ -16,7 +17,6 @@ from tbrl_lib.judge_eval import (
     summarize,
     write_report,
 )
-from tbrl_lib.testing.llm_server import LLMServer, Reply
 
 
 def test_rule_judge_on_the_upstream_cases(upstream_judge_cases):

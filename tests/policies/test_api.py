@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from tbrl_lib.agent.prompts import initial_messages
+from tbrl_lib.fake_llm_server.llm_server import LLMServer, Reply
 from tbrl_lib.models.policy_spec import make_policy
 from tbrl_lib.policies.api import AnthropicPolicy, OpenAIPolicy
 from tbrl_lib.policies.base import ContextOverflow, Conversation, PolicyError
-from tbrl_lib.testing.llm_server import LLMServer, Reply
 from tests.agent.conftest import toy_task
 
 

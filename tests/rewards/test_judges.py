@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from tbrl_lib.fake_llm_server.llm_server import LLMServer, Reply
 from tbrl_lib.rewards.judges import (
     ConfiguredJudge,
     JudgeChain,
@@ -34,7 +35,6 @@ from tbrl_lib.rewards.judges.prompt import (
 )
 from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge, extract_features
 from tbrl_lib.rewards.reward import RewardConfig, combine
-from tbrl_lib.testing.llm_server import LLMServer, Reply
 
 GOOD = {
     "planning": 0.9,

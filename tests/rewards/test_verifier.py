@@ -178,10 +178,10 @@ def test_harbor_script_task_reads_reward_txt_and_ignores_a_prewritten_one():
 
 @pytest.mark.docker
 def test_score_rollout_combines_verifier_and_judge():
+    from tbrl_lib.fake_llm_server.llm_server import LLMServer, Reply
     from tbrl_lib.rewards import RewardConfig, score_rollout
     from tbrl_lib.rewards.judges import JudgeChain, make_judge
     from tbrl_lib.sandbox import open_sandbox
-    from tbrl_lib.testing.llm_server import LLMServer, Reply
 
     messages = [
         {"role": "system", "content": "sys"},

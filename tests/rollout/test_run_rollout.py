@@ -9,12 +9,12 @@ import asyncio
 import pytest
 
 from tbrl_lib.agent.scripted import OraclePolicy
+from tbrl_lib.fake_llm_server.llm_server import LLMServer, Reply
 from tbrl_lib.policies.base import Generation
 from tbrl_lib.rewards import RewardConfig
 from tbrl_lib.rewards.judges import make_judge
 from tbrl_lib.rollout import RolloutConfig, run_rollout
 from tbrl_lib.sandbox.config import SandboxConfig
-from tbrl_lib.testing.llm_server import LLMServer, Reply
 from tests.agent.conftest import toy_task
 
 pytestmark = pytest.mark.docker

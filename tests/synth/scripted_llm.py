@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 
+from tbrl_lib.fake_llm_server.llm_server import RecordedRequest, Reply
 from tbrl_lib.synth.families.base import BASE_IMAGE
-from tbrl_lib.testing.llm_server import RecordedRequest, Reply
 
 DOCKERFILE = f"FROM {BASE_IMAGE}\nWORKDIR /app\nCOPY data/ /app/data/\n"
 

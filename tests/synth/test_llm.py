@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from tbrl_lib.fake_llm_server.llm_server import LLMServer, Reply
 from tbrl_lib.llm_api import Usage
 from tbrl_lib.pricing import Price
 from tbrl_lib.synth.llm import (
@@ -20,7 +21,6 @@ from tbrl_lib.synth.llm import (
     make_llm,
     price_for,
 )
-from tbrl_lib.testing.llm_server import LLMServer, Reply
 
 TOOL = Tool(
     "give_number",

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from tbrl_lib.fake_llm_server.llm_server import LLMServer, Reply
 from tbrl_lib.synth.llm import AnthropicLLM
 from tbrl_lib.synth.pipeline import PipelineConfig, run_pipeline
-from tbrl_lib.testing.llm_server import LLMServer, Reply
 from tests.synth import scripted_llm
 
 REQUESTS = [("text-processing", "easy"), ("file-operations", "easy"), ("debugging", "easy")]

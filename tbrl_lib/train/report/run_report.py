@@ -27,12 +27,12 @@ import pandas as pd
 
 from tbrl_lib.agent.trajectory import Trajectory
 from tbrl_lib.evaluate.results import RunResults, TrialResult
-from tbrl_lib.metrics.trajectory_html import trajectory_html
 from tbrl_lib.notebook_tools.display import value_text
 from tbrl_lib.notebook_tools.tables import number_text, tidy
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.plan.launch import launch_commands
 from tbrl_lib.train.report.reporting import rollouts_frame
+from tbrl_lib.viewers.trajectory_html import trajectory_html
 
 REWARD_COLUMNS = {
     "step": "step",

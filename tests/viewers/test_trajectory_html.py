@@ -4,8 +4,8 @@ the termination and the reward, readable offline (no script, no CDN)."""
 from __future__ import annotations
 
 from tbrl_lib.agent.trajectory import Termination, ToolCall, Trajectory, Turn
-from tbrl_lib.metrics.trajectory_html import trajectory_page, write_trajectory_page
 from tbrl_lib.rewards.reward import RewardBreakdown
+from tbrl_lib.viewers.trajectory_html import trajectory_page, write_trajectory_page
 
 
 def _traj() -> Trajectory:

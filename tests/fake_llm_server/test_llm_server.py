@@ -9,7 +9,7 @@ import anthropic
 import openai
 import pytest
 
-from tbrl_lib.testing.llm_server import LLMServer, Reply
+from tbrl_lib.fake_llm_server.llm_server import LLMServer, Reply
 
 
 def _anthropic(server: LLMServer, **kw) -> anthropic.Anthropic:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tbrl_lib.agent.trajectory import Trajectory
-from tbrl_lib.metrics.viewer import header_html, turn_html
+from tbrl_lib.viewers.viewer import header_html, turn_html
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em auto;padding:0 1em}
 details{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px}

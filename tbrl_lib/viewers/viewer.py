@@ -3,7 +3,7 @@ actions, observations, timings and token counts.
 
 `TrajectoryViewer(traj).widget` is the notebook widget (slider + previous/next buttons);
 it needs a live kernel. `turn_html(traj, i)` is the HTML of one turn, usable without widgets:
-the static page of `tbrl_lib.metrics.trajectory_html` (what reports link to) is built from it.
+the static page of `tbrl_lib.viewers.trajectory_html` (what reports link to) is built from it.
 Left out: editing or labelling turns (the judge-evaluation notebook owns labels).
 """
 

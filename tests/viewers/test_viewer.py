@@ -4,7 +4,7 @@ buttons step through them."""
 from __future__ import annotations
 
 from tbrl_lib.agent.trajectory import Termination, ToolCall, Trajectory, Turn
-from tbrl_lib.metrics.viewer import TrajectoryViewer, turn_html
+from tbrl_lib.viewers.viewer import TrajectoryViewer, turn_html
 
 
 def _traj() -> Trajectory:

@@ -1,1 +1,0 @@
-"""tbrl_lib.metrics"""

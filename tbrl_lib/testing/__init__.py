@@ -1,1 +1,0 @@
-"""Test helpers that speak real protocols (no mocks): the loopback LLM server."""
