@@ -1,14 +1,24 @@
 """Presets load and validate; bad values are refused with a message that says how to fix them;
 the flat keys of the config before its sections are refused naming their new key; each async
-preset is its synchronous twin but for the settings its generator needs."""
+preset is its synchronous twin but for the settings its generator needs, and its file
+inherits the twin's (`inherit:`) and states only those."""
 
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from tbrl_lib.overrides import parse_overrides
 from tbrl_lib.train.config.config import TrainConfig
-from tbrl_lib.train.config.presets import OLD_KEYS, config_from_dict, load_preset, preset_names
+from tbrl_lib.train.config.presets import (
+    INHERIT,
+    OLD_KEYS,
+    PRESETS,
+    config_from_dict,
+    load_preset,
+    preset_names,
+    preset_values,
+)
 
 REQUIRED = {"cpu-smoke", "cpu-demo", "1xh200", "2xa100", "8xh100", "32xh100"}
 
@@ -83,6 +93,34 @@ def test_async_presets_are_their_sync_twin_but_for_the_generator(name):
     ours, theirs = _flat(config.to_dict()), _flat(load_preset(twin).to_dict())
     changed = {k for k in ours if ours[k] != theirs[k]}
     assert changed == {"preset", "grpo.async_rollouts", "grpo.max_staleness"} | differs
+
+
+@pytest.mark.parametrize("name", sorted(ASYNC_TWINS))
+def test_an_async_preset_file_inherits_its_twin_and_states_only_what_differs(name):
+    twin = ASYNC_TWINS[name][0]
+    stated = yaml.safe_load(PRESETS.joinpath(f"{name}.yaml").read_text())
+    assert stated.pop(INHERIT) == twin
+    assert load_preset(name).to_dict() == {**load_preset(twin, stated).to_dict(), "preset": name}
+    twin_values = _flat(preset_values(twin))
+    assert all(twin_values.get(k, object()) != v for k, v in _flat(stated).items()), "restated"
+
+
+def test_an_unknown_or_looping_base_is_refused_naming_the_file_and_the_key(tmp_path):
+    (tmp_path / "child.yaml").write_text("inherit: nope\ngrpo: {max_steps: 2}\n")
+    with pytest.raises(
+        ValueError, match=r"preset file child.yaml, key 'inherit': unknown preset 'nope'"
+    ):
+        preset_values("child", tmp_path)
+    (tmp_path / "a.yaml").write_text("inherit: b\n")
+    (tmp_path / "b.yaml").write_text("inherit: a\n")
+    with pytest.raises(ValueError, match=r"b.yaml, key 'inherit': a -> b -> a inherits in a loop"):
+        preset_values("a", tmp_path)
+    (tmp_path / "base.yaml").write_text("grpo: {max_steps: 5, beta: 0.1}\nmodel: {name: m}\n")
+    (tmp_path / "kid.yaml").write_text("inherit: base\ngrpo: {max_steps: 2}\n")
+    assert preset_values("kid", tmp_path) == {
+        "grpo": {"max_steps": 2, "beta": 0.1},
+        "model": {"name": "m"},
+    }
 
 
 def test_8xh100_async_splits_the_node_and_keeps_whole_groups():

@@ -4,11 +4,16 @@
 `--set grpo.max_steps=2` and notebook 04's `settings` give them) and validates the result.
 A setting of the flat config tbrl had before its sections (`max_steps`, `sft_demos`,
 `docker_hosts`, ...) is refused in one line naming its new key (`OLD_KEYS`).
+
+A preset may start from another: `inherit: <base>` at its top takes the base preset's values
+(itself resolved the same way) and merges the file's own over them, nested sections key by
+key (`overrides.merge`), so an `-async` preset states only what differs from its twin.
 """
 
 from __future__ import annotations
 
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 import yaml
@@ -103,25 +108,44 @@ RENAMED_SECTIONS = {"model": "model.name", "curriculum": "curriculum.enabled"}
 """Flat settings whose old name is a section's name now: a plain value means the old one."""
 
 
+PRESETS: Traversable = resources.files("tbrl_lib.train.config").joinpath("presets")
+"""The folder of the shipped preset files."""
+INHERIT = "inherit"
+"""The top-level key that names the preset a preset file starts from."""
+
+
 def preset_names() -> list[str]:
     """Presets shipped with tbrl (the YAML files in `tbrl_lib/train/config/presets/`)."""
-    folder = resources.files("tbrl_lib.train.config").joinpath("presets")
+    return _names_in(PRESETS)
+
+
+def _names_in(folder: Traversable) -> list[str]:
     return sorted(
         p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml")
     )
+
+
+def preset_values(name: str, folder: Traversable = PRESETS, _seen: tuple[str, ...] = ()) -> dict:
+    """The plain values of preset file `<name>.yaml` in `folder`, its `inherit:` base resolved
+    (the base's values with the file's merged over them)."""
+    text = folder.joinpath(f"{name}.yaml").read_text("utf-8")
+    values = yaml.safe_load(text) or {}
+    refuse_old_keys(values, f"preset file {name}.yaml")
+    if INHERIT not in values:
+        return values
+    base, where = values.pop(INHERIT), f"preset file {name}.yaml, key {INHERIT!r}"
+    if base not in _names_in(folder):
+        raise ValueError(f"{where}: unknown preset {base!r}; choose one of {_names_in(folder)}")
+    if base in (*_seen, name):
+        raise ValueError(f"{where}: {' -> '.join((*_seen, name, base))} inherits in a loop")
+    return merge(preset_values(base, folder, (*_seen, name)), values)
 
 
 def load_preset(name: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """The named preset with `overrides` applied, validated."""
     if name not in preset_names():
         raise ValueError(f"unknown preset {name!r}; choose one of {preset_names()}")
-    text = (
-        resources.files("tbrl_lib.train.config")
-        .joinpath("presets", f"{name}.yaml")
-        .read_text("utf-8")
-    )
-    values = yaml.safe_load(text) or {}
-    refuse_old_keys(values, f"preset file {name}.yaml")
+    values = preset_values(name)
     overrides = nest_dotted(overrides or {})
     refuse_old_keys(overrides, f"preset {name!r} settings")
     return config_from_dict({**merge(values, overrides), "preset": name}, where=f"preset {name!r}")
