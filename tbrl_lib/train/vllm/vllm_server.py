@@ -7,10 +7,15 @@ starts `launch.server_command` (the launch files' command, for the run's model f
 its output in the run folder, waits for /health as the scripts do, and stops the server's
 process group when the run ends. A server that already answers is used as it is; a URL on
 another host is left to the launch files (TRL's client says when nothing answers).
+
+A run killed outright (SIGKILL, the OOM killer) runs no `finally`: on Linux the server is
+started with a parent-death signal, so the kernel sends it SIGTERM when the run's process
+dies, and vLLM's API server stops its engine as on any SIGTERM.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shlex
 import signal
@@ -26,6 +31,7 @@ from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.plan.launch import SERVER_WAIT_S, run_starts_server, server_command
 
 STOP_WAIT_S = 30
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def answers(url: str, timeout: float = 5.0) -> bool:
@@ -50,14 +56,28 @@ def serving(
     argv = shlex.split(server_command(config, model=model, python=sys.executable))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        server = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        server = start_tied(argv, log)
     try:
         wait_for(server, url, log_path, wait_s)
         yield server
     finally:
         stop(server)
+
+
+def start_tied(argv: list[str], log) -> subprocess.Popen:
+    """`argv` in a process group of its own (so `stop` reaches its workers), signalled SIGTERM
+    by the kernel when this process dies (Linux; elsewhere only `stop` ends it). The signal
+    follows the thread that starts it: `serving` runs in the run's main thread."""
+    tie = _die_with_parent if sys.platform == "linux" else None
+    return subprocess.Popen(
+        argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=tie
+    )
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
 def wait_for(server: subprocess.Popen, url: str, log_path: Path, wait_s: float) -> None:
