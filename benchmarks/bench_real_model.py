@@ -18,7 +18,7 @@ Phases, each timed (wall seconds):
 Per model and task set: solve rate with its Wilson 95% interval, mean reward, the share of
 replies with a parse error and with no action tag at all, mean turns. Baseline, in the same
 run: the base model (what SFT and GRPO start from). The upstream reference point is
-Terminal-Bench-RL's Qwen3-32B at 13.75% on Terminal-Bench 1 (README).
+Terminal-Bench-RL's Qwen3-32B at 13.75% on Terminal-Bench 1 (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ USED_WITHOUT_IMPORT = {
     "trackio": "transformers' and TRL's loggers import it for `report_to: trackio`",
     "pytest-timeout": "pytest plugin: the suite's per-test time limit (pyproject `timeout`)",
     "ruff": "`make lint`",
+    "mkdocs": "`make docs` and tests/test_docs.py build the docs site with it",
+    "mkdocs-material": "the docs site's theme (mkdocs.yml `theme: material`)",
     "gguf": "transformers' GGUF loader imports it when `tbrl models fetch` converts a packaged model",
     "tabulate": "pandas imports it for `DataFrame.to_markdown` (synth batch validation)",
     "deepspeed": "accelerate loads it for the ZeRO-3 presets (`distributed: zero3`)",

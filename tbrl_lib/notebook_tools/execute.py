@@ -1,6 +1,6 @@
 """Run a workspace notebook headless (papermill) into a run folder, and render it to HTML.
 
-This is what `tbrl demo` and the batch-job recipe in the README do: the executed notebook,
+This is what `tbrl demo` and the batch-job recipe in docs/notebooks.md do: the executed notebook,
 its `summary.json` and a self-contained HTML report (code hidden) land in one folder under
 `outputs/`, so a run explains itself. While it runs, stderr shows each cell, what it prints
 and its progress bars (`tbrl_lib.notebook_tools.progress`). When a cell fails, the executed

@@ -33,7 +33,7 @@ use (`PRETAGGED`) as one-line layers labelled `tbrl.substitute-for`, so a plain 
 of those works outside tbrl and `tbrl doctor` tells a substitute from the real thing. With a
 reachable registry, `bootstrap(pull=True)` pulls the real images instead.
 
-What remains different from the originals (measured, see the README): Debian trixie, not
+What remains different from the originals (measured, see docs/sandbox.md): Debian trixie, not
 Ubuntu noble (`/etc/os-release`, package names and versions; Python 3.13 where Ubuntu has
 3.12, since no offline Python 3.12 exists here); the ubuntu family's python3-pip is
 preinstalled without its Recommends, and with Debian's python3-wheel and python3-packaging;

@@ -1,6 +1,6 @@
 """benchmarks/bench_async.py without training: a row from a finished run folder (step time,
 the trainer's wait, staleness, the CPU busy share) and the CPU sampler's window (the measured
-numbers are in the README)."""
+numbers are in docs/benchmarks.md)."""
 
 from __future__ import annotations
 

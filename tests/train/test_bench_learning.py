@@ -1,5 +1,5 @@
 """benchmarks/bench_learning.py without training: a row from a run summary, the table, and
-the issue's goals judged per seed (the measured numbers are in the README)."""
+the issue's goals judged per seed (the measured numbers are in docs/benchmarks.md)."""
 
 from __future__ import annotations
 

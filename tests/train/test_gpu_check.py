@@ -1,7 +1,7 @@
 """benchmarks/gpu_check.py, the one GPU check: its arithmetic (parameter count, 6N FLOPs, MFU)
 and its refusal without CUDA, and a `--tiny` run on CPU of every variant it can run here (the
 plain-update baseline, TRL's GRPOTrainer, LoRA through PEFT), so the GPU run is known to start;
-the GPU numbers come from a GPU machine (README)."""
+the GPU numbers come from a GPU machine (docs/benchmarks.md)."""
 
 from __future__ import annotations
 

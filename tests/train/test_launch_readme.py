@@ -1,5 +1,5 @@
-"""Every `tbrl train` line in the README parses and runs (`run` and `sft`, which train, only
-with --dry-run or --help)."""
+"""Every `tbrl train` line in the README and the docs pages parses and runs (`run` and `sft`,
+which train, only with --dry-run or --help). The how-tos moved from the README to docs/."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from typer.testing import CliRunner
 
 from tbrl_lib.cli.train import app
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def _lines() -> list[list[str]]:
     out = []
-    for line in README.read_text().splitlines():
+    for line in (ln for page in PAGES for ln in page.read_text().splitlines()):
         m = re.match(r"^(?:\.venv/bin/)?tbrl train (.+)$", line.strip())
         if m:
             args = shlex.split(m.group(1).split("#")[0])

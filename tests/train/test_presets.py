@@ -138,7 +138,7 @@ def test_1xh200_async_is_one_process_with_a_copy_of_a_peft_model():
 
 
 def test_cpu_demo_keeps_its_measured_recipe():
-    # The numbers README "Learning on CPU" measured on 3 seeds; change them with a new table.
+    # The numbers docs/benchmarks.md "Learning on CPU" measured on 3 seeds; change them with a new table.
     c = load_preset("cpu-demo")
     assert (c.model.name, c.data.family, c.data.family_tasks) == ("tiny:learn", "write_word", 40)
     assert (c.grpo.optimizer, c.grpo.learning_rate, c.grpo.lr_scheduler) == (

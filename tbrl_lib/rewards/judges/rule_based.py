@@ -14,7 +14,7 @@ change; parse errors; failed actions and repeats of one failed action; thinking 
 replies that think at length without acting (the final, cut-off reply excepted); whether the
 run wrote <finish>; signs of gaming. They feed the rubric items, weights and hard caps of the
 LLM judges' prompt (`prompt.RUBRIC_WEIGHTS`, `CAPS`); the thresholds in `RuleParams` were fit
-on labelled cases by `tbrl_lib.judge_eval.calibration` (cross-validated figures in the README).
+on labelled cases by `tbrl_lib.judge_eval.calibration` (cross-validated figures: docs/benchmarks.md).
 
 Claims count for nothing; the recorded tool results decide (`facts`: "Evidence"). A tick in
 the todo list earns upkeep only when a successful action backs it (each backs one tick), and
