@@ -22,11 +22,12 @@ from tbrl_lib.tasks.model import Tests as TaskTests
 from tbrl_lib.train.rollouts.curriculum import Curriculum
 from tbrl_lib.train.rollouts.dynamic_sampling import DynamicSampling
 from tbrl_lib.train.rollouts.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
-from tbrl_lib.train.rollouts.rollout_records import Rollout
-from tbrl_lib.train.rollouts.rollout_runner import RolloutRunner
-from tbrl_lib.train.rollouts.trl_rollouts import (
+from tbrl_lib.train.rollouts.step_rollouts import (
     REWARD_WEIGHTS,
+    Rollout,
     RolloutFunc,
+    RolloutRunner,
+    RunnerSettings,
     TaskIndex,
     prompt_key,
     reward_funcs,
@@ -98,7 +99,7 @@ def make_runner(tasks: list[Task], rollout_fn, curriculum: Curriculum | None = N
     """A `RolloutRunner` as the session builds it, with `rollout_fn` in `run_rollout`'s place
     (`async (task, policy, config, judge)`), and `RolloutFunc`, its TRL face."""
     kwargs.setdefault("concurrency", 2)
-    runner = RolloutRunner(
+    settings = RunnerSettings(
         None,
         RolloutConfig(),
         None,
@@ -109,6 +110,7 @@ def make_runner(tasks: list[Task], rollout_fn, curriculum: Curriculum | None = N
         rollout_fn=rollout_fn,
         **kwargs,
     )
+    runner = RolloutRunner(settings)
     return runner, RolloutFunc(TaskIndex([row(t) for t in tasks]), runner)
 
 
