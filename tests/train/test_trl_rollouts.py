@@ -31,6 +31,7 @@ from tbrl_lib.train.rollouts.step_rollouts import (
     TaskIndex,
     prompt_key,
     reward_funcs,
+    rollout_row,
     to_trl_output,
 )
 
@@ -234,6 +235,27 @@ def test_a_run_of_infra_errors_stops_with_the_first_errors_named():
     runner.infra.max_rate = 0.4
     with pytest.raises(InfraErrorRateExceeded, match="daemon_unreachable: refused"):
         rollout_func([row(task)["prompt"]] * 2, trainer=None)
+
+
+def test_every_decision_uses_the_rows_the_gather_hook_brings_from_every_process():
+    task = make_task("a")
+
+    async def rollout(task, policy, config, judge):
+        return scripted_result(task, 1.0)
+
+    def two_processes(report):  # this process's report, and a second process's: infra errors
+        masked = rollout_row(Rollout.from_result(infra_result(task)))
+        return [report, {"kept": [masked] * 2, "dropped": [], "sampling": {}, "draws": []}]
+
+    runner, _ = make_runner(
+        [task], rollout, gather=two_processes, infra=InfraErrorGuard(max_rate=0.9)
+    )
+    done = runner.step([task, task])
+    assert len(done.rollouts) == 2  # this process trains on its own rollouts only
+    assert done.metrics["rollout/count"] == 4.0
+    assert done.metrics["rollout/infra_error_rate"] == 0.5
+    assert runner.curriculum.records["a"].rollouts == 2  # infra rows are never counted
+    assert runner.infra.total == 4 and len(runner.infra.errors) == 2
 
 
 # --- one real GRPOTrainer step on the tiny model -------------------------------------------
