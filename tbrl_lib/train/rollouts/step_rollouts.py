@@ -21,7 +21,7 @@ TRL hands `rollout_func(prompts, trainer)` this process's slice of the generatio
 each dataset prompt already repeated `num_generations` times in a row (TRL's
 `RepeatSampler` does that), so one rollout per prompt entry gives every task its group.
 (TRL 1.15's docstring says the slice comes without duplication; it does not, and
-tests/train/test_trl_rollouts.py pins what it actually does.) `RolloutFunc`:
+tests/train/test_step_rollouts.py pins what it actually does.) `RolloutFunc`:
 
 1. maps each prompt back to its `Task` (`TaskIndex`: dataset rows carry the task JSON, so a
    training node needs nothing but the parquet file);
