@@ -237,7 +237,7 @@ def project(work: Workload, sample: Sampler, seeds: list[int]) -> dict[str, Proj
 
 def run_durations(folder: Path) -> list[float]:
     """The `seconds` of every rollout a finished run saved (`trajectories/*.jsonl`, one
-    `rollout_records.Rollout` a line), zero-second rows left out."""
+    `step_rollouts.Rollout` a line), zero-second rows left out."""
     files = sorted((Path(folder) / "trajectories").glob("*.jsonl"))
     seconds = [
         float(json.loads(line)["seconds"])

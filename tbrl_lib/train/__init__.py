@@ -6,8 +6,8 @@ Public API:
 - `grpo.run.train(preset, overrides, out_dir) -> summary dict` (also `tbrl train run`)
 - `grpo.session.TrainingSession` (tasks, model, policy, rollout runner, curriculum, evaluators),
   `grpo.trainer.SessionTrainer` (TRL's GRPOTrainer over it), `grpo.trainer.grpo_args(config, out)`
-- `rollouts.rollout_runner.RolloutRunner` (a step's rollouts over `tbrl_lib.rollout.run_rollout`),
-  `rollouts.trl_rollouts.RolloutFunc` (TRL's `rollout_func`), `rollouts.trl_rollouts.reward_funcs()`
+- `rollouts.step_rollouts.RolloutRunner` (a step's rollouts over `tbrl_lib.rollout.run_rollout`),
+  `rollouts.step_rollouts.RolloutFunc` (TRL's `rollout_func`), `rollouts.step_rollouts.reward_funcs()`
 - `plan.gpu_memory.plan_memory(config) -> MemoryPlan` (`.table()`),
   `plan.launch.accelerate_config/launch_commands`
 - `rollouts.curriculum.Curriculum`, `rollouts.curriculum.CurriculumSampler`,

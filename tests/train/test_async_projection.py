@@ -25,7 +25,7 @@ from benchmarks.async_projection import (
 )
 from tbrl_lib.train.config.presets import load_preset
 from tbrl_lib.train.plan.gpu_memory import model_shape
-from tbrl_lib.train.rollouts.rollout_records import Rollout, save_rollouts
+from tbrl_lib.train.rollouts.step_rollouts import Rollout, save_rollouts
 from tests.conftest import REPO
 
 spec = importlib.util.spec_from_file_location(

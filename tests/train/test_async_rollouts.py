@@ -31,9 +31,9 @@ from tbrl_lib.train.pipeline.async_rollouts import (
     is_stale,
 )
 from tbrl_lib.train.rollouts.curriculum import Curriculum
-from tbrl_lib.train.rollouts.rollout_records import Rollout
+from tbrl_lib.train.rollouts.step_rollouts import Rollout
 from tests.train.conftest import make_model
-from tests.train.test_trl_rollouts import make_runner, make_task, row, scripted_result
+from tests.train.test_step_rollouts import make_runner, make_task, row, scripted_result
 
 # --- the worker --------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from tbrl_lib.policies.batching import BatchingGenerator
 from tbrl_lib.policies.chat import Sample, stop_token_ids
 from tbrl_lib.policies.hf import HFBackend
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
-from tests.train.test_trl_rollouts import make_task
+from tests.train.test_step_rollouts import make_task
 
 
 def trainer_policy(model, tokenizer, max_context):

@@ -43,8 +43,12 @@ from tbrl_lib.train.rollouts.curriculum import Curriculum
 from tbrl_lib.train.rollouts.dynamic_sampling import DynamicSampling
 from tbrl_lib.train.rollouts.engine_outage import EngineWait
 from tbrl_lib.train.rollouts.infra_guard import InfraErrorGuard
-from tbrl_lib.train.rollouts.rollout_runner import RolloutRunner
-from tbrl_lib.train.rollouts.trl_rollouts import RolloutFunc, TaskIndex
+from tbrl_lib.train.rollouts.step_rollouts import (
+    RolloutFunc,
+    RolloutRunner,
+    RunnerSettings,
+    TaskIndex,
+)
 from tbrl_lib.train.warm_start.heldout_eval import HeldoutDuringTraining, HeldoutEvaluator
 
 
@@ -84,17 +88,19 @@ class TrainingSession:
             config.model.enable_thinking,
         )
         self.runner = RolloutRunner(
-            self.policy,
-            rollout,
-            self.judge,
-            self.curriculum,
-            concurrency=config.launch.sandbox_concurrency,
-            stub_prompt_ids=self.first_prompt_ids,
-            eos_id=self.tokenizer.eos_token_id,
-            sampling=self._dynamic_sampling(),
-            infra=InfraErrorGuard(config.grpo.max_infra_error_rate, config.rollouts_per_step),
-            outage=EngineWait.for_run(config, out),
-            trajectories_dir=out / "trajectories",
+            RunnerSettings(
+                self.policy,
+                rollout,
+                self.judge,
+                self.curriculum,
+                concurrency=config.launch.sandbox_concurrency,
+                stub_prompt_ids=self.first_prompt_ids,
+                eos_id=self.tokenizer.eos_token_id,
+                sampling=self._dynamic_sampling(),
+                infra=InfraErrorGuard(config.grpo.max_infra_error_rate, config.rollouts_per_step),
+                outage=EngineWait.for_run(config, out),
+                trajectories_dir=out / "trajectories",
+            )
         )
         self.rollout_func = RolloutFunc(self.index, self.runner)
         # The trainer logs curriculum/ and eval/ numbers itself, so every tracker sees them.

@@ -21,7 +21,7 @@ from tbrl_lib.notebook_tools import record_summary
 from tbrl_lib.train.grpo.session import TrainingSession
 from tbrl_lib.train.plan.gpu_memory import memory_report
 from tbrl_lib.train.report.reporting import plot_rewards
-from tbrl_lib.train.rollouts.rollout_records import mean
+from tbrl_lib.train.rollouts.step_rollouts import mean
 from tbrl_lib.train.warm_start.heldout_eval import before_after_table
 
 WARM_START_KEYS = (

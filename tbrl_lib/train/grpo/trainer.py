@@ -39,7 +39,7 @@ from tbrl_lib.train.plan.resume import read_state
 from tbrl_lib.train.report.progress import StepLines, use_progress_lines
 from tbrl_lib.train.report.reporting import CheckpointState
 from tbrl_lib.train.rollouts.curriculum import CurriculumSampler
-from tbrl_lib.train.rollouts.trl_rollouts import REWARD_WEIGHTS, reward_funcs
+from tbrl_lib.train.rollouts.step_rollouts import REWARD_WEIGHTS, reward_funcs
 from tbrl_lib.train.vllm.vllm_cpu import on_cpu, reload_colocated
 from tbrl_lib.train.vllm.vllm_sync_probe import SyncProbe
 

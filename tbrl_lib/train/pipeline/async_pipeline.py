@@ -74,8 +74,7 @@ from tbrl_lib.train.pipeline.async_rollouts import (
     policy_copy,
 )
 from tbrl_lib.train.rollouts.dynamic_sampling import flat_group
-from tbrl_lib.train.rollouts.rollout_runner import Generated, RolloutRunner
-from tbrl_lib.train.rollouts.trl_rollouts import TaskIndex, to_trl_output
+from tbrl_lib.train.rollouts.step_rollouts import Generated, RolloutRunner, TaskIndex, to_trl_output
 
 
 class ServerWeightSync:

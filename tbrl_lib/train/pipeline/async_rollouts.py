@@ -45,8 +45,7 @@ import torch
 
 from tbrl_lib.policies.base import Policy
 from tbrl_lib.tasks.model import Task
-from tbrl_lib.train.rollouts.rollout_records import Rollout
-from tbrl_lib.train.rollouts.rollout_runner import RolloutRunner
+from tbrl_lib.train.rollouts.step_rollouts import Rollout, RolloutRunner
 
 
 @dataclass

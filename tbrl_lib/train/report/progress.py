@@ -10,7 +10,7 @@ and a few per warm start, printed to stdout (a notebook cell's output; `tbrl dem
 a line says exactly what the trackers got. `SFTLines` prints about ten lines over a warm
 start. `use_progress_lines` puts one in place of the trainer's own progress display (a tqdm
 bar, or in a notebook a table with a row per logged step). Only process 0 prints. Left out:
-the per-step rollouts bar (`rollout_runner.py`) and the evaluation harness's own output.
+the per-step rollouts bar (`rollouts/step_rollouts.py`) and the evaluation harness's own output.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.train.rollouts.curriculum import Curriculum, no_spread
-from tbrl_lib.train.rollouts.rollout_records import Rollout, mean
+from tbrl_lib.train.rollouts.step_rollouts import Rollout
 
 RunAll = Callable[[list[Task]], Awaitable[list[Rollout]]]
 """Runs one rollout per task, in order (`RolloutRunner.run_all`)."""
@@ -95,13 +95,3 @@ class DynamicSampling:
             r.dropped = True
         stats["sampling/zero_std_after"] = len(flat) / len(groups)
         return [r for g in groups for r in g], set_aside, stats
-
-
-def combine_sampling(per_process: list[dict[str, float]]) -> dict[str, float]:
-    """Dynamic sampling numbers of all processes: shares averaged, counts summed."""
-    reported = [s for s in per_process if s]
-    if not reported:
-        return {}
-    counts = ("sampling/refilled_groups", "sampling/refill_rollouts")
-    keys = sorted({k for s in reported for k in s})
-    return {k: (sum if k in counts else mean)(s[k] for s in reported if k in s) for k in keys}

@@ -22,14 +22,16 @@ from tbrl_lib.tasks.model import Tests as TaskTests
 from tbrl_lib.train.rollouts.curriculum import Curriculum
 from tbrl_lib.train.rollouts.dynamic_sampling import DynamicSampling
 from tbrl_lib.train.rollouts.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
-from tbrl_lib.train.rollouts.rollout_records import Rollout
-from tbrl_lib.train.rollouts.rollout_runner import RolloutRunner
-from tbrl_lib.train.rollouts.trl_rollouts import (
+from tbrl_lib.train.rollouts.step_rollouts import (
     REWARD_WEIGHTS,
+    Rollout,
     RolloutFunc,
+    RolloutRunner,
+    RunnerSettings,
     TaskIndex,
     prompt_key,
     reward_funcs,
+    rollout_row,
     to_trl_output,
 )
 
@@ -98,7 +100,7 @@ def make_runner(tasks: list[Task], rollout_fn, curriculum: Curriculum | None = N
     """A `RolloutRunner` as the session builds it, with `rollout_fn` in `run_rollout`'s place
     (`async (task, policy, config, judge)`), and `RolloutFunc`, its TRL face."""
     kwargs.setdefault("concurrency", 2)
-    runner = RolloutRunner(
+    settings = RunnerSettings(
         None,
         RolloutConfig(),
         None,
@@ -109,6 +111,7 @@ def make_runner(tasks: list[Task], rollout_fn, curriculum: Curriculum | None = N
         rollout_fn=rollout_fn,
         **kwargs,
     )
+    runner = RolloutRunner(settings)
     return runner, RolloutFunc(TaskIndex([row(t) for t in tasks]), runner)
 
 
@@ -232,6 +235,27 @@ def test_a_run_of_infra_errors_stops_with_the_first_errors_named():
     runner.infra.max_rate = 0.4
     with pytest.raises(InfraErrorRateExceeded, match="daemon_unreachable: refused"):
         rollout_func([row(task)["prompt"]] * 2, trainer=None)
+
+
+def test_every_decision_uses_the_rows_the_gather_hook_brings_from_every_process():
+    task = make_task("a")
+
+    async def rollout(task, policy, config, judge):
+        return scripted_result(task, 1.0)
+
+    def two_processes(report):  # this process's report, and a second process's: infra errors
+        masked = rollout_row(Rollout.from_result(infra_result(task)))
+        return [report, {"kept": [masked] * 2, "dropped": [], "sampling": {}, "draws": []}]
+
+    runner, _ = make_runner(
+        [task], rollout, gather=two_processes, infra=InfraErrorGuard(max_rate=0.9)
+    )
+    done = runner.step([task, task])
+    assert len(done.rollouts) == 2  # this process trains on its own rollouts only
+    assert done.metrics["rollout/count"] == 4.0
+    assert done.metrics["rollout/infra_error_rate"] == 0.5
+    assert runner.curriculum.records["a"].rollouts == 2  # infra rows are never counted
+    assert runner.infra.total == 4 and len(runner.infra.errors) == 2
 
 
 # --- one real GRPOTrainer step on the tiny model -------------------------------------------
