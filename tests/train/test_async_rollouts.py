@@ -282,7 +282,7 @@ def async_trainer(
         tasks, sampling_episode(), curriculum, concurrency=4, trajectories_dir=tmp_path / "traj"
     )
     policy = TrainerPolicy(tokenizer, "hf", 1.0, 1.0, 64)
-    runner.policy = policy
+    runner.settings.policy = policy
     session = SimpleNamespace(
         config=config,
         out=tmp_path,

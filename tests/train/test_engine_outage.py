@@ -77,7 +77,7 @@ def test_an_engine_that_stays_down_stops_the_step_with_the_way_to_resume(tmp_pat
     # The outage, not the infra-error rate, stops it; before any checkpoint: run again.
     with pytest.raises(engine.EngineOutage, match="within 0s; no checkpoint is saved"):
         runner.step(tasks)
-    assert calls == ["a", "b"] and runner.calls == 0 and runner.infra.total == 0
+    assert calls == ["a", "b"] and runner.calls == 0 and runner.settings.infra.total == 0
     (tmp_path / "checkpoints" / "checkpoint-1").mkdir(parents=True)
     write_state(tmp_path / "checkpoints" / "checkpoint-1", {"step": 1})
     calls.clear()

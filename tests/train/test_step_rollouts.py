@@ -197,7 +197,7 @@ def test_runner_returns_one_rollout_per_entry_in_order_within_the_concurrency_li
     assert all(len(c) == len(m) for c, m in zip(out["completion_ids"], out["env_mask"]))
     assert out["infra_error"] == [False] * 3 + [True] * 3
     assert out["completion_ids"][3] == [1] and out["prompt_ids"][3] == [3, 5]  # masked stub
-    records = runner.curriculum.records  # the curriculum never counts infra errors
+    records = runner.settings.curriculum.records  # the curriculum never counts infra errors
     assert (records["a"].rollouts, records["a"].solved, records["b"].rollouts) == (3, 3, 0)
     assert peak == 2 and runner.calls == 1
 
@@ -232,7 +232,7 @@ def test_a_run_of_infra_errors_stops_with_the_first_errors_named():
         "total": 4,
         "infra_errors": ["a: sandbox: daemon_unreachable: refused"] * 2,
     }
-    runner.infra.max_rate = 0.4
+    runner.settings.infra.max_rate = 0.4
     with pytest.raises(InfraErrorRateExceeded, match="daemon_unreachable: refused"):
         rollout_func([row(task)["prompt"]] * 2, trainer=None)
 
@@ -254,8 +254,8 @@ def test_every_decision_uses_the_rows_the_gather_hook_brings_from_every_process(
     assert len(done.rollouts) == 2  # this process trains on its own rollouts only
     assert done.metrics["rollout/count"] == 4.0
     assert done.metrics["rollout/infra_error_rate"] == 0.5
-    assert runner.curriculum.records["a"].rollouts == 2  # infra rows are never counted
-    assert runner.infra.total == 4 and len(runner.infra.errors) == 2
+    assert runner.settings.curriculum.records["a"].rollouts == 2  # infra rows are never counted
+    assert runner.settings.infra.total == 4 and len(runner.settings.infra.errors) == 2
 
 
 # --- one real GRPOTrainer step on the tiny model -------------------------------------------

@@ -171,7 +171,7 @@ class AheadRolloutFunc:
             if flat and refills_left:
                 exclude = {g[0].rollout.task_id for g in kept} | {task_id}
                 exclude |= set(self.worker.queued_tasks)
-                drawn = self.runner.curriculum.refill_ids(1, exclude)
+                drawn = self.runner.settings.curriculum.refill_ids(1, exclude)
                 if drawn:
                     refills_left -= 1
                     draws += drawn

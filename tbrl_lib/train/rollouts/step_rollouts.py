@@ -390,13 +390,6 @@ class RolloutRunner:
 
     def __init__(self, settings: RunnerSettings) -> None:
         self.settings = settings
-        self.policy, self.rollout, self.judge = settings.policy, settings.rollout, settings.judge
-        self.curriculum, self.sampling = settings.curriculum, settings.sampling
-        self.infra, self.outage = settings.infra, settings.outage
-        self.concurrency, self.progress = settings.concurrency, settings.progress
-        self.stub_prompt_ids, self.eos_id = settings.stub_prompt_ids, settings.eos_id
-        self.trajectories_dir = settings.trajectories_dir
-        self.rollout_fn = settings.rollout_fn
         self.calls = 0
         """Steps run so far (names the trajectory files; a resumed run continues it)."""
 
@@ -409,19 +402,21 @@ class RolloutRunner:
         counted yet (`record`)."""
         rollouts = run_sync(self.run_all(tasks))
         dropped, sampling, draws = [], {}, []
-        if self.sampling is not None:
-            rollouts, dropped, sampling = run_sync(self.sampling.refill(rollouts, self.run_all))
-            draws = list(self.sampling.last_draws)
+        if self.settings.sampling is not None:
+            rollouts, dropped, sampling = run_sync(
+                self.settings.sampling.refill(rollouts, self.run_all)
+            )
+            draws = list(self.settings.sampling.last_draws)
         return Generated(rollouts, dropped, sampling, draws)
 
     def record(self, generated: Generated, step: int | None = None) -> StepRollouts:
         """Save `generated`, count it (infra stop, curriculum) and make the step's metrics."""
         rollouts, dropped = generated.rollouts, generated.dropped
         self.calls += 1
-        if self.trajectories_dir is not None:
+        if self.settings.trajectories_dir is not None:
             name = f"step-{self.calls if step is None else step:05d}-call-{self.calls:04d}"
             save_rollouts(
-                rollouts + dropped, self.trajectories_dir / f"{name}{rank_suffix()}.jsonl"
+                rollouts + dropped, self.settings.trajectories_dir / f"{name}{rank_suffix()}.jsonl"
             )
         # Every decision below uses all processes' rollouts, so every process takes the same one.
         reports = self.settings.gather(
@@ -434,11 +429,11 @@ class RolloutRunner:
         )
         kept = [row for report in reports for row in report["kept"]]
         seen = [row for report in reports for row in report["kept"] + report["dropped"]]
-        self.infra.record(seen)
-        self.curriculum.record_rollouts(
+        self.settings.infra.record(seen)
+        self.settings.curriculum.record_rollouts(
             [r["task_id"] for r in seen], [r["reward"] for r in seen], [r["solved"] for r in seen]
         )
-        self.curriculum.commit_refills([t for report in reports for t in report["draws"]])
+        self.settings.curriculum.commit_refills([t for report in reports for t in report["draws"]])
         metrics = {**metrics_of_rows(kept), **combine_sampling([r["sampling"] for r in reports])}
         return StepRollouts(rollouts, metrics)
 
@@ -451,10 +446,10 @@ class RolloutRunner:
         rollouts = await self.run_each(tasks, policy, progress)
         for attempt in range(OUTAGE_RERUNS + 1):
             failed = [i for i, r in enumerate(rollouts) if r.infra_error]
-            if not failed or self.outage is None:
+            if not failed or self.settings.outage is None:
                 break
             why = rollouts[failed[0]].error or "an infra error"
-            if not await self.outage.after_infra_errors(why):
+            if not await self.settings.outage.after_infra_errors(why):
                 break  # every engine answers: these infra errors were no outage
             if attempt == OUTAGE_RERUNS:
                 break
@@ -468,15 +463,17 @@ class RolloutRunner:
         self, tasks: list[Task], policy: Policy | None = None, progress: bool | None = None
     ) -> list[Rollout]:
         """One rollout per task, in order, `concurrency` at a time (no outage handling)."""
-        policy = policy or self.policy
-        limit = asyncio.Semaphore(self.concurrency)
-        shown = self.progress if progress is None else progress
+        policy = policy or self.settings.policy
+        limit = asyncio.Semaphore(self.settings.concurrency)
+        shown = self.settings.progress if progress is None else progress
         bar = tqdm(total=len(tasks), desc="rollouts", disable=not shown, leave=False)
 
         async def one(task: Task) -> Rollout:
             async with limit:
                 try:
-                    result = await self.rollout_fn(task, policy, self.rollout, self.judge)
+                    result = await self.settings.rollout_fn(
+                        task, policy, self.settings.rollout, self.settings.judge
+                    )
                 finally:
                     bar.update(1)
             rollout = Rollout.from_result(result)
@@ -495,15 +492,19 @@ class RolloutRunner:
     def stub_ids(self, task: Task) -> tuple[list[int], list[int]]:
         """Prompt and completion of a rollout that produced no tokens: the task's prompt and
         one masked EOS (TRL needs at least one completion token per row)."""
-        return list(self.stub_prompt_ids(task)), [self.eos_id]
+        return list(self.settings.stub_prompt_ids(task)), [self.settings.eos_id]
 
     def state_dict(self) -> dict[str, Any]:
         """Counters a resumed run continues (trajectory file names, the infra error rate)."""
-        return {"calls": self.calls, "total": self.infra.total, "infra_errors": self.infra.errors}
+        return {
+            "calls": self.calls,
+            "total": self.settings.infra.total,
+            "infra_errors": self.settings.infra.errors,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.calls, self.infra.total = state["calls"], state["total"]
-        self.infra.errors = list(state["infra_errors"])
+        self.calls, self.settings.infra.total = state["calls"], state["total"]
+        self.settings.infra.errors = list(state["infra_errors"])
 
 
 # TRL's face.
