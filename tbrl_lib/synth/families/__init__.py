@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from tbrl_lib.synth.families.base import Draft, Family
 from tbrl_lib.synth.families.copy_answer import copy_answer
+from tbrl_lib.synth.families.count_matches import count_matches
+from tbrl_lib.synth.families.fix_script import fix_script
 from tbrl_lib.synth.families.logs_data import data_transform, log_analysis
 from tbrl_lib.synth.families.repair import build_fix, config_repair, script_debug
 from tbrl_lib.synth.families.sqlite_report import sqlite_report
@@ -82,6 +84,18 @@ FAMILIES: dict[str, Family] = {
             "file-operations",
             write_word,
             "write the word the instruction names into the file it names (the CPU demo's family)",
+        ),
+        Family(
+            "count_matches",
+            "text-processing",
+            count_matches,
+            "count the lines of a log that hold a level word into a file (grep -c)",
+        ),
+        Family(
+            "fix_script",
+            "debugging",
+            fix_script,
+            "replace the placeholder a one-line script prints, in place (sed -i)",
         ),
     ]
 }

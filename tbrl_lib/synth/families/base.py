@@ -46,6 +46,9 @@ class Draft:
     """Extra Dockerfile lines after the COPY (offline only: no apt, no pip)."""
     answers: dict[str, Any] = field(default_factory=dict)
     """The expected answers the tests check; recorded in metadata so diversity is testable."""
+    slip: str | None = None
+    """The family's typical mistake, as bash a weaker model would run instead of `solution`
+    (the tests catch it); a warm start's slipping teacher runs it (`demos.demo_teachers`)."""
 
 
 FamilyFn = Callable[[random.Random, Difficulty], Draft]
@@ -88,7 +91,9 @@ def to_task(family: Family, draft: Draft, seed: int, difficulty: Difficulty) -> 
         ),
         provenance=Provenance(source_format="synth", location=f"family {family.name} seed {seed}"),
         metadata={
-            "synth": {"family": family.name, "seed": seed, "answers": _without_none(draft.answers)}
+            "synth": _without_none(
+                {"family": family.name, "seed": seed, "answers": draft.answers, "slip": draft.slip}
+            )
         },
     )
 

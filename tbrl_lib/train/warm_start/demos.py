@@ -179,6 +179,13 @@ async def record_demos(
     return list(await asyncio.gather(*(one(t, p) for t, p in zip(tasks, chosen, strict=True))))
 
 
+def slip_of(task: Task) -> str | None:
+    """The mistake a weaker teacher makes on `task`: its family's own (`Draft.slip`, kept in
+    `metadata.synth.slip`), else its solution `slipped` into /tmp; None when it has neither."""
+    own = task.metadata.get("synth", {}).get("slip")
+    return own.strip() if own else slipped(task.solution or "")
+
+
 def slipped(solution: str) -> str | None:
     """The solution as a teacher that writes its output to the wrong folder would run it:
     every output redirection (`> DIR/FILE`, `>> FILE`) sent to `/tmp/FILE` instead. The
@@ -201,8 +208,8 @@ def demo_teachers(
     """A teacher per task, as a weaker model than the one being trained would demonstrate:
     with probability `careful` it works the way the judge rewards (`CarefulOracle`), else it
     just runs a solution and finishes (`ShortOracle`); that solution is the task's own with
-    probability `accuracy`, else it slips (`slipped`: the right file, written in /tmp
-    instead of where the task asks), a mistake the tests catch and the reward alone can
+    probability `accuracy`, else it slips (`slip_of`: the family's typical mistake, e.g.
+    the right file written in /tmp), a mistake the tests catch and the reward alone can
     teach away. Every demonstration still reads its answer from its own instruction."""
     for name, share in (("accuracy", accuracy), ("careful", careful)):
         if not 0.0 <= share <= 1.0:
@@ -211,7 +218,7 @@ def demo_teachers(
     teachers: list[ShortOracle] = []
     for task in tasks:
         kind = CarefulOracle if rng.random() < careful else ShortOracle
-        slip = slipped(task.solution or "") if rng.random() >= accuracy else None
+        slip = slip_of(task) if rng.random() >= accuracy else None
         teachers.append(kind(slip))
     return teachers
 
