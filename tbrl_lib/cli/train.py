@@ -74,13 +74,13 @@ def task_overrides(tasks: Path | None, lenient: bool, overrides: list[str]) -> l
 
 
 def refuse_family_with_tasks(config: TrainConfig, tasks: Path | None) -> None:
-    """A preset that trains on a procedural family never reads `data.tasks`: say so."""
-    if tasks is not None and config.data.family:
+    """A preset that trains on procedural families never reads `data.tasks`: say so."""
+    if tasks is not None and config.data.families:
         raise typer.BadParameter(
-            f"preset {config.preset} trains on instances of the procedural family "
-            f"{config.data.family!r} (its warm start and held-out evaluation need them), not "
-            "on a task folder: use a preset without a family (e.g. --preset cpu-smoke), or add "
-            "--set data.family=null --set sft.demos=0 --set heldout.instances=0",
+            f"preset {config.preset} trains on instances of the procedural families "
+            f"{config.data.families} (its warm start and held-out evaluation need them), not "
+            "on a task folder: use a preset without families (e.g. --preset cpu-smoke), or add "
+            "--set data.families=[] --set sft.demos=0 --set heldout.instances=0",
             param_hint="--tasks",
         )
 
@@ -146,10 +146,11 @@ def sft_cmd(
     """The warm start of a preset alone: teacher demonstrations recorded in sandboxes (its
     `sft`, `data` and `rollout` sections), then SFT on their assistant tokens."""
     config = _config(preset, overrides)
-    if not (config.sft.demos and config.data.family):
+    if not (config.sft.demos and config.data.families):
         raise typer.BadParameter(
             f"preset {config.preset} has no warm start (sft.demos={config.sft.demos}, "
-            f"data.family={config.data.family}); --set sft.demos=32 --set data.family=write_word",
+            f"data.families={config.data.families}); --set sft.demos=32 "
+            "--set data.families=[write_word]",
             param_hint="--preset/--set",
         )
     try:  # a missing model: one line naming the fetch, before any sandbox

@@ -57,3 +57,57 @@ def test_a_task_that_was_not_generated_cannot_be_split():
     )
     with pytest.raises(ValueError, match="hand-written has no synth answers"):
         is_heldout(task)
+
+
+def test_several_families_interleave_and_share_a_count():
+    from tbrl_lib.train.warm_start.heldout import family_of, mixed_training_tasks, shares
+
+    assert shares(48, 3) == [16, 16, 16] and shares(7, 3) == [3, 2, 2] and shares(2, 3) == [1, 1, 0]
+    tasks = mixed_training_tasks(["write_word", "count_matches", "fix_script"], [2, 3, 1])
+    assert [family_of(t) for t in tasks] == [
+        "write_word",
+        "count_matches",
+        "fix_script",
+        "write_word",
+        "count_matches",
+        "count_matches",
+    ]
+    assert not any(is_heldout(t) for t in tasks)
+    assert family_of(make_task("copy_answer", 0, "easy")) == "copy_answer"
+
+
+def _evaluation(solved: dict[str, bool]) -> dict:
+    from tbrl_lib.evaluate.results import FailureMode, RunConfig, RunResults, TrialResult
+
+    run = RunResults(config=RunConfig(policy="p", tasks_source="heldout"))
+    for task_id, ok in solved.items():
+        run.add(
+            TrialResult(
+                task_id=task_id,
+                attempt=0,
+                resolved=ok,
+                score=float(ok),
+                failure_mode=FailureMode.resolved if ok else FailureMode.unresolved,
+            )
+        )
+    return {"results": run}
+
+
+def test_the_family_table_reports_each_family_and_the_pool_with_paired_gains():
+    from tbrl_lib.train.warm_start.heldout_eval import family_table
+
+    tasks = heldout_tasks("write_word", 4) + heldout_tasks("count_matches", 4)
+    ww, cm = [t.id for t in tasks[:4]], [t.id for t in tasks[4:]]
+    sft = _evaluation({**dict.fromkeys(ww, False), **dict.fromkeys(cm, False)} | {ww[0]: True})
+    grpo = _evaluation({**dict.fromkeys(ww, True), **dict.fromkeys(cm, False)})
+    rows = family_table({"warm start": sft, "grpo": grpo}, tasks)
+    by = {(r["family"], r["model"]): r for r in rows}
+    assert [r["family"] for r in rows] == ["write_word"] * 2 + ["count_matches"] * 2 + ["all"] * 2
+    assert by["write_word", "warm start"]["solve_rate"] == 0.25
+    assert by["write_word", "grpo"]["difference"] == 0.75  # 3 instances gained, paired
+    assert by["count_matches", "grpo"]["difference"] == 0.0
+    pooled = by["all", "grpo"]
+    assert (pooled["instances"], pooled["solve_rate"], pooled["difference"]) == (8, 0.5, 0.375)
+    low, high = pooled["difference_ci"]
+    assert 0.0 <= low <= 0.375 <= high and "vs_previous" not in by["all", "warm start"]
+    assert by["all", "warm start"]["interval (Wilson 95%)"].startswith("[0.0")

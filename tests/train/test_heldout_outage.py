@@ -23,7 +23,7 @@ def evaluator(tmp_path, monkeypatch):
     default.close()  # the process's client of the default engine reconnects: to DOCKER_HOST
     settings = {
         "heldout.instances": 2,
-        "data.family": "write_word",
+        "data.families": ["write_word"],
         "rollout.sandbox.engine_wait_s": 0.3,
     }
     config = load_preset("cpu-smoke", settings)

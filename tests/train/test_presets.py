@@ -140,7 +140,11 @@ def test_1xh200_async_is_one_process_with_a_copy_of_a_peft_model():
 def test_cpu_demo_keeps_its_measured_recipe():
     # The numbers docs/benchmarks.md "Learning on CPU" measured on 3 seeds; change them with a new table.
     c = load_preset("cpu-demo")
-    assert (c.model.name, c.data.family, c.data.family_tasks) == ("tiny:learn", "write_word", 40)
+    assert (c.model.name, c.data.families, c.data.family_tasks) == (
+        "tiny:learn",
+        ["write_word"],
+        40,
+    )
     assert (c.grpo.optimizer, c.grpo.learning_rate, c.grpo.lr_scheduler) == (
         "sgd",
         0.5,
@@ -254,10 +258,12 @@ def _reference():
         ({"grpo.learning_rate": "fast"}, "grpo.learning_rate: Input should be a valid number"),
         ({"grpo.top_p": 1.5}, "grpo.top_p"),
         (
-            {"sft.demos": 4, "data.family": None},
-            "sft.demos, heldout.instances > 0 needs data.family",
+            {"sft.demos": 4, "data.families": []},
+            "sft.demos, heldout.instances > 0 needs data.families",
         ),
-        ({"data.family": "no_such_family"}, "unknown task family"),
+        ({"data.families": "write_word,no_such_family"}, "unknown task family"),
+        ({"data.families": ["write_word", "write_word"]}, "names a family twice"),
+        ({"data.family": "write_word"}, r"data.family is now data.families.*\[write_word\]"),
         ({"rollout.reward.judge": "none", "rollout.reward.w_judge": 0.35}, "set w_judge=0"),
         ({"grpo.scale_rewards": "std"}, "grpo.scale_rewards: Input should be"),
     ],

@@ -82,7 +82,7 @@ def test_a_short_run_logs_everything_to_tensorboard_and_one_console_line_per_ste
         **SHORT_RUN,
         "grpo.max_steps": 2,
         "data.task_ids": [],
-        "data.family": "write_word",
+        "data.families": ["write_word"],
         "data.family_tasks": 1,
         "heldout.instances": 1,
         "heldout.every": 2,

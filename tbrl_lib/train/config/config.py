@@ -2,13 +2,13 @@
 
     preset, seed                   the run
     model:      ModelSettings       the policy model: id or folder, dtype, LoRA, loader
-    data:       DataSettings        what it trains on: task folders, or a procedural family
+    data:       DataSettings        what it trains on: task folders, or procedural families
     rollout:    RolloutConfig       one rollout, exactly as evaluation runs it: episode limits
                                     and tools, sandbox, the reward (weights and judge)
     grpo:       GRPOSettings        TRL's GRPO knobs: groups, sampling, optimiser, steps, saving
     curriculum: CurriculumSettings  task order, filtering, dynamic sampling
     sft:        SFTSettings         the warm start before GRPO (0 demonstrations: none)
-    heldout:    HeldoutSettings     evaluations on held-out instances of the family
+    heldout:    HeldoutSettings     evaluations on held-out instances of the families
     launch:     LaunchSettings      nodes, GPUs, distribution, generation backend, sandboxes
 
 Every field has one name and one default in the whole tree (`tests/train/test_config.py`
@@ -92,7 +92,7 @@ class ModelSettings(Section):
 
 
 class DataSettings(Section):
-    """What the run trains on: bundled or converted task folders, or a procedural family."""
+    """What the run trains on: bundled or converted task folders, or procedural families."""
 
     tasks: str = "data/tasks"
     """Task source: a Harbor/TB1 dir (or a dir of them), upstream CSV, or a tasks parquet."""
@@ -103,23 +103,37 @@ class DataSettings(Section):
     lenient: bool = False
     """Read `tasks` leniently: skip tasks that do not load and read loosely written weights,
     each change printed (`--lenient`); false: the first bad task stops the run."""
-    family: str | None = None
-    """Train on instances of this procedural family (`tbrl synth families`) instead of `tasks`;
-    held-out instances (`train/warm_start/heldout.py`) are never among them."""
+    families: list[str] = Field(default_factory=list)
+    """Train on instances of these procedural families (`tbrl synth families`; a list, or
+    names joined by commas) instead of `tasks`; held-out instances
+    (`train/warm_start/heldout.py`) are never among them. Empty: train on `tasks`."""
     family_difficulty: Difficulty = Difficulty.easy
-    """Difficulty of the family's instances (training, demonstrations and held-out)."""
+    """Difficulty of the families' instances (training, demonstrations and held-out)."""
     family_tasks: int = Field(default=32, ge=1)
-    """Training instances of `family` (held-out instances skipped)."""
+    """Training instances of each family (held-out instances skipped)."""
     first_seed: int = Field(default=1000, ge=0)
     """Seed of the first training instance (GRPO's and the demonstrations'); held-out
     instances start at seed 0 and differ by content."""
 
-    @field_validator("family")
+    @model_validator(mode="before")
     @classmethod
-    def _known_family(cls, value: str | None) -> str | None:
-        if value is not None:
-            family_names([value])  # ValueError listing the families
-        return value
+    def _no_single_family(cls, values: Any) -> Any:
+        if isinstance(values, dict) and "family" in values:
+            raise ValueError(
+                f"data.family is now data.families, a list: set data.families=[{values['family']}]"
+            )
+        return values
+
+    @field_validator("families", mode="before")
+    @classmethod
+    def _known_families(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [name.strip() for name in value.split(",") if name.strip()]
+        if value:
+            family_names(value)  # ValueError listing the families
+            if len(set(value)) != len(value):
+                raise ValueError(f"data.families {value} names a family twice")
+        return value or []
 
 
 class GRPOSettings(Section):
@@ -284,13 +298,14 @@ class CurriculumSettings(Section):
 
 
 class SFTSettings(Section):
-    """The SFT warm start before GRPO: teacher demonstrations of `data.family`, recorded in
+    """The SFT warm start before GRPO: teacher demonstrations of `data.families`, recorded in
     `rollout`'s episode, then TRL's `SFTTrainer` on their assistant tokens (`train/warm_start/sft.py`).
     A LoRA run (`model.use_lora`) warm-starts a LoRA adapter of the same rank, merged into
     the checkpoint GRPO loads."""
 
     demos: int = Field(default=0, ge=0)
-    """Teacher demonstrations to record and train on; 0: no warm start."""
+    """Teacher demonstrations to record and train on, shared out over `data.families` in
+    turn; 0: no warm start."""
     epochs: float = Field(default=3.0, gt=0)
     """SFT epochs over the demonstrations."""
     learning_rate: float = Field(default=1e-3, gt=0)
@@ -298,8 +313,9 @@ class SFTSettings(Section):
     batch_size: int = Field(default=8, ge=1)
     """Demonstrations per SFT step."""
     teacher_accuracy: float = Field(default=1.0, ge=0, le=1)
-    """Share of demonstrations the teacher gets right; in the rest it writes its output file
-    in /tmp instead of where the task asks (`demos.demo_teachers`)."""
+    """Share of demonstrations the teacher gets right; in the rest it makes its family's
+    typical mistake (`Draft.slip`; by default its output file written in /tmp instead of
+    where the task asks: `demos.demo_teachers`)."""
     teacher_careful: float = Field(default=0.0, ge=0, le=1)
     """Share of demonstrations where the teacher plans, looks and checks before finishing
     (the process the judge rewards); the rest only run the solution."""
@@ -309,11 +325,15 @@ class SFTSettings(Section):
 
 
 class HeldoutSettings(Section):
-    """Evaluations on held-out instances of `data.family` (`train/warm_start/heldout_eval.py`)."""
+    """Evaluations on held-out instances of `data.families` (`train/warm_start/heldout_eval.py`)."""
 
     instances: int = Field(default=0, ge=0)
-    """Held-out instances per evaluation; 0: no evaluation. With instances > 0 the base model,
-    the warm start and the final policy are evaluated."""
+    """Held-out instances of each family per evaluation; 0: no evaluation. With instances > 0
+    the base model, the warm start and the final policy are evaluated."""
+    bundled: int = Field(default=0, ge=0)
+    """Also evaluate the base model, the warm start and the final policy on this many of the
+    easiest tasks of `data.tasks` (by difficulty, then id): a transfer check, reported apart
+    from the families' pooled solve rate; 0: none."""
     every: int = Field(default=0, ge=0)
     """Also evaluate the policy every N steps (`eval/...` metrics); 0: only before and after."""
 
@@ -439,11 +459,11 @@ class TrainConfig(Section):
             )
             if v
         ]
-        if needs and self.data.family is None:
+        if needs and not self.data.families:
             raise ValueError(
-                f"{', '.join(needs)} > 0 needs data.family (demonstrations and held-out "
-                "instances come from a procedural family); set data.family=write_word or set "
-                "them to 0"
+                f"{', '.join(needs)} > 0 needs data.families (demonstrations and held-out "
+                "instances come from procedural families); set data.families=[write_word] or "
+                "set them to 0"
             )
         return self
 

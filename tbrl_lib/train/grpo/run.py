@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,21 +79,27 @@ def train(
     heldout = HeldoutEvaluator.for_run(config, rollout, out / "eval", out)
     evals: dict[str, Any] = {}
     warm: dict[str, Any] | None = None
+    phases: dict[str, float] = {}  # seconds per part of the run (summary.json `phase_seconds`)
     try:
         with processes.local_main_process_first():  # one process per node builds the tiny model
             model_path = resolve_model(config.model.name)
         if config.launch.cpu and config.launch.uses_vllm:  # before any time is spent
             check_cpu_attention(model_path)
         if heldout and not checkpoint:
-            evals["base"] = heldout.evaluate_checkpoint(model_path, "base", config.seed)
+            with timed(phases, "base evaluation"):
+                evals["base"] = heldout.evaluate_checkpoint(model_path, "base", config.seed)
             say(heldout_line("base", evals["base"]["metrics"]), main)
         if checkpoint and (out / "sft" / "checkpoint").is_dir():  # GRPO started from it
             model_path = str(out / "sft" / "checkpoint")
         elif config.sft.demos:
-            warm = warm_start(config, model_path, out / "sft", rollout)
+            with timed(phases, "warm start"):
+                warm = warm_start(config, model_path, out / "sft", rollout)
             model_path = warm["checkpoint"]
             if heldout:
-                evals["warm start"] = heldout.evaluate_checkpoint(model_path, "sft", config.seed)
+                with timed(phases, "warm start evaluation"):
+                    evals["warm start"] = heldout.evaluate_checkpoint(
+                        model_path, "sft", config.seed
+                    )
                 say(heldout_line("warm start", evals["warm start"]["metrics"]), main)
         resume_step = checkpoint_step(checkpoint) if checkpoint else None
         session = TrainingSession(config, out, model_path, rollout, heldout, resume_step)
@@ -103,16 +111,28 @@ def train(
                 trainer.restore(checkpoint)
             if main:
                 write_config(out / "config.json", config, trainer.args)
-            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+            with timed(phases, "grpo"):
+                trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.grpo.save_steps or tiny_size(config.model.name) or heldout:
             trainer.save_final(out / "final")
         if heldout:
-            evals["grpo"] = session.final_evaluation(trainer.state.global_step, out / "final")
+            with timed(phases, "final evaluation"):
+                evals["grpo"] = session.final_evaluation(trainer.state.global_step, out / "final")
             say(heldout_line("final", evals["grpo"]["metrics"]), main)
     finally:
         close_sandboxes()
-    seconds = time.monotonic() - started
-    return summarize_run(session, trainer.state.global_step, evals, warm, seconds, main)
+    phases["total"] = round(time.monotonic() - started, 1)
+    return summarize_run(session, trainer.state.global_step, evals, warm, phases, main)
+
+
+@contextmanager
+def timed(phases: dict[str, float], name: str) -> Iterator[None]:
+    """Add the seconds the block takes to `phases[name]`."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        phases[name] = round(phases.get(name, 0.0) + time.monotonic() - started, 1)
 
 
 def say(line: str, main: bool) -> None:

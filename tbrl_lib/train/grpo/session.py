@@ -142,4 +142,6 @@ class TrainingSession:
         weights already, else one of the saved model at `final`."""
         assert self.heldout is not None
         last = self.heldout_during.results.get(step) if self.heldout_during else None
-        return last or self.heldout.evaluate_checkpoint(final, "final", self.config.seed)
+        if last is None:
+            return self.heldout.evaluate_checkpoint(final, "final", self.config.seed)
+        return last | {"bundled": self.heldout.evaluate_bundled(self.policy, "final")}

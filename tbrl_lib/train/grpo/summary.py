@@ -1,7 +1,9 @@
 """What a finished run says about itself: `summary.json` (the headline numbers notebook 04 and
-the tests read back) and `reward.png`.
+the tests read back), `reward.png`, and `families.png` when several families were evaluated.
 
     preset, model, model_path, steps, rollouts, wall_seconds, run_dir
+    phase_seconds     wall seconds of each part: base evaluation, warm start (demonstrations
+                      and SFT), its evaluation, grpo (`trainer.train()`), final evaluation
     mean_reward, infra_error_rate   over the logged steps (`reward/total`, `rollout/…`)
     reward_trend      did GRPO raise the reward: TRL's `train/reward` over the first and last
                       3 steps, the rise, the mean share of groups with no reward variance
@@ -9,6 +11,9 @@ the tests read back) and `reward.png`.
     filtering, skipped_tasks, stopped_early   the curriculum's table, and why a run stopped
     warm_start        the SFT's demonstrations, steps and loss before/after
     heldout           base, warm start, final on the held-out instances, with paired intervals
+    heldout_by_family the same per family and pooled (`all`), numbers and intervals
+    heldout_bundled   base, warm start, final on the easiest bundled tasks (`heldout.bundled`)
+    memory            the memory plan beside the peak resident memory the run reached
 
 Left out: per-step numbers (metrics.jsonl has them).
 """
@@ -20,9 +25,10 @@ from typing import Any
 from tbrl_lib.notebook_tools import record_summary
 from tbrl_lib.train.grpo.session import TrainingSession
 from tbrl_lib.train.plan.gpu_memory import memory_report
+from tbrl_lib.train.report.family_plot import plot_families
 from tbrl_lib.train.report.reporting import plot_rewards
 from tbrl_lib.train.rollouts.step_rollouts import mean
-from tbrl_lib.train.warm_start.heldout_eval import before_after_table
+from tbrl_lib.train.warm_start.heldout_eval import before_after_table, bundled_table, family_table
 
 WARM_START_KEYS = (
     "checkpoint",
@@ -41,10 +47,11 @@ def summarize_run(
     steps: int,
     evals: dict[str, dict[str, Any]],
     warm: dict[str, Any] | None,
-    seconds: float,
+    phases: dict[str, float],
     main: bool = True,
 ) -> dict[str, Any]:
-    """The run's summary; the `main` process also writes summary.json and reward.png."""
+    """The run's summary; the `main` process also writes summary.json and reward.png.
+    `phases`: seconds per part of the run (`total`: all of it)."""
     records, curriculum = session.metrics.records, session.curriculum
     rewards = [r["reward/total"] for r in records if r.get("reward/total") is not None]
     summary = {
@@ -63,13 +70,18 @@ def summarize_run(
         "dynamic_sampling": sampling_totals(records),
         "warm_start": {k: warm[k] for k in WARM_START_KEYS if k in warm} if warm else None,
         "heldout": before_after_table(evals) if evals else [],
+        "heldout_by_family": family_table(evals, session.heldout.tasks) if evals else [],
+        "heldout_bundled": bundled_table(evals),
         "memory": memory_report(session.config),
-        "wall_seconds": round(seconds, 1),
+        "wall_seconds": phases["total"],
+        "phase_seconds": phases,
         "run_dir": str(session.out),
     }
     if main:
         before = {n: e["metrics"] for n, e in evals.items() if n != "grpo"}
         plot_rewards(records, session.out / "reward.png", before)
+        if len({r["family"] for r in summary["heldout_by_family"]}) > 1:
+            plot_families(summary["heldout_by_family"], session.out / "families.png")
         record_summary(session.out, summary)
     return summary
 

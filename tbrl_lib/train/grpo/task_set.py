@@ -3,8 +3,8 @@
 image does not build is skipped, one line each and a count), and the run's warm containers
 removed at the end (`close_sandboxes`).
 
-A run trains on the training instances of a procedural family (`data.family`: held-out
-instances are never among them, `heldout.py`), or on a task source (`data.tasks`: a
+A run trains on the training instances of procedural families (`data.families`, interleaved:
+held-out instances are never among them, `heldout.py`), or on a task source (`data.tasks`: a
 Harbor/TB1 dir, an upstream CSV or a tasks parquet, read leniently with `data.lenient`)
 narrowed by `task_ids` and `max_tasks`.
 A dataset row is the parquet format's: the task's first prompt (rendered with the run's own
@@ -26,17 +26,16 @@ from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.parquet_format import task_to_record
 from tbrl_lib.train.config.config import DataSettings
-from tbrl_lib.train.warm_start.heldout import training_tasks
+from tbrl_lib.train.warm_start.heldout import mixed_training_tasks
 
 
 def select_tasks(data: DataSettings) -> list[Task]:
-    """The family's training instances when `data.family` is set, else `data.tasks` (read
-    leniently when `data.lenient`, printing what was skipped or changed) narrowed by
-    `task_ids` and `max_tasks`; no task at all is an error."""
-    if data.family:
-        return training_tasks(
-            data.family, data.family_tasks, data.family_difficulty, data.first_seed
-        )
+    """`data.family_tasks` training instances of each of `data.families` when it names any,
+    else `data.tasks` (read leniently when `data.lenient`, printing what was skipped or
+    changed) narrowed by `task_ids` and `max_tasks`; no task at all is an error."""
+    if data.families:
+        counts = [data.family_tasks] * len(data.families)
+        return mixed_training_tasks(data.families, counts, data.family_difficulty, data.first_seed)
     tasks, report = load_tasks(data.tasks, mode="lenient" if data.lenient else "strict")
     if report.skipped or report.warnings:
         print(report.summary(), flush=True)

@@ -6,8 +6,8 @@ summary, config or folder into one block of the report.
 - `key_settings(config)`: a dozen settings that shape the run (the full config: `show_config`).
 - `launch_table(presets)`: the command each role runs, per preset.
 - `step_table(records, columns)`: per-step metrics, step as the index, long runs thinned.
-- `heldout_table`, `warm_start_table`, `sampling_table`, `filtering_table`: the summary's
-  parts as tidy tables.
+- `heldout_table`, `family_heldout_table`, `warm_start_table`, `sampling_table`,
+  `filtering_table`: the summary's parts as tidy tables.
 - `rollouts_by_task(run)`: the saved rollouts, one row per task.
 - `deciding_turn(traj)`, `episode_pair(run, summary)`: one held-out instance under the final
   policy beside the same instance under the warm start, each open at its deciding turn.
@@ -120,8 +120,9 @@ def key_settings(config: TrainConfig) -> pd.DataFrame:
     grpo, sft, data, episode = config.grpo, config.sft, config.data, config.rollout.episode
     reward, launch, heldout = config.rollout.reward, config.launch, config.heldout
     tasks = (
-        f"{data.family_tasks} generated {data.family} tasks ({value_text(data.family_difficulty)})"
-        if data.family
+        f"{data.family_tasks} generated tasks of each of {', '.join(data.families)} "
+        f"({value_text(data.family_difficulty)})"
+        if data.families
         else f"{data.tasks}" + (f" (first {data.max_tasks})" if data.max_tasks else "")
     )
     model = config.model.name + (
@@ -208,6 +209,26 @@ def heldout_table(summary: Mapping[str, Any]) -> pd.DataFrame:
         "folder": "episodes under eval/",
     }
     return tidy(frame, index="model", labels=labels)
+
+
+def family_heldout_table(summary: Mapping[str, Any]) -> pd.DataFrame:
+    """Per family (and pooled, `all`; the bundled tasks last): each model's solve rate, one
+    column per model, and the paired difference of the last model against the one before."""
+    rows = summary.get("heldout_by_family") or []
+    if len({r["family"] for r in rows}) < 2:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows)
+    frame["model"] = frame["model"].map(_model_name)
+    table = frame.pivot(index="family", columns="model", values="solve_rate")
+    table = table[list(dict.fromkeys(frame["model"]))].reindex(list(dict.fromkeys(frame["family"])))
+    table.insert(0, "instances", frame.groupby("family")["instances"].max())
+    last = frame[frame["model"] == frame["model"].iloc[-1]].set_index("family")
+    if "vs_previous" in last:
+        table["last vs the one before (paired, 95%)"] = last["vs_previous"]
+    for row in summary.get("heldout_bundled") or []:
+        table.loc["bundled (easiest tasks)", _model_name(row["model"])] = row["solve_rate"]
+        table.loc["bundled (easiest tasks)", "instances"] = row["tasks"]
+    return tidy(table)
 
 
 def warm_start_table(summary: Mapping[str, Any]) -> pd.DataFrame:

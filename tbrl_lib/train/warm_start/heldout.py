@@ -1,4 +1,4 @@
-"""Held-out evaluation of a family: instances never trained on, through the evaluation harness.
+"""Held-out evaluation of families: instances never trained on, through the evaluation harness.
 
 The split is by content, not only by seed: an instance is held out when the hash of its
 answers (`metadata.synth.answers`, e.g. the word and the file of `write_word`) falls in
@@ -7,6 +7,9 @@ one bucket of `HELDOUT_BUCKETS`. `training_tasks` skips those instances and
 easy) never shows the policy a held-out word-and-file pair during SFT or GRPO; each word
 and each file still appears in training, in other pairs. Seeds differ too (training from
 `first_seed` = 1000, held-out from 0).
+
+Several families train together: `mixed_training_tasks` interleaves their instances (one of
+each in turn), `family_of` names a task's family, and `shares` splits a count over them.
 
 `evaluate_policy` runs `run_eval` with any policy object (a checkpoint's `HFPolicy`, the
 trainer's own `TokenPolicy`) and returns the harness's summary plus its flat `eval/...`
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +85,32 @@ def training_tasks(
 def heldout_tasks(family: str, n: int, difficulty: str = "easy", first_seed: int = 0) -> list[Task]:
     """`n` distinct held-out instances (seeds from `first_seed`)."""
     return _instances(family, difficulty, first_seed, n, heldout=True, distinct=True)
+
+
+def mixed_training_tasks(
+    families: Sequence[str],
+    counts: Sequence[int],
+    difficulty: str = "easy",
+    first_seed: int = 1000,
+    distinct: bool = True,
+) -> list[Task]:
+    """`counts[i]` training instances of `families[i]`, interleaved one of each in turn, so
+    any prefix of the list (a step's tasks, the first demonstrations) mixes the families."""
+    per_family = [
+        training_tasks(family, n, difficulty, first_seed, distinct) if n else []
+        for family, n in zip(families, counts, strict=True)
+    ]
+    return [task for turn in zip_longest(*per_family) for task in turn if task is not None]
+
+
+def shares(total: int, parts: int) -> list[int]:
+    """`total` split over `parts` as evenly as it goes, the first parts one larger."""
+    return [total // parts + (i < total % parts) for i in range(parts)]
+
+
+def family_of(task: Task) -> str | None:
+    """The procedural family a generated task came from; None for any other task."""
+    return task.metadata.get("synth", {}).get("family")
 
 
 def evaluate_policy(

@@ -1,14 +1,17 @@
-"""Held-out evaluation around and during a GRPO run on a procedural family.
+"""Held-out evaluation around and during a GRPO run on procedural families.
 
-`HeldoutEvaluator` holds what every evaluation of one run shares: the held-out instances
-(`heldout.heldout_tasks`), the run's `RolloutConfig` (same episode and reward as training)
+`HeldoutEvaluator` holds what every evaluation of one run shares: the held-out instances of
+every family (`heldout.heldout_tasks`), optionally the easiest bundled tasks (`heldout.bundled`,
+a transfer check run as an evaluation of its own, `<name>-bundled`), the run's `RolloutConfig` (same episode and reward as training)
 and the sampling temperature (the training one, so an evaluation measures the policy GRPO
 samples from). `evaluate_checkpoint` runs a saved model (base, warm start, final) through the
 evaluation harness; `HeldoutDuringTraining` is the TRL callback that, every `heldout.every`
 steps and at the last one, runs the trainer's own policy (current weights) and hands
 `eval/solve_rate`, `eval/mean_reward`, ... to the trainer, which logs them with that step's
-numbers (metrics.jsonl and every tracker in `grpo.report_to`). The
-before/after table compares the models with `tbrl eval compare`'s paired interval.
+numbers (metrics.jsonl and every tracker in `grpo.report_to`), with each family's own
+`eval/family/<name>/solve_rate`. The before/after table compares the models with `tbrl eval
+compare`'s paired interval, pooled over the families; `family_table` does the same per family
+and `bundled_table` for the bundled tasks.
 
 An engine outage that outlasts `rollout.sandbox.engine_wait_s` during any of these
 evaluations stops the run as a training outage does (`engine_outage.EngineWait`): the lines
@@ -26,13 +29,18 @@ from transformers import TrainerCallback
 
 from tbrl_lib.evaluate.harness import OutageWording
 from tbrl_lib.evaluate.report import compare_runs
+from tbrl_lib.evaluate.stats import paired_comparison, wilson_interval
 from tbrl_lib.policies.base import Policy
 from tbrl_lib.policies.hf import HFPolicy
 from tbrl_lib.rollout import RolloutConfig
-from tbrl_lib.tasks.model import Task
+from tbrl_lib.tasks import load_tasks
+from tbrl_lib.tasks.model import Difficulty, Task
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.rollouts.engine_outage import WHO, EngineWait
-from tbrl_lib.train.warm_start.heldout import evaluate_policy, heldout_tasks
+from tbrl_lib.train.warm_start.heldout import evaluate_policy, family_of, heldout_tasks
+
+BUNDLED = "bundled"
+"""The name the bundled tasks go by beside the families (folder suffix, table rows)."""
 
 
 @dataclass
@@ -47,6 +55,8 @@ class HeldoutEvaluator:
     enable_thinking: bool = True
     outage: EngineWait | None = None
     """The training run's outage handling (its resume command); None: evaluation's wording."""
+    bundled: list[Task] | None = None
+    """The easiest bundled tasks, evaluated with every checkpoint as `<name>-bundled`."""
 
     @classmethod
     def for_run(
@@ -54,10 +64,14 @@ class HeldoutEvaluator:
     ) -> HeldoutEvaluator | None:
         """The run's evaluator, or None when it evaluates nothing (`heldout.instances: 0`);
         `run_dir`: the training run's folder (an outage stop names how to resume it)."""
-        data = config.data
-        if not (data.family and config.heldout.instances):
+        data, heldout = config.data, config.heldout
+        if not (data.families and heldout.instances):
             return None
-        tasks = heldout_tasks(data.family, config.heldout.instances, data.family_difficulty)
+        tasks = [
+            task
+            for family in data.families
+            for task in heldout_tasks(family, heldout.instances, data.family_difficulty)
+        ]
         return cls(
             tasks,
             rollout,
@@ -66,18 +80,28 @@ class HeldoutEvaluator:
             config.launch.sandbox_concurrency,
             config.model.enable_thinking,
             EngineWait.for_run(config, run_dir) if run_dir is not None else None,
+            easiest_tasks(data.tasks, heldout.bundled) if heldout.bundled else None,
         )
 
     def evaluate(self, policy: Policy, name: str) -> dict[str, Any]:
-        """Evaluate `policy` on the held-out instances: `summary`, `metrics`, `out`, `results`."""
+        """Evaluate `policy` on the held-out instances: `summary`, `metrics` (with each
+        family's solve rate), `out`, `results`."""
+        result = self._run(policy, self.tasks, name)
+        result["metrics"] |= {
+            f"eval/family/{family}/solve_rate": rate
+            for family, rate in family_rates(result["results"].task_rates(), self.tasks).items()
+        }
+        return result
+
+    def evaluate_bundled(self, policy: Policy, name: str) -> dict[str, Any] | None:
+        """Evaluate `policy` on the bundled tasks as `<name>-bundled` (None: there are none)."""
+        if not self.bundled:
+            return None
+        return self._run(policy, self.bundled, f"{name}-{BUNDLED}")
+
+    def _run(self, policy: Policy, tasks: list[Task], name: str) -> dict[str, Any]:
         return evaluate_policy(
-            policy,
-            self.tasks,
-            self.out / name,
-            name,
-            self.rollout,
-            self.concurrency,
-            self.wording(name),
+            policy, tasks, self.out / name, name, self.rollout, self.concurrency, self.wording(name)
         )
 
     def wording(self, name: str) -> OutageWording:
@@ -90,10 +114,28 @@ class HeldoutEvaluator:
         )
 
     def evaluate_checkpoint(self, path: str | Path, name: str, seed: int = 0) -> dict[str, Any]:
+        """The saved model at `path` on the held-out instances; on the bundled tasks too
+        (`result["bundled"]`, None without them), with the same loaded policy."""
         policy = HFPolicy(
             path, temperature=self.temperature, seed=seed, enable_thinking=self.enable_thinking
         )
-        return self.evaluate(policy, name)
+        return self.evaluate(policy, name) | {"bundled": self.evaluate_bundled(policy, name)}
+
+
+def easiest_tasks(source: str, n: int) -> list[Task]:
+    """The `n` easiest tasks of `source` (by difficulty, then id): the bundled tasks a model
+    trained on procedural families is checked on."""
+    tasks, _ = load_tasks(source)
+    return sorted(tasks, key=lambda t: (list(Difficulty).index(t.difficulty), t.id))[:n]
+
+
+def family_rates(rates: dict[str, float], tasks: list[Task]) -> dict[str, float]:
+    """Each family's mean of the per-task `rates` (task id -> solve rate) over `tasks`."""
+    by_family: dict[str, list[float]] = {}
+    for task in tasks:
+        if task.id in rates:
+            by_family.setdefault(family_of(task) or BUNDLED, []).append(rates[task.id])
+    return {family: sum(v) / len(v) for family, v in by_family.items()}
 
 
 class HeldoutDuringTraining(TrainerCallback):
@@ -137,4 +179,58 @@ def before_after_table(evals: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
             cmp = compare_runs(evals[name]["results"], evals[names[i - 1]]["results"])
             row["vs_previous"] = f"{cmp.difference:+.2f} [{cmp.ci_low:+.2f}, {cmp.ci_high:+.2f}]"
         rows.append(row)
+    return rows
+
+
+def family_table(evals: dict[str, dict[str, Any]], tasks: list[Task]) -> list[dict[str, Any]]:
+    """Per family, then pooled over them (`all`): each evaluated model's solve rate on that
+    family's held-out instances with its Wilson interval and, from the second model on, the
+    paired difference against the model before it (95% bootstrap over the instances)."""
+    groups: dict[str, list[str]] = {}
+    for task in tasks:
+        groups.setdefault(family_of(task) or BUNDLED, []).append(task.id)
+    if len(groups) > 1:
+        groups["all"] = [task.id for task in tasks]
+    rates = {name: result["results"].task_rates() for name, result in evals.items()}
+    rows, names = [], list(evals)
+    for family, ids in groups.items():
+        for i, name in enumerate(names):
+            mine = {t: rates[name][t] for t in ids if t in rates[name]}
+            low, high = wilson_interval(sum(mine.values()), len(mine))
+            row: dict[str, Any] = {
+                "family": family,
+                "model": name,
+                "instances": len(mine),
+                "solve_rate": sum(mine.values()) / len(mine),
+                "solve_rate_ci": [low, high],
+                "interval (Wilson 95%)": f"[{low:.2f}, {high:.2f}]",
+            }
+            if i:
+                before = rates[names[i - 1]]
+                cmp = paired_comparison(mine, {t: before[t] for t in ids if t in before})
+                row |= {
+                    "difference": cmp.difference,
+                    "difference_ci": [cmp.ci_low, cmp.ci_high],
+                    "vs_previous": f"{cmp.difference:+.2f} [{cmp.ci_low:+.2f}, {cmp.ci_high:+.2f}]",
+                }
+            rows.append(row)
+    return rows
+
+
+def bundled_table(evals: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each model's solve rate on the bundled tasks (models evaluated without them left out)."""
+    rows = []
+    for name, result in evals.items():
+        bundled = result.get("bundled")
+        if bundled:
+            metrics = bundled["metrics"]
+            rows.append(
+                {
+                    "model": name,
+                    "tasks": len(bundled["results"].task_rates()),
+                    "solve_rate": metrics["eval/solve_rate"],
+                    "mean_reward": metrics["eval/mean_reward"],
+                    "folder": Path(bundled["out"]).name,
+                }
+            )
     return rows

@@ -41,7 +41,7 @@ from tbrl_lib.train.config.config import SFTSettings, TrainConfig
 from tbrl_lib.train.model.trl_compat import install_torch_logprob_head
 from tbrl_lib.train.report.progress import SFTLines, use_progress_lines
 from tbrl_lib.train.warm_start.demos import demo_rows, demo_teachers, record_demos, write_demos
-from tbrl_lib.train.warm_start.heldout import training_tasks
+from tbrl_lib.train.warm_start.heldout import mixed_training_tasks, shares
 
 
 def sft_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:
@@ -141,20 +141,24 @@ def warm_start(
     out_dir: str | Path,
     rollout: RolloutConfig | None = None,
 ) -> dict[str, Any]:
-    """Record `config.sft.demos` teacher demonstrations of `config.data.family` (real
+    """Record `config.sft.demos` teacher demonstrations of `config.data.families` (real
     sandboxes, `rollout`'s episode and reward: the run's own by default), write them,
     fine-tune `base_model` (a folder) on them; returns the summary with the checkpoint."""
     sft, data = config.sft, config.data
-    if not (sft.demos and data.family):
+    if not (sft.demos and data.families):
         raise ValueError(
             f"preset {config.preset!r} has no warm start (sft.demos={sft.demos}, "
-            f"data.family={data.family!r}); set sft.demos > 0 and data.family"
+            f"data.families={data.families}); set sft.demos > 0 and data.families"
         )
     out = Path(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(base_model)
-    # Demonstrations may repeat an instance (a small family has few).
-    tasks = training_tasks(
-        data.family, sft.demos, data.family_difficulty, data.first_seed, distinct=False
+    # Shared out over the families in turn; they may repeat an instance (a small family has few).
+    tasks = mixed_training_tasks(
+        data.families,
+        shares(sft.demos, len(data.families)),
+        data.family_difficulty,
+        data.first_seed,
+        distinct=False,
     )
     teachers = demo_teachers(tasks, sft.teacher_accuracy, config.seed, sft.teacher_careful)
     results = run_sync(  # a notebook kernel runs a loop already
@@ -172,7 +176,7 @@ def warm_start(
     rows = demo_rows(results, min_reward=1.0 if sft.teacher_accuracy >= 1.0 else 0.0)
     if not rows:
         raise RuntimeError(
-            f"no teacher demonstration of {data.family} was recorded "
+            f"no teacher demonstration of {', '.join(data.families)} was recorded "
             f"({[r.infra_error or r.termination for r in results][:3]}); check Docker and the family"
         )
     write_demos(rows, out / "demos.parquet")
