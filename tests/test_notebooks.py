@@ -24,17 +24,20 @@ SMOKE_PARAMETERS: dict[str, dict] = {
     "01_data_synthesis": {"n_tasks": 2, "llm_tasks": 0},
     "02_tool_design": {},
     "03_judge_comparison": {"attempts": 1},
-    # the main job's preset, shrunk: demonstrations + SFT, one GRPO step, held-out evaluations
+    # the main job's preset, shrunk: demonstrations + SFT, one GRPO step, held-out evaluations;
+    # two families and a bundled task, so the per-family panel and table are drawn
     "04_train": {
         "preset": "cpu-demo",
         "max_steps": 1,
         "settings": {
+            "data.families": ["write_word", "count_matches"],
             "sft.demos": 8,
             "sft.epochs": 1,
-            "data.family_tasks": 8,
+            "data.family_tasks": 4,
             "grpo.gradient_accumulation_steps": 2,  # 8 rollouts: one task's group
             "heldout.instances": 2,
             "heldout.every": 1,
+            "heldout.bundled": 1,
         },
     },
     "05_eval": {"policy": "oracle", "limit": 2, "concurrency": 2},
@@ -74,6 +77,10 @@ def test_notebook_runs_headless(notebook, tmp_path, monkeypatch):
     if notebook.stem == "04_train":  # in a kernel: demonstrations, SFT, held-out table
         assert summary["warm_start"]["demos"] == 8
         assert [row["model"] for row in summary["heldout"]] == ["base", "warm start", "grpo"]
+        families = {(r["family"], r["model"]) for r in summary["heldout_by_family"]}
+        assert {f for f, _ in families} == {"write_word", "count_matches", "all"}
+        assert [r["tasks"] for r in summary["heldout_bundled"]] == [1, 1, 1]
+        assert (out_dir / "families.png").is_file()
         # what `make demo` streams: a line per GRPO step with its reward, held-out results
         lines = stream_lines(tmp_path / notebook.name)
         steps = [line for line in lines if line.startswith("grpo step ")]

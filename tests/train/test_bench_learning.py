@@ -53,3 +53,58 @@ def test_a_finished_seed_is_read_back_with_reuse(tmp_path):
     (tmp_path / "seed-4").mkdir()
     (tmp_path / "seed-4" / "summary.json").write_text(json.dumps(saved))
     assert bench.run_seed(4, "cpu-demo", {}, tmp_path, reuse=True) == saved
+
+
+def family_rows(gains: dict[str, tuple[float, float]]) -> list[dict]:
+    """heldout_by_family rows: per family, warm start then grpo with (difference, ci low)."""
+    rows = []
+    for family, (difference, low) in gains.items():
+        rows.append(
+            {
+                "family": family,
+                "model": "warm start",
+                "instances": 8,
+                "solve_rate": 0.25,
+                "solve_rate_ci": [0.07, 0.59],
+            }
+        )
+        rows.append(
+            {
+                "family": family,
+                "model": "grpo",
+                "instances": 8,
+                "solve_rate": 0.25 + difference,
+                "solve_rate_ci": [0.1, 0.95],
+                "difference": difference,
+                "difference_ci": [low, difference + 0.2],
+                "vs_previous": f"{difference:+.2f} [{low:+.2f}, {difference + 0.2:+.2f}]",
+            }
+        )
+    return rows
+
+
+def test_the_family_goals_need_the_pooled_gain_and_two_families_on_every_seed(capsys):
+    learned = summary(0.2, 0.5, 0.3, 0.6) | {
+        "heldout_by_family": family_rows(
+            {"a": (0.5, 0.1), "b": (0.375, 0.05), "c": (0.0, -0.2), "all": (0.29, 0.12)}
+        ),
+        "phase_seconds": {"grpo": 600.0, "total": 1500.0},
+        "wall_seconds": 1500.0,
+        "memory": {"plan_gib": 2.5, "peak_rss_gib": 3.9},
+    }
+    one_family = learned | {
+        "heldout_by_family": family_rows(
+            {"a": (0.5, 0.1), "b": (0.25, -0.05), "c": (0.0, -0.2), "all": (0.25, 0.04)}
+        )
+    }
+    slow = learned | {"wall_seconds": 1900.0}
+    goals = bench.report([bench.seed_row(0, learned), bench.seed_row(1, learned)], "p")
+    family_goals = [g for g in goals if "families" in g or "pooled" in g or "train()" in g]
+    assert len(family_goals) == 3 and all(goals[g] for g in family_goals)
+    printed = capsys.readouterr().out
+    assert "+0.50 [+0.10, +0.70]" in printed and "3.90" in printed and "600" in printed
+
+    goals = bench.report([bench.seed_row(0, learned), bench.seed_row(1, one_family)], "p")
+    assert [goals[g] for g in family_goals] == [True, False, True]
+    goals = bench.report([bench.seed_row(0, slow)], "p")
+    assert [goals[g] for g in family_goals] == [True, True, False]
