@@ -45,10 +45,10 @@ from tbrl_lib.train.grpo.summary import summarize_run
 from tbrl_lib.train.grpo.task_set import close_sandboxes
 from tbrl_lib.train.grpo.trainer import SessionTrainer
 from tbrl_lib.train.plan.gpu_memory import plan_text
-from tbrl_lib.train.plan.processes import process_state
 from tbrl_lib.train.plan.resume import checkpoint_step, find_checkpoint, run_folder_of
 from tbrl_lib.train.report.progress import heldout_line
 from tbrl_lib.train.report.reporting import write_config
+from tbrl_lib.train.rollouts.hooks import process_state
 from tbrl_lib.train.vllm.vllm_server import serving
 from tbrl_lib.train.warm_start.heldout_eval import HeldoutEvaluator
 from tbrl_lib.train.warm_start.sft import warm_start

@@ -34,9 +34,9 @@ import pandas as pd
 from transformers import TrainerCallback
 
 from tbrl_lib.train.config.config import TrainConfig
-from tbrl_lib.train.plan.processes import require_same_on_every_process
 from tbrl_lib.train.plan.resume import write_state
 from tbrl_lib.train.rollouts.curriculum import Curriculum
+from tbrl_lib.train.rollouts.hooks import require_same_on_every_process
 
 OWN_PREFIXES = ("rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "eval/", "sampling/")
 

@@ -24,7 +24,7 @@ Both save and load their state (`state_dict` / `load_state_dict`: plain JSON, wr
 each checkpoint by `reporting.CheckpointState`), so a resumed run continues with the same
 counts, skips and schedule. What is left out: reweighting by learning progress. DAPO's dynamic sampling (dropping a
 zero-variance group in the step it happens and refilling the batch) is
-`dynamic_sampling.DynamicSampling`'s, with tasks the curriculum picks (`refill_ids`); the
+`hooks.DynamicSampling`'s, with tasks the curriculum picks (`refill_ids`); the
 curriculum acts across steps.
 """
 
