@@ -39,7 +39,7 @@ from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.grpo.task_set import dataset_rows, prebuild_images, select_tasks
 from tbrl_lib.train.model.model_loader import load_policy
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
-from tbrl_lib.train.report.reporting import CurriculumStop, MetricsWriter
+from tbrl_lib.train.report.callbacks import CurriculumStop, MetricsWriter
 from tbrl_lib.train.rollouts.curriculum import Curriculum
 from tbrl_lib.train.rollouts.engine_outage import EngineWait
 from tbrl_lib.train.rollouts.hooks import (
