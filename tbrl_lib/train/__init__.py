@@ -12,8 +12,8 @@ Public API:
   `plan.launch.accelerate_config/launch_commands`
 - `rollouts.curriculum.Curriculum`, `rollouts.curriculum.CurriculumSampler`,
   `warm_start.sft.warm_start(config, model, out)`
-- `report.progress.StepLines`, `report.progress.SFTLines` (console lines),
-  `report.progress.heldout_line(name, metrics)`
+- `report.callbacks.StepLines`, `report.callbacks.SFTLines` (console lines),
+  `report.callbacks.heldout_line(name, metrics)`
 
 Sub-packages, each importing only those listed before it: `config`, `plan`, `model`, `vllm`,
 `rollouts`, `report`, `pipeline`, `warm_start`, `grpo`.

@@ -1,7 +1,7 @@
 """Two processes on CPU: `accelerate launch` (torchrun, gloo) of the real training path with
 real sandboxes. Every rank's rollouts are counted once in one metrics line per step, each
 rank writes its own trajectory files, and the ranks keep the same curriculum state (checked
-at every checkpoint by `processes.require_same_on_every_process`, which this file also
+at every checkpoint by `hooks.require_same_on_every_process`, which this file also
 shows failing when two processes disagree)."""
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def _check_states(rank: int, port: int, differ: bool, results) -> None:
     )
     from accelerate import PartialState
 
-    from tbrl_lib.train.plan.processes import require_same_on_every_process
+    from tbrl_lib.train.rollouts.hooks import require_same_on_every_process
 
     PartialState(cpu=True)
     parts = {"curriculum": {"step": 3 + (rank if differ else 0)}, "runner": {"calls": 3}}

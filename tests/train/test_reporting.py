@@ -1,48 +1,8 @@
-"""Metric names, the metrics file, the reward plot and the early stop."""
+"""The reward plot: its curves and the held-out points."""
 
 from __future__ import annotations
 
-import json
-from types import SimpleNamespace
-
-from transformers import TrainerControl
-
-from tbrl_lib.train.report.reporting import (
-    CURVES,
-    CurriculumStop,
-    MetricsWriter,
-    heldout_points,
-    metric_name,
-    plot_rewards,
-)
-from tbrl_lib.train.rollouts.curriculum import Curriculum
-
-
-def test_trl_names_go_under_train_and_ours_stay():
-    assert metric_name("loss") == "train/loss"
-    assert metric_name("completions/mean_length") == "train/completions/mean_length"
-    assert (
-        metric_name("rollout/turns") == "rollout/turns"
-        and metric_name("sandbox/commands") == "sandbox/commands"
-    )
-
-
-def test_metrics_writer_appends_numbers_with_step(tmp_path):
-    """The curriculum's numbers arrive in `logs` (the trainer logs them): written as given."""
-    writer = MetricsWriter(tmp_path / "m.jsonl")
-    logs = {"loss": "0.5", "reward/total": 0.25, "curriculum/active_tasks": 1}
-    writer.on_log(None, SimpleNamespace(global_step=3), None, logs=logs)
-    writer.on_log(
-        None, SimpleNamespace(global_step=3), None, logs={"train_runtime": 1.0}
-    )  # end-of-run summary
-    lines = (tmp_path / "m.jsonl").read_text().splitlines()
-    assert len(lines) == 1
-    record = json.loads(lines[0])
-    assert (
-        record["step"] == 3
-        and record["train/loss"] == 0.5
-        and record["curriculum/active_tasks"] == 1.0
-    )
+from tbrl_lib.train.report.reporting import CURVES, heldout_points, plot_rewards
 
 
 def test_plot_is_written_with_and_without_points(tmp_path):
@@ -88,13 +48,3 @@ def test_models_evaluated_before_grpo_are_the_curves_step_0_with_intervals():
         (3, 1, None, None, ""),
     ]
     assert [p.step for p in heldout_points(records)] == [1, 3]  # a resumed run: none before
-
-
-def test_training_stops_when_every_task_is_filtered():
-    cur = Curriculum({"a": "easy"}, filter_after_groups=1)
-    stop = CurriculumStop(cur)
-    control = stop.on_step_end(None, None, TrainerControl())
-    assert not control.should_training_stop
-    cur.record_group("a", [0.0, 0.0], [False, False])
-    control = stop.on_step_end(None, None, TrainerControl())
-    assert control.should_training_stop and "a: never solved" in stop.reason

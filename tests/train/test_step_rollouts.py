@@ -20,8 +20,12 @@ from tbrl_lib.sandbox.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Difficulty, Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
 from tbrl_lib.train.rollouts.curriculum import Curriculum
-from tbrl_lib.train.rollouts.dynamic_sampling import DynamicSampling
-from tbrl_lib.train.rollouts.infra_guard import InfraErrorGuard, InfraErrorRateExceeded
+from tbrl_lib.train.rollouts.hooks import (
+    DynamicSampling,
+    InfraErrorGuard,
+    InfraErrorRateExceeded,
+    gather_across,
+)
 from tbrl_lib.train.rollouts.step_rollouts import (
     REWARD_WEIGHTS,
     Rollout,
@@ -100,6 +104,8 @@ def make_runner(tasks: list[Task], rollout_fn, curriculum: Curriculum | None = N
     """A `RolloutRunner` as the session builds it, with `rollout_fn` in `run_rollout`'s place
     (`async (task, policy, config, judge)`), and `RolloutFunc`, its TRL face."""
     kwargs.setdefault("concurrency", 2)
+    kwargs.setdefault("infra", InfraErrorGuard())
+    kwargs.setdefault("gather", gather_across)
     settings = RunnerSettings(
         None,
         RolloutConfig(),

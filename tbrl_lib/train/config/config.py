@@ -280,7 +280,7 @@ class GRPOSettings(Section):
 
 
 class CurriculumSettings(Section):
-    """Which tasks the next steps train on (`train/rollouts/curriculum.py`, `train/rollouts/dynamic_sampling.py`)."""
+    """Which tasks the next steps train on (`train/rollouts/curriculum.py`, `train/rollouts/hooks.py`)."""
 
     enabled: bool = True
     """Order tasks easy -> hard by measured solve rate and leave skipped tasks out (false:

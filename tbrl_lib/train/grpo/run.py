@@ -12,7 +12,7 @@ evaluation, the summary (`summary.py`). The run folder explains itself:
 
     config.json        the TrainConfig (its sections) and the TRL GRPOConfig it became
     memory_plan.txt    the per-GPU memory estimate of the preset
-    metrics.jsonl      one line per logged step (names: `reporting.py`)
+    metrics.jsonl      one line per logged step (names: `callbacks.py`)
     trajectories/      every rollout (ids, env_mask, reward, messages, test outcomes); one file
                        per step (and per process: `-rank<i>`, when several train)
     checkpoints/       every `grpo.save_steps` steps: TRL's checkpoint + tbrl_state.json
@@ -47,10 +47,10 @@ from tbrl_lib.train.grpo.summary import summarize_run
 from tbrl_lib.train.grpo.task_set import close_sandboxes
 from tbrl_lib.train.grpo.trainer import SessionTrainer
 from tbrl_lib.train.plan.gpu_memory import plan_text
-from tbrl_lib.train.plan.processes import process_state
 from tbrl_lib.train.plan.resume import checkpoint_step, find_checkpoint, run_folder_of
-from tbrl_lib.train.report.progress import heldout_line
+from tbrl_lib.train.report.callbacks import heldout_line
 from tbrl_lib.train.report.reporting import write_config
+from tbrl_lib.train.rollouts.hooks import process_state
 from tbrl_lib.train.vllm.vllm_server import serving
 from tbrl_lib.train.warm_start.heldout_eval import HeldoutEvaluator
 from tbrl_lib.train.warm_start.sft import warm_start

@@ -8,8 +8,10 @@
     curriculum       which tasks the next steps train on, and the filtering counts
     policy           the trainer's `TrainerPolicy`: the one token-exact renderer over the
                      trainer's weights (bound when the trainer exists: `SessionTrainer`)
-    runner           the step's rollouts by `policy` (`RolloutRunner`), riding out an engine
-                     outage (`engine_outage.py`); `rollout_func` is its TRL face
+    runner           the step's rollouts by `policy` (`RolloutRunner`), with its hooks: the
+                     infra-rate stop, dynamic sampling, the gather across processes
+                     (`hooks.py`) and riding out an engine outage (`engine_outage.py`);
+                     `rollout_func` is its TRL face
     metrics, stop, heldout
                      the run's callbacks: metrics.jsonl, the all-filtered stop, held-out
                      evaluations during training
@@ -37,12 +39,16 @@ from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.grpo.task_set import dataset_rows, prebuild_images, select_tasks
 from tbrl_lib.train.model.model_loader import load_policy
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
-from tbrl_lib.train.plan.processes import process_state
-from tbrl_lib.train.report.reporting import CurriculumStop, MetricsWriter
+from tbrl_lib.train.report.callbacks import CurriculumStop, MetricsWriter
 from tbrl_lib.train.rollouts.curriculum import Curriculum
-from tbrl_lib.train.rollouts.dynamic_sampling import DynamicSampling
 from tbrl_lib.train.rollouts.engine_outage import EngineWait
-from tbrl_lib.train.rollouts.infra_guard import InfraErrorGuard
+from tbrl_lib.train.rollouts.hooks import (
+    DynamicSampling,
+    InfraErrorGuard,
+    gather_across,
+    process_state,
+    rank_suffix,
+)
 from tbrl_lib.train.rollouts.step_rollouts import (
     RolloutFunc,
     RolloutRunner,
@@ -96,10 +102,12 @@ class TrainingSession:
                 concurrency=config.launch.sandbox_concurrency,
                 stub_prompt_ids=self.first_prompt_ids,
                 eos_id=self.tokenizer.eos_token_id,
-                sampling=self._dynamic_sampling(),
                 infra=InfraErrorGuard(config.grpo.max_infra_error_rate, config.rollouts_per_step),
+                gather=gather_across,
+                sampling=self._dynamic_sampling(),
                 outage=EngineWait.for_run(config, out),
                 trajectories_dir=out / "trajectories",
+                trajectories_suffix=rank_suffix(),
             )
         )
         self.rollout_func = RolloutFunc(self.index, self.runner)

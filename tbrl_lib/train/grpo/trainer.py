@@ -5,7 +5,7 @@ callbacks) and adds these of its own:
 
 - its train sampler follows the curriculum (`CurriculumSampler`, laid out as TRL's own
   `RepeatSampler`) when `curriculum.enabled`;
-- every checkpoint TRL saves gets `tbrl_state.json` (`reporting.CheckpointState`): the run's
+- every checkpoint TRL saves gets `tbrl_state.json` (`callbacks.CheckpointState`): the run's
   settings, the curriculum, the sampler's drawn chunks, the runner's counters; `restore`
   reads them back for `--resume` (TRL restores model, optimizer, scheduler and RNG);
 - once built, it binds the session's policy to its own weights or vLLM engine; with vLLM
@@ -16,7 +16,7 @@ callbacks) and adds these of its own:
 - each step's log carries the curriculum's numbers and what callbacks measured in the step
   (`session.tracked`: the held-out `eval/…`), so TRL's own logging hands them to every
   tracker (`grpo.report_to`) and to metrics.jsonl at the step they belong to;
-- the console shows one line per step (`progress.StepLines`) instead of TRL's bar/table.
+- the console shows one line per step (`callbacks.StepLines`) instead of TRL's bar/table.
 
 `grpo_args(config, out)` is the `GRPOConfig`: each section's own keys (`trl_kwargs` of
 `grpo`, `model`, `launch`) and the few that belong to the run. Left out: TRL's asynchronous
@@ -36,8 +36,7 @@ from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.grpo.session import TrainingSession
 from tbrl_lib.train.model.trl_compat import install_torch_logprob_head
 from tbrl_lib.train.plan.resume import read_state
-from tbrl_lib.train.report.progress import StepLines, use_progress_lines
-from tbrl_lib.train.report.reporting import CheckpointState
+from tbrl_lib.train.report.callbacks import CheckpointState, StepLines, use_progress_lines
 from tbrl_lib.train.rollouts.curriculum import CurriculumSampler
 from tbrl_lib.train.rollouts.step_rollouts import REWARD_WEIGHTS, reward_funcs
 from tbrl_lib.train.vllm.vllm_cpu import on_cpu, reload_colocated

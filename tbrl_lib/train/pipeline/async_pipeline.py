@@ -73,7 +73,7 @@ from tbrl_lib.train.pipeline.async_rollouts import (
     is_stale,
     policy_copy,
 )
-from tbrl_lib.train.rollouts.dynamic_sampling import flat_group
+from tbrl_lib.train.rollouts.hooks import flat_group
 from tbrl_lib.train.rollouts.step_rollouts import Generated, RolloutRunner, TaskIndex, to_trl_output
 
 

@@ -1,1 +1,1 @@
-"""Before anything is built: the GPU memory plan, launch files, processes, what to resume."""
+"""Before anything is built: the GPU memory plan, launch files, what to resume."""

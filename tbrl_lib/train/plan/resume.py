@@ -5,7 +5,7 @@
 
 A checkpoint is TRL's folder `<run>/checkpoints/checkpoint-<step>` (model, optimizer,
 scheduler, RNG, trainer state: `Trainer.train(resume_from_checkpoint=...)` restores them)
-plus `tbrl_state.json`, which `reporting.CheckpointState` writes last: the run's settings,
+plus `tbrl_state.json`, which `callbacks.CheckpointState` writes last: the run's settings,
 the curriculum, the sampler's drawn chunks and the rollout runner's counters. A folder
 without it (the run died while saving) is not a checkpoint. Settings must match the run
 being resumed, except those in `MAY_DIFFER` (dotted keys: a run may be extended or moved to

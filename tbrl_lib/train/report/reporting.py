@@ -1,49 +1,22 @@
-"""What a training run writes about itself: config, metrics JSONL, reward plot, early stop.
+"""A run folder's own files and reading them back: config.json, the reward plot, the metrics
+and the saved rollouts as tables.
 
-Metric names (one line per logging step in `metrics.jsonl`):
-    train/…       TRL's own numbers (loss, grad_norm, learning_rate, entropy, completions/…,
-                  rewards/tbrl_total/mean, rewards/tbrl_tests/mean, rewards/tbrl_judge/mean,
-                  frac_reward_zero_std, step_time, …)
-    rollout/…     episodes: count, turns, seconds, completion/assistant tokens,
-                  infra_error_rate, termination/<reason> shares
-    reward/…      total (the reward: 65% tests + 35% judge by default), tests (weighted test
-                  score), judge, judge_missing_rate, solved_rate (all tests passed); scored
-                  rollouts only
-    judge/…       cost_usd (judge spend of the step's rollouts)
-    sandbox/…     per-rollout container numbers (startup_seconds, commands, command_seconds, …)
-    curriculum/…  active_tasks, skipped_tasks, retried_tasks, mean_solve_rate
-    sampling/…    dynamic sampling: zero_std_groups (share before refill), zero_std_after,
-                  refilled_groups, refill_rollouts
-    eval/…        held-out evaluation at that step (solve_rate, mean_reward, accuracy_ci_*)
-With several processes every number above covers all of them (tbrl gathers its own; TRL
-gathers its own) and process 0 alone writes the file. A resumed run keeps the lines up to its
-checkpoint's step and appends after them (`MetricsWriter(resume_step=...)`). Every number
-reaches the file through the trainer's own log (`SessionTrainer.log`), so the trackers
-`grpo.report_to` names (TensorBoard, W&B, trackio) get the same numbers at the same steps.
+`write_config` writes `config.json` (the `TrainConfig`, and the TRL `GRPOConfig` it became);
+`plot_rewards` draws `reward.png` from `metrics.jsonl`'s records (names: `callbacks.py`, which
+writes them each step); `load_metrics` and `rollouts_frame` read a run folder back as pandas
+DataFrames (notebook 04, the run report). Left out: the callbacks that write during the run
+(`callbacks.py`).
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
-from transformers import TrainerCallback
 
 from tbrl_lib.train.config.config import TrainConfig
-from tbrl_lib.train.plan.processes import require_same_on_every_process
-from tbrl_lib.train.plan.resume import write_state
-from tbrl_lib.train.rollouts.curriculum import Curriculum
-
-OWN_PREFIXES = ("rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "eval/", "sampling/")
-
-
-def metric_name(key: str) -> str:
-    """Our prefixes stay; everything TRL logs goes under `train/`."""
-    return key if key.startswith(OWN_PREFIXES) else f"train/{key}"
 
 
 def write_config(path: Path, config: TrainConfig, grpo_args: Any = None) -> None:
@@ -51,66 +24,6 @@ def write_config(path: Path, config: TrainConfig, grpo_args: Any = None) -> None
     if grpo_args is not None:
         payload["trl"] = {k: v for k, v in grpo_args.to_dict().items() if _jsonable(v)}
     path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str))
-
-
-class MetricsWriter(TrainerCallback):
-    """Appends every TRL log (plus `step`) to `metrics.jsonl` with prefixed names; only the
-    `main` process writes. With `resume_step`, lines up to that step are kept, later ones
-    (logged after the checkpoint by the run that died) dropped; else the file starts empty."""
-
-    def __init__(self, path: Path, resume_step: int | None = None, main: bool = True) -> None:
-        self.path, self.main = path, main
-        self.records: list[dict[str, Any]] = []
-        if resume_step is not None and path.is_file():
-            lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-            self.records = [r for r in lines if r.get("step", 0) <= resume_step]
-        if main:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(json.dumps(r, default=str) + "\n" for r in self.records))
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or "train_runtime" in logs:
-            return
-        record: dict[str, Any] = {"step": state.global_step}
-        for key, value in logs.items():
-            record[metric_name(key)] = _number(value)
-        self.records.append(record)
-        if self.main:
-            with self.path.open("a") as fh:
-                fh.write(json.dumps(record, default=str) + "\n")
-
-
-class CheckpointState(TrainerCallback):
-    """Writes `tbrl_state.json` (see `resume.py`) into every checkpoint TRL saves: the run's
-    settings and `parts()` (name -> state dict: curriculum, sampler, runner counters)."""
-
-    def __init__(self, config: TrainConfig, parts: Callable[[], dict[str, Any]]) -> None:
-        self.config, self.parts = config, parts
-
-    def on_save(self, args, state, control, **kwargs):
-        parts = self.parts()
-        require_same_on_every_process(parts, state.global_step)
-        if args.should_save:
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            payload = {"step": state.global_step, "config": self.config.to_dict()}
-            write_state(folder, {**payload, **parts})
-        return control
-
-
-class CurriculumStop(TrainerCallback):
-    """Ends training when the curriculum has skipped every task (nothing left to learn from);
-    `reason` then says why."""
-
-    def __init__(self, curriculum: Curriculum) -> None:
-        self.curriculum = curriculum
-        self.reason: str | None = None
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if not self.curriculum.active():
-            reasons = "; ".join(f"{t}: {why}" for t, why in self.curriculum.skipped().items())
-            self.reason = f"every task is filtered out ({reasons})"
-            control.should_training_stop = True
-        return control
 
 
 CURVES = (
@@ -226,17 +139,6 @@ def _finish_panel(ax: Any, title: str, curves: int, empty: str, legend: str = "b
     ax.set_xlabel("optimizer step")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title(title, fontsize="medium")
-
-
-def _number(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _jsonable(value: Any) -> bool:

@@ -1,1 +1,2 @@
-"""A step's rollouts: curriculum, dynamic sampling, the runner, its records and guards."""
+"""A step's rollouts: the runner and its records, its hooks (the infra-rate stop, dynamic
+sampling, the gather across processes, engine outages), and the curriculum."""

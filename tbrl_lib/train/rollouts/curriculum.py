@@ -21,10 +21,10 @@ does, gives zero advantage to all 16 rollouts and wastes their compute. So:
 `RepeatSampler` uses (each task index `num_generations` times in a row, the chunk repeated
 for `steps_per_generation x num_iterations`), re-reading the curriculum before each chunk.
 Both save and load their state (`state_dict` / `load_state_dict`: plain JSON, written beside
-each checkpoint by `reporting.CheckpointState`), so a resumed run continues with the same
+each checkpoint by `callbacks.CheckpointState`), so a resumed run continues with the same
 counts, skips and schedule. What is left out: reweighting by learning progress. DAPO's dynamic sampling (dropping a
 zero-variance group in the step it happens and refilling the batch) is
-`dynamic_sampling.DynamicSampling`'s, with tasks the curriculum picks (`refill_ids`); the
+`hooks.DynamicSampling`'s, with tasks the curriculum picks (`refill_ids`); the
 curriculum acts across steps.
 """
 
@@ -274,7 +274,7 @@ class CurriculumSampler(Sampler[int]):
     `task_ids[i]` is the task of dataset row i. One pass yields `len(task_ids)` rounded up
     to whole chunks of `tasks_per_chunk` tasks (a short last chunk wraps around to the
     start of the order). When every task is skipped, it falls back to all tasks so the
-    dataloader never starves; `reporting.CurriculumStop` ends training in that case.
+    dataloader never starves; `callbacks.CurriculumStop` ends training in that case.
     """
 
     def __init__(

@@ -7,11 +7,11 @@ Three faces, one module:
   synchronous `rollout_func`; the asynchronous worker, `pipeline/async_rollouts.py`);
 - the records, `Rollout` and its row, metrics and trajectory file (below).
 
-What varies by run is a hook the runner calls, never code in it: the engine-outage reruns
-(`OutageHook`, `engine_outage.EngineWait`), the infra-rate stop (`InfraHook`,
-`infra_guard.InfraErrorGuard`), dynamic sampling (`RefillHook`,
-`dynamic_sampling.DynamicSampling`) and the gather across processes (`Gather`,
-`processes.gather_across`). All of them come in one `RunnerSettings`.
+What varies by run is a hook the runner calls, never code in it: the infra-rate stop
+(`InfraHook`), dynamic sampling (`RefillHook`) and the gather across processes (`Gather`),
+all three in `hooks.py`, and the engine-outage reruns (`OutageHook`,
+`engine_outage.EngineWait`). The session hands them in one `RunnerSettings`; this module
+names each by its Protocol and imports none of them (they work on its `Rollout`s).
 
 TRL's face
 ----------
@@ -54,15 +54,15 @@ synchronous `rollout_func`, `RolloutFunc`; an asynchronous worker) shares it:
    mission's reward: the one rollout evaluation and validation run), by `policy`, all on one
    asyncio loop, `concurrency` at a time;
 2. when rollouts come back as infra errors and an engine stopped answering, the run waits for
-   it, bounded, and reruns them once it is back, or stops resumably (`engine_outage.py`);
+   it, bounded, and reruns them once it is back, or stops resumably (the outage hook);
 3. a rollout that produced no tokens is given a stub (the task's first prompt and one masked
    EOS: TRL needs a completion token per row), and every infra-error rollout gets an
    all-zero env mask, so what is saved is what training sees;
-4. dynamic sampling refills flat groups (`dynamic_sampling.py`);
+4. dynamic sampling refills flat groups (the refill hook);
 5. the step's rollouts are saved (`step-…-call-…[-rank<i>].jsonl`), a small row per rollout
-   is gathered from every process (`processes.gather_across`), and from those rows alone,
-   identical on every process, the infra-rate stop (`infra_guard.py`) counts and may stop the
-   run, the curriculum counts each group, and the step's metrics are made.
+   is gathered from every process (the gather hook), and from those rows alone, identical
+   on every process, the infra-rate stop (the infra hook) counts and may stop the run, the
+   curriculum counts each group, and the step's metrics are made.
 
 `step` is `generate` (1-4) then `record` (5). The asynchronous worker (`async_rollouts.py`)
 runs 1-3 per episode through `run_all`, in its own thread; its pipeline does dynamic sampling
@@ -94,7 +94,8 @@ every process logs the same):
     sandbox/…   per-rollout container numbers (startup_seconds, commands, ...)
 
 `save_rollouts` writes one JSON line per rollout (ids, mask, reward, messages, test outcomes).
-Left out: the `sampling/…` numbers (`dynamic_sampling.py`) and TRL's own (under `train/`).
+Left out: the `sampling/…` numbers (dynamic sampling's, `hooks.py`) and TRL's own (under
+`train/`).
 """
 
 from __future__ import annotations
@@ -115,9 +116,7 @@ from tbrl_lib.policies.base import Policy
 from tbrl_lib.rewards import reward_function
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
 from tbrl_lib.tasks.model import Task
-from tbrl_lib.train.plan.processes import gather_across, rank_suffix
 from tbrl_lib.train.rollouts.curriculum import Curriculum
-from tbrl_lib.train.rollouts.infra_guard import InfraErrorGuard
 
 # The records.
 
@@ -326,7 +325,7 @@ class OutageHook(Protocol):
 
 
 class InfraHook(Protocol):
-    """Counts every process's rows and may stop the run (`infra_guard.InfraErrorGuard`)."""
+    """Counts every process's rows and may stop the run (`hooks.InfraErrorGuard`)."""
 
     total: int
     errors: list[str]
@@ -335,7 +334,7 @@ class InfraHook(Protocol):
 
 
 class RefillHook(Protocol):
-    """Refills flat groups (`dynamic_sampling.DynamicSampling`)."""
+    """Refills flat groups (`hooks.DynamicSampling`)."""
 
     last_draws: list[str]
     """Tasks the last refill drew."""
@@ -348,7 +347,7 @@ class RefillHook(Protocol):
 
 
 Gather = Callable[[dict[str, Any]], list[dict[str, Any]]]
-"""One report per process from this process's (`processes.gather_across`)."""
+"""One report per process from this process's (`hooks.gather_across`)."""
 
 
 @dataclass
@@ -369,20 +368,23 @@ class RunnerSettings:
     """A task's first prompt ids: the stub of a rollout that produced no tokens."""
     eos_id: int
     """The stub's one masked completion token."""
+    infra: InfraHook
+    """The infra-rate stop (`hooks.InfraErrorGuard`)."""
+    gather: Gather
+    """Every process's report of a step (`hooks.gather_across`; one process: itself)."""
     sampling: RefillHook | None = None
     """Dynamic sampling's refill of flat groups; None: flat groups stay."""
-    infra: InfraHook = field(default_factory=InfraErrorGuard)
-    """The infra-rate stop (default: never stops)."""
     outage: OutageHook | None = None
     """Waits out an engine outage and reruns what it failed; None: no reruns."""
     trajectories_dir: Path | None = None
     """Where each step's rollouts are saved; None: not saved."""
+    trajectories_suffix: str = ""
+    """Ends each trajectory file's name: `-rank<i>` when several processes train
+    (`hooks.rank_suffix`), so each writes its own."""
     progress: bool = True
     """A progress bar over each step's rollouts."""
     rollout_fn: RolloutFn = run_rollout
     """Runs one rollout (`run_rollout`; tests script it)."""
-    gather: Gather = gather_across
-    """Every process's report of a step (`gather_across`; one process: itself)."""
 
 
 class RolloutRunner:
@@ -415,9 +417,8 @@ class RolloutRunner:
         self.calls += 1
         if self.settings.trajectories_dir is not None:
             name = f"step-{self.calls if step is None else step:05d}-call-{self.calls:04d}"
-            save_rollouts(
-                rollouts + dropped, self.settings.trajectories_dir / f"{name}{rank_suffix()}.jsonl"
-            )
+            name += self.settings.trajectories_suffix
+            save_rollouts(rollouts + dropped, self.settings.trajectories_dir / f"{name}.jsonl")
         # Every decision below uses all processes' rollouts, so every process takes the same one.
         reports = self.settings.gather(
             {

@@ -1,23 +1,31 @@
-"""Console progress: a GRPO step's line from what the step logged, a held-out result's line,
-about ten lines over a warm start, and the trainer's own display replaced by them. (A real
-run's captured lines: tests/train/test_tracking.py.)"""
+"""A run's callbacks. Console progress: a GRPO step's line from what the step logged, a
+held-out result's line, about ten lines over a warm start, and the trainer's own display
+replaced by them (a real run's captured lines: tests/train/test_tracking.py). Metric names,
+the metrics file and the early stop."""
 
 from __future__ import annotations
+
+import json
+from types import SimpleNamespace
 
 import pytest
 from transformers import TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_callback import ProgressCallback
 from transformers.utils.notebook import NotebookProgressCallback
 
-from tbrl_lib.train.report.progress import (
+from tbrl_lib.train.report.callbacks import (
     TRAINER_DISPLAYS,
+    CurriculumStop,
+    MetricsWriter,
     SFTLines,
     StepLines,
     duration,
     heldout_line,
+    metric_name,
     step_line,
     use_progress_lines,
 )
+from tbrl_lib.train.rollouts.curriculum import Curriculum
 
 STEP_LOGS = {
     "loss": 0.01,
@@ -112,3 +120,40 @@ def test_the_trainers_own_display_is_replaced(tmp_path, monkeypatch, display):
     use_progress_lines(trainer, lines)
     callbacks = trainer.callback_handler.callbacks
     assert lines in callbacks and not any(isinstance(c, TRAINER_DISPLAYS) for c in callbacks)
+
+
+def test_trl_names_go_under_train_and_ours_stay():
+    assert metric_name("loss") == "train/loss"
+    assert metric_name("completions/mean_length") == "train/completions/mean_length"
+    assert (
+        metric_name("rollout/turns") == "rollout/turns"
+        and metric_name("sandbox/commands") == "sandbox/commands"
+    )
+
+
+def test_metrics_writer_appends_numbers_with_step(tmp_path):
+    """The curriculum's numbers arrive in `logs` (the trainer logs them): written as given."""
+    writer = MetricsWriter(tmp_path / "m.jsonl")
+    logs = {"loss": "0.5", "reward/total": 0.25, "curriculum/active_tasks": 1}
+    writer.on_log(None, SimpleNamespace(global_step=3), None, logs=logs)
+    writer.on_log(
+        None, SimpleNamespace(global_step=3), None, logs={"train_runtime": 1.0}
+    )  # end-of-run summary
+    lines = (tmp_path / "m.jsonl").read_text().splitlines()
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert (
+        record["step"] == 3
+        and record["train/loss"] == 0.5
+        and record["curriculum/active_tasks"] == 1.0
+    )
+
+
+def test_training_stops_when_every_task_is_filtered():
+    cur = Curriculum({"a": "easy"}, filter_after_groups=1)
+    stop = CurriculumStop(cur)
+    control = stop.on_step_end(None, None, TrainerControl())
+    assert not control.should_training_stop
+    cur.record_group("a", [0.0, 0.0], [False, False])
+    control = stop.on_step_end(None, None, TrainerControl())
+    assert control.should_training_stop and "a: never solved" in stop.reason
