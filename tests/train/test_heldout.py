@@ -111,3 +111,11 @@ def test_the_family_table_reports_each_family_and_the_pool_with_paired_gains():
     low, high = pooled["difference_ci"]
     assert 0.0 <= low <= 0.375 <= high and "vs_previous" not in by["all", "warm start"]
     assert by["all", "warm start"]["interval (Wilson 95%)"].startswith("[0.0")
+
+
+def test_distinct_instances_of_every_family_have_distinct_prompts():
+    # GRPO tells tasks apart by their prompt; the split must not put one prompt on both sides
+    for family in ("write_word", "count_matches", "fix_script"):
+        train, held = training_tasks(family, 40), heldout_tasks(family, 12)
+        prompts = [t.instruction for t in train + held]
+        assert len(set(prompts)) == len(prompts), family

@@ -75,5 +75,7 @@ def count_matches(rng: random.Random, difficulty: Difficulty) -> Draft:
         solution=f"grep -c {word} {log} > {out}\n",
         slip=f"grep {word} {log} > {out}\n",
         tags=["text-processing", "grep"],
-        answers={"word": word, "log": log, "file": out, "count": count},
+        # what the instruction names: the held-out split and GRPO's task identity go by the
+        # prompt (the count is in the tests, COUNT)
+        answers={"word": word, "log": log, "file": out},
     )
