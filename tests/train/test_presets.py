@@ -368,3 +368,25 @@ def test_dapo_and_logging_options_reach_trl_and_tbrl_train_settings_shows_them(t
         "log_completions",
     ):
         assert f"grpo.{key}" in shown, shown
+
+
+def test_cpu_smollm2_learn_keeps_its_measured_recipe():
+    # The numbers docs/benchmarks.md "A real model learns skills" measured on 3 seeds.
+    c = load_preset("cpu-smollm2-learn")
+    assert (c.model.name, c.model.use_lora, c.model.lora_rank) == ("smollm2-135m", True, 8)
+    assert c.data.families == ["write_word", "count_matches", "fix_script"]
+    assert (c.data.family_tasks, c.sft.demos, c.sft.epochs, c.sft.teacher_accuracy) == (
+        16,
+        48,
+        2,
+        0.4,
+    )
+    assert (c.grpo.num_generations, c.rollouts_per_step, c.grpo.max_steps) == (8, 16, 24)
+    assert (c.grpo.optimizer, c.grpo.learning_rate, c.grpo.temperature) == (
+        "adamw_torch",
+        2e-4,
+        1.0,
+    )
+    assert c.curriculum.dynamic_sampling and c.rollout.episode.max_turns == 2
+    assert (c.heldout.instances, c.heldout.bundled) == (12, 3)
+    assert (c.rollout.reward.w_tests, c.rollout.reward.w_judge) == (0.65, 0.35)

@@ -1,11 +1,12 @@
 """Held-out evaluation around and during a GRPO run on procedural families.
 
 `HeldoutEvaluator` holds what every evaluation of one run shares: the held-out instances of
-every family (`heldout.heldout_tasks`), optionally the easiest bundled tasks (`heldout.bundled`,
-a transfer check run as an evaluation of its own, `<name>-bundled`), the run's `RolloutConfig` (same episode and reward as training)
-and the sampling temperature (the training one, so an evaluation measures the policy GRPO
-samples from). `evaluate_checkpoint` runs a saved model (base, warm start, final) through the
-evaluation harness; `HeldoutDuringTraining` is the TRL callback that, every `heldout.every`
+every family (`heldout.heldout_tasks`), optionally the easiest bundled tasks
+(`heldout.bundled`, a transfer check run as an evaluation of its own, `<name>-bundled`), the
+run's `RolloutConfig` (same episode and reward as training) and the sampling temperature
+(the training one, so an evaluation measures the policy GRPO samples from).
+`evaluate_checkpoint` runs a saved model (base, warm start, final) through the evaluation
+harness; `HeldoutDuringTraining` is the TRL callback that, every `heldout.every`
 steps and at the last one, runs the trainer's own policy (current weights) and hands
 `eval/solve_rate`, `eval/mean_reward`, ... to the trainer, which logs them with that step's
 numbers (metrics.jsonl and every tracker in `grpo.report_to`), with each family's own
@@ -29,7 +30,7 @@ from transformers import TrainerCallback
 
 from tbrl_lib.evaluate.harness import OutageWording
 from tbrl_lib.evaluate.report import compare_runs
-from tbrl_lib.evaluate.stats import paired_comparison, wilson_interval
+from tbrl_lib.evaluate.stats import breakdown, paired_comparison, wilson_interval
 from tbrl_lib.policies.base import Policy
 from tbrl_lib.policies.hf import HFPolicy
 from tbrl_lib.rollout import RolloutConfig
@@ -87,9 +88,10 @@ class HeldoutEvaluator:
         """Evaluate `policy` on the held-out instances: `summary`, `metrics` (with each
         family's solve rate), `out`, `results`."""
         result = self._run(policy, self.tasks, name)
+        families = {task.id: family_of(task) or BUNDLED for task in self.tasks}
         result["metrics"] |= {
-            f"eval/family/{family}/solve_rate": rate
-            for family, rate in family_rates(result["results"].task_rates(), self.tasks).items()
+            f"eval/family/{family}/solve_rate": group["accuracy"]
+            for family, group in breakdown(result["results"].task_rates(), families).items()
         }
         return result
 
@@ -127,15 +129,6 @@ def easiest_tasks(source: str, n: int) -> list[Task]:
     trained on procedural families is checked on."""
     tasks, _ = load_tasks(source)
     return sorted(tasks, key=lambda t: (list(Difficulty).index(t.difficulty), t.id))[:n]
-
-
-def family_rates(rates: dict[str, float], tasks: list[Task]) -> dict[str, float]:
-    """Each family's mean of the per-task `rates` (task id -> solve rate) over `tasks`."""
-    by_family: dict[str, list[float]] = {}
-    for task in tasks:
-        if task.id in rates:
-            by_family.setdefault(family_of(task) or BUNDLED, []).append(rates[task.id])
-    return {family: sum(v) / len(v) for family, v in by_family.items()}
 
 
 class HeldoutDuringTraining(TrainerCallback):
