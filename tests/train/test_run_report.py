@@ -31,6 +31,8 @@ def test_headline_says_what_ran_and_what_came_of_it():
     assert "0.16 &rarr; 0.62" in lines[1] and "+0.46" in lines[1]
     assert "base 0.17 &rarr; warm start 0.08 &rarr; final 1.00" in lines[2]
     assert "final vs warm start +0.92 [+0.75, +1.00]" in lines[2] and "12 instances" in lines[2]
+    three = run_report.headline_lines(SUMMARY, load_preset("cpu-smollm2-learn"))
+    assert "36 instances" in three[2]  # 12 held-out instances of each of 3 families, pooled
     stopped = run_report.headline_lines({**SUMMARY, "stopped_early": "every task <skipped>"})
     assert len(stopped) == 4 and "every task &lt;skipped&gt;" in stopped[3]
 
@@ -77,3 +79,25 @@ def test_step_table_keeps_a_long_run_within_a_screen():
         table.loc["37", "held-out solve rate"] == "0.5"
         and table.loc["1", "held-out solve rate"] == ""
     )
+
+
+def test_the_family_table_has_a_column_per_model_and_the_bundled_tasks_last():
+    def row(family, model, rate, gain=None):
+        extra = {"vs_previous": f"{gain:+.2f} [+0.10, +0.90]"} if gain is not None else {}
+        return {"family": family, "model": model, "instances": 12, "solve_rate": rate, **extra}
+
+    rows = [
+        row(family, model, rate, gain)
+        for family in ("write_word", "fix_script", "all")
+        for model, rate, gain in (
+            ("base", 0.0, None),
+            ("warm start", 0.25, 0.25),
+            ("grpo", 0.75, 0.5),
+        )
+    ]
+    bundled = [{"model": m, "tasks": 3, "solve_rate": 0.0} for m in ("base", "warm start", "grpo")]
+    table = run_report.family_heldout_table({"heldout_by_family": rows, "heldout_bundled": bundled})
+    assert list(table.index) == ["write_word", "fix_script", "all", "bundled (easiest tasks)"]
+    assert {"base", "warm start", "final"} <= set(table.columns)
+    assert table.loc["all", "last vs the one before (paired, 95%)"] == "+0.50 [+0.10, +0.90]"
+    assert run_report.family_heldout_table({"heldout_by_family": rows[:3]}).empty  # one family

@@ -86,7 +86,11 @@ def headline_lines(summary: Mapping[str, Any], config: TrainConfig | None = None
         lines.append("<b>reward</b>: no GRPO step logged")
     rows = summary.get("heldout") or []
     if rows:
-        count = f" on {config.heldout.instances} instances" if config else ""
+        count = (
+            f" on {config.heldout.instances * len(config.data.families)} instances"
+            if config
+            else ""
+        )
         rates = " &rarr; ".join(
             f"{_esc(_model_name(r['model']))} {r['solve_rate']:.2f}" for r in rows
         )
