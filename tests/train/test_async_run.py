@@ -33,11 +33,13 @@ def test_async_cpu_smoke_run(tmp_path, docker_client, base_image):
     metrics = load_metrics(out).set_index("step")
     assert list(metrics["train/async/staleness_max"]) == [0.0, 1.0, 1.0]
     assert (metrics["train/async/stale_dropped_rollouts"] == 0).all()
-    # the first step waits for its own rollouts; the worker's slots were busy for some of
-    # every step (its episode-seconds over the step's wall seconds and its 4 slots)
+    # the worker's busy share: its episode-seconds over the step's wall seconds and its 4
+    # slots. The first step waits for its own rollouts, so the worker was busy in it; a later
+    # step may take a group finished before its window opened and the worker may sit idle
+    # through it (share 0: it happened under load), so there only the bounds hold
     assert (metrics["train/async/wait_s"] >= 0).all()
     busy = metrics["train/async/worker_busy_share"]
-    assert ((busy > 0) & (busy <= 1.0 + 1e-6)).all()
+    assert busy.iloc[0] > 0 and ((busy >= 0) & (busy <= 1.0 + 1e-6)).all()
     ratio = metrics["sampling/importance_sampling_ratio/mean"]
     assert ratio.notna().all() and ratio.iloc[0] == pytest.approx(1.0, abs=1e-3)
     assert len(list((out / "trajectories").glob("*.jsonl"))) == 3

@@ -39,7 +39,7 @@ def test_tasks_and_lenient_are_the_settings_they_stand_for(tmp_path):
 
 def test_a_family_preset_refuses_a_task_folder(tbrl):
     result = tbrl("train", "run", "--preset", "cpu-demo", "--tasks", TB2)
-    assert result.code == 2 and "procedural family 'write_word'" in result.err, result.err
+    assert result.code == 2 and "procedural families ['write_word']" in result.err, result.err
     assert "--preset cpu-smoke" in result.err
 
 

@@ -2,7 +2,8 @@
 
 An editing skill beside `write_word` (write a file) and `count_matches` (read a file): the
 script `/app/<name>.sh` echoes a line with a placeholder (`TODO`, `FIXME`, ...) where a
-word belongs, and the instruction names both. The fix is one `sed -i 's/OLD/NEW/' FILE`.
+word belongs, and the instruction names both; a harder script prints other lines first (one
+per level above easy) and draws its word from more words. The fix is one `sed -i 's/OLD/NEW/' FILE`.
 Tests run the script: the placeholder is gone from its output (0.2), the word is in it (0.8).
 
 `slip` is the mistake a weaker model makes here: `sed` without `-i`, which prints the
@@ -22,6 +23,8 @@ PLACEHOLDERS = ["TODO", "FIXME", "CHANGEME", "UNSET"]
 SCRIPT_NAMES = ["greet", "banner", "motd", "welcome", "status", "title", "label", "header"]
 WORDS_PER_LEVEL = {0: 8, 1: 16}
 SUBJECTS = ["project", "team", "host", "release"]
+OTHER_LINES = ['echo "build: 42"', 'echo "mode: batch"', "date +%Y", 'echo "owner: ops"']
+"""Lines a harder script prints before the broken one (none at easy: the CPU preset's level)."""
 
 TESTS = """
 def _output():
@@ -48,13 +51,14 @@ def fix_script(rng: random.Random, difficulty: Difficulty) -> Draft:
         rng.choice(SUBJECTS),
     )
     script = f"/app/{name}.sh"
+    body = [*rng.sample(OTHER_LINES, min(level, len(OTHER_LINES))), f'echo "{subject}: {old}"']
     return Draft(
         title=f"Fix {name}.sh to print {word}",
         instruction=(
             f"The script {script} prints {old} where it should print {word}. "
             f"Fix the script in place so that it prints {word}."
         ),
-        app_files={f"{name}.sh": f'#!/bin/bash\necho "{subject}: {old}"\n'},
+        app_files={f"{name}.sh": "\n".join(["#!/bin/bash", *body]) + "\n"},
         tests=pytest_module(
             {"SCRIPT": script, "OLD": old, "WORD": word, "SUBJECT": subject}, TESTS
         ),
