@@ -6,7 +6,8 @@ one of 8 names): 64 distinct instances at easy. From hard on the instruction als
 a word not to write. A policy succeeds only if its command depends on its instruction, and a
 model that has not learned that still lands on the right word by chance (1 in 8 at easy):
 the graded, learnable signal GRPO needs from a tiny model. Tests: the named file exists
-(0.2), it holds the word (0.8). Its `slip` writes the right file in /tmp.
+(0.2), it holds the word (0.8). It declares no `slip`: the default one (`demos.slipped`,
+the right file written in /tmp) is its typical mistake.
 
 Why not `copy_answer`: its codes are random letter strings, and copying them needs an
 induction-style lookup a 4-layer model trained for minutes on 2 cores does not learn (its
@@ -50,7 +51,6 @@ def write_word(rng: random.Random, difficulty: Difficulty) -> Draft:
         tests=pytest_module({"WORD": word, "PATH": path}, TESTS),
         weights={"test_file_exists": 0.2, "test_word_written": 0.8},
         solution=f"echo {word} > {path}\n",
-        slip=f"echo {word} > /tmp/{name}.txt\n",  # the right file in the wrong folder
         tags=["files"],
         answers={"word": word, "file": path},
     )
