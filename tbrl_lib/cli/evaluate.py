@@ -226,6 +226,8 @@ def harbor(
     try:
         check_source(tasks)
         check_policy(policy)
+        if policy.startswith("anthropic:"):  # its key is read inside Harbor: check it here
+            require_credentials(make_policy(policy))
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     config = run_config(

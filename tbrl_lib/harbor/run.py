@@ -53,14 +53,15 @@ class HarborRunError(RuntimeError):
 
 
 def check_source(source: str) -> None:
-    """Refuse a Harbor registry dataset name in one line (a path that exists is fine)."""
-    if not Path(source).exists() and ("@" in source or "/" not in source):
+    """Refuse, in one line, a source that is no folder or file here: a Harbor registry
+    dataset name (`terminal-bench@2.0`) cannot be fetched offline."""
+    if not Path(source).exists():
         raise ValueError(
-            f"{source!r} is not a folder here; Harbor registry datasets (e.g. "
+            f"{source!r}: no such folder or file here; a Harbor registry dataset (e.g. "
             "terminal-bench@2.0) cannot be fetched offline (Harbor fails with `ValueError: "
-            "Error getting dataset terminal-bench@2.0` from `ConnectError: Name or service not "
-            "known`): give a folder of Harbor tasks, or run `harbor run -d ...` on a machine "
-            "with internet (docs/harbor.md)"
+            "Error getting dataset terminal-bench@2.0` from `ConnectError: [Errno -2] Name or "
+            "service not known`): give a folder of Harbor tasks, or run `harbor run -d ...` "
+            "on a machine with internet (docs/harbor.md)"
         )
 
 
@@ -83,8 +84,12 @@ def export_tasks(tasks: list[Task], out_dir: Path) -> Path:
     return out_dir
 
 
-def harbor_argv(tasks_dir: Path, job_dir: Path, config: RunConfig) -> list[str]:
-    """`harbor run` for these tasks with tbrl's agent and the run's policy and limits."""
+def harbor_argv(
+    tasks_dir: Path, job_dir: Path, config: RunConfig, agent_kwargs: dict[str, str] | None = None
+) -> list[str]:
+    """`harbor run` for these tasks with tbrl's agent and the run's policy and limits;
+    `agent_kwargs` become more `--ak KEY=VALUE` (e.g. `token_ids=true`)."""
+    extra = [arg for k, v in (agent_kwargs or {}).items() for arg in ("--ak", f"{k}={v}")]
     return [
         "harbor", "run",
         "-p", str(tasks_dir),
@@ -98,6 +103,7 @@ def harbor_argv(tasks_dir: Path, job_dir: Path, config: RunConfig) -> list[str]:
         "-n", str(config.concurrency),
         "--timeout-multiplier", str(config.timeout_scale),
         "-y", "-q",
+        *extra,
     ]  # fmt: skip
 
 
@@ -116,6 +122,7 @@ def run_harbor(
     config: RunConfig,
     run_dir: Path,
     log: Callable[[str], object] = print,
+    agent_kwargs: dict[str, str] | None = None,
 ) -> RunResults:
     """Run `tasks` through Harbor with tbrl's agent; `run_dir/results.json` (module docstring)."""
     check_policy(config.policy)
@@ -143,7 +150,7 @@ def run_harbor(
     started = time.monotonic()
     container = client.containers.run(
         image,
-        harbor_argv(tasks_dir, job_dir, config),
+        harbor_argv(tasks_dir, job_dir, config, agent_kwargs),
         detach=True,
         network_mode="host",
         volumes=volumes,
