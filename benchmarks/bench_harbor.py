@@ -7,8 +7,10 @@ Two policies go through both harnesses: the oracle (a realistic episode: plan, w
 the reference solution, check, finish) and a scripted episode of `--commands` trivial
 commands (`true`, one per turn, from a loopback OpenAI-compatible server), whose tool-call
 times are the per-command cost. For each harness and policy: wall time per trial (median),
-setup (tbrl: image check + container + shell; Harbor: environment setup + agent setup),
-agent and verifier time, and the per-command median and p90 from the trajectories' tool
+setup (tbrl: all of a trial outside the agent and the verifier - image check, container,
+shell, removal; Harbor: its environment and agent setup phases), agent and verifier time, the
+rest of a Harbor trial (stopping and removing its compose project; 0 for tbrl by
+definition), and the per-command median and p90 from the trajectories' tool
 calls. tbrl's harness: `run_eval` (its persistent shell, its own verifier; judge off, as
 Harbor has none). Harbor: `run_harbor` (`harbor run` in its image, tbrl's agent, one
 `docker compose exec` per command, the task's `tests/test.sh`).
@@ -81,6 +83,9 @@ def row(harness: str, policy: str, run_dir: Path, results: RunResults) -> dict[s
         setup = [p["environment_setup"] + p["agent_setup"] for p in phases]
     else:
         setup = [t.total_seconds - t.agent_seconds - t.test_seconds for t in trials]
+    other = [  # Harbor: the environment's teardown and the trial's bookkeeping; tbrl: ~0
+        t.total_seconds - s - t.agent_seconds - t.test_seconds for t, s in zip(trials, setup)
+    ]
     cmds = sorted(command_seconds(run_dir, results))
     return {
         "harness": harness,
@@ -90,6 +95,7 @@ def row(harness: str, policy: str, run_dir: Path, results: RunResults) -> dict[s
         "setup_s": statistics.median(setup),
         "agent_s": statistics.median(t.agent_seconds for t in trials),
         "verifier_s": statistics.median(t.test_seconds for t in trials),
+        "other_s": statistics.median(other),
         "run_wall_s": results.wall_seconds,
         "cmd_p50_ms": 1000 * statistics.median(cmds) if cmds else float("nan"),
         "cmd_p90_ms": 1000 * cmds[int(0.9 * (len(cmds) - 1))] if cmds else float("nan"),

@@ -51,8 +51,10 @@ from tbrl_lib.tasks.model import Environment, Task, Tests
 
 
 class TbrlAgent(BaseAgent):
-    """See the module docstring. Agent kwargs (`--ak KEY=VALUE`): `policy`, `base_url`,
-    `token_ids`, `episode` (a JSON object of `EpisodeLimits` fields, e.g. `{"max_turns": 20}`)."""
+    """See the module docstring. Agent kwargs (`--ak KEY=VALUE`): `policy`, `api_base`,
+    `token_ids`, `episode` (a JSON object of `EpisodeLimits` fields, e.g. `{"max_turns": 20}`),
+    `timeout_scale` (the job's `--timeout-multiplier`, so the episode's own time limit, the
+    task's agent timeout, scales with Harbor's)."""
 
     def __init__(
         self,
@@ -62,6 +64,7 @@ class TbrlAgent(BaseAgent):
         token_ids: bool | str = False,
         episode: str | dict[str, Any] | None = None,
         api_base: str | None = None,
+        timeout_scale: float | str = 1.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(logs_dir=logs_dir, model_name=model_name, **kwargs)
@@ -69,6 +72,7 @@ class TbrlAgent(BaseAgent):
         self.token_ids = str(token_ids).lower() in ("1", "true", "yes")
         fields = json.loads(episode) if isinstance(episode, str) else (episode or {})
         self.limits = EpisodeLimits.model_validate(fields)
+        self.timeout_scale = float(timeout_scale)
 
     @staticmethod
     def name() -> str:
@@ -84,9 +88,10 @@ class TbrlAgent(BaseAgent):
         self, instruction: str, environment: BaseEnvironment, context: AgentContext
     ) -> None:
         task = self._task(instruction, Path(environment.environment_dir).parent)
-        options = {"return_token_ids": True} if self.token_ids else {}
+        asks_ids = self.token_ids and self.spec.startswith("openai:")  # vLLM's return_token_ids
+        options = {"return_token_ids": True} if asks_ids else {}
         policy = RecordingPolicy(make_policy(self.spec, **options))
-        workdir = environment.task_env_config.workdir or task.metadata.get("workdir") or "/app"
+        workdir = environment.task_env_config.workdir or "/app"
         started = time.monotonic()
         traj: Trajectory | None = None
         try:
@@ -101,7 +106,7 @@ class TbrlAgent(BaseAgent):
         read gives a task of the instruction alone (logged)."""
         try:
             task = read_harbor_dir(task_dir, lenient=True)
-        except Exception as err:  # a third-party format tbrl does not model: run anyway
+        except ValueError as err:  # TaskFormatError: a task.toml tbrl does not model
             self.logger.warning("tbrl could not read %s (%s); running without it", task_dir, err)
             return Task(
                 id=task_dir.name,
@@ -109,7 +114,9 @@ class TbrlAgent(BaseAgent):
                 environment=Environment(dockerfile="FROM scratch\n"),
                 tests=Tests(script="exit 1\n"),
             )
-        return task.model_copy(update={"instruction": instruction})
+        timeout = task.limits.agent_timeout_sec * self.timeout_scale
+        limits = task.limits.model_copy(update={"agent_timeout_sec": timeout})
+        return task.model_copy(update={"instruction": instruction, "limits": limits})
 
     def _fill(
         self,

@@ -26,8 +26,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from docker.errors import DockerException
+import docker
+from requests.exceptions import RequestException
 
 import tbrl_lib
 from tbrl_lib.evaluate.results import RunConfig, RunResults
@@ -46,6 +48,7 @@ NETWORK_NOTE = (
     "'no network' (its egress sidecar and probe images come from Docker Hub)"
 )
 IN_PROCESS_POLICIES = ("hf:", "vllm:")
+COMPOSE_DIR_LABEL = "com.docker.compose.project.working_dir"
 
 
 class HarborRunError(RuntimeError):
@@ -123,8 +126,11 @@ def run_harbor(
     run_dir: Path,
     log: Callable[[str], object] = print,
     agent_kwargs: dict[str, str] | None = None,
+    timeout_s: float | None = None,
 ) -> RunResults:
-    """Run `tasks` through Harbor with tbrl's agent; `run_dir/results.json` (module docstring)."""
+    """Run `tasks` through Harbor with tbrl's agent; `run_dir/results.json` (module docstring).
+    Past `timeout_s` (default `run_timeout`) Harbor is stopped, what it left is removed, and
+    `HarborRunError` says so."""
     check_policy(config.policy)
     run_dir = run_dir.resolve()
     client = engine_client(timeout=600)
@@ -134,6 +140,45 @@ def run_harbor(
     tasks_dir = export_tasks(tasks, run_dir / "harbor-tasks")
     job_dir = run_dir / "harbor-jobs" / datetime.now(UTC).strftime("job-%Y%m%d-%H%M%S")
     job_dir.parent.mkdir(parents=True, exist_ok=True)
+    kwargs = {"timeout_scale": str(config.timeout_scale), **(agent_kwargs or {})}
+    log(
+        f"harbor run ({HARBOR_VERSION}) of {len(tasks)} task(s) x {config.attempts}; {NETWORK_NOTE}"
+    )
+    started = time.monotonic()
+    container = client.containers.run(
+        image,
+        harbor_argv(tasks_dir, job_dir, config, kwargs),
+        **_container_options(run_dir, job_dir),
+    )
+    timeout_s = run_timeout(tasks, config) if timeout_s is None else timeout_s
+    try:
+        status = container.wait(timeout=timeout_s)
+    except RequestException as err:  # the wait's read timed out, or the engine went away
+        container.stop(timeout=30)  # SIGTERM: Harbor stops its trials, then SIGKILL
+        left = reap(client, run_dir)
+        raise HarborRunError(
+            f"harbor run did not finish within {timeout_s:.0f} s ({err}); stopped it and "
+            f"removed {left} container(s) it left; log: {run_dir / 'harbor.log'}"
+        ) from err
+    finally:
+        (run_dir / "harbor.log").write_bytes(container.logs())
+        container.remove(force=True)
+    reap(client, run_dir)
+    if not list(job_dir.glob("*/result.json")):
+        tail = "\n".join((run_dir / "harbor.log").read_text().strip().splitlines()[-15:])
+        raise HarborRunError(
+            f"harbor run exited {status.get('StatusCode')} with no trial results "
+            f"(full log: {run_dir / 'harbor.log'}):\n{tail}"
+        )
+    results = read_job(job_dir, config, tasks, run_dir)
+    results.wall_seconds = time.monotonic() - started
+    results.save(run_dir)
+    return results
+
+
+def _container_options(run_dir: Path, job_dir: Path) -> dict[str, Any]:
+    """Harbor's container: this checkout read-only on PYTHONPATH, the run folder at its own
+    path, the engine (socket or DOCKER_HOST), the host's network, the policy's credentials."""
     repo = str(tbrl_lib.REPO_ROOT)
     volumes = {
         repo: {"bind": repo, "mode": "ro"},
@@ -144,39 +189,31 @@ def run_harbor(
         env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
     else:
         volumes[SOCKET] = {"bind": SOCKET, "mode": "rw"}
-    log(
-        f"harbor run ({HARBOR_VERSION}) of {len(tasks)} task(s) x {config.attempts}; {NETWORK_NOTE}"
-    )
-    started = time.monotonic()
-    container = client.containers.run(
-        image,
-        harbor_argv(tasks_dir, job_dir, config, agent_kwargs),
-        detach=True,
-        network_mode="host",
-        volumes=volumes,
-        environment=env,
-        working_dir=str(run_dir),
-        labels={"tbrl.harbor": job_dir.name},
-        name=f"tbrl-harbor-{job_dir.name}-{os.getpid()}",
-    )
-    try:
-        status = container.wait(timeout=run_timeout(tasks, config))
-        output = container.logs().decode(errors="replace")
-    except Exception as err:  # the wait timed out (requests' ReadTimeout) or the engine left
-        raise HarborRunError(f"harbor run did not finish: {err}") from err
-    finally:
-        try:
-            container.remove(force=True)
-        except DockerException:
-            pass
-    (run_dir / "harbor.log").write_text(output)
-    if not list(job_dir.glob("*/result.json")):
-        tail = "\n".join(output.strip().splitlines()[-15:])
-        raise HarborRunError(
-            f"harbor run exited {status.get('StatusCode')} with no trial results "
-            f"(full log: {run_dir / 'harbor.log'}):\n{tail}"
-        )
-    results = read_job(job_dir, config, tasks, run_dir)
-    results.wall_seconds = time.monotonic() - started
-    results.save(run_dir)
-    return results
+    return {
+        "detach": True,
+        "network_mode": "host",
+        "volumes": volumes,
+        "environment": env,
+        "working_dir": str(run_dir),
+        "labels": {"tbrl.harbor": job_dir.name},
+        "name": f"tbrl-harbor-{job_dir.name}-{os.getpid()}",
+    }
+
+
+def reap(client: docker.DockerClient, run_dir: Path) -> int:
+    """Remove the containers and networks of Harbor's trials under `run_dir` (its compose
+    projects' working directories are the exported tasks' `environment/` folders); returns
+    how many containers. Harbor removes them itself when it ends normally."""
+    prefix = str(run_dir) + "/"
+    containers = [
+        c
+        for c in client.containers.list(all=True, filters={"label": COMPOSE_DIR_LABEL})
+        if c.labels.get(COMPOSE_DIR_LABEL, "").startswith(prefix)
+    ]
+    projects = {c.labels.get("com.docker.compose.project") for c in containers}
+    for c in containers:
+        c.remove(force=True)
+    for network in client.networks.list(filters={"label": "com.docker.compose.project"}):
+        if network.attrs.get("Labels", {}).get("com.docker.compose.project") in projects:
+            network.remove()
+    return len(containers)

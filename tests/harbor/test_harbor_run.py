@@ -10,6 +10,7 @@ each test then costs one `harbor run` of three trials at concurrency 3 (30-90 s 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from tbrl_lib.evaluate.report import compare_runs
 from tbrl_lib.evaluate.results import RunConfig, RunResults
 from tbrl_lib.fake_llm_server.llm_server import LLMServer, RecordedRequest
 from tbrl_lib.harbor.image import ensure_harbor_image
-from tbrl_lib.harbor.run import run_harbor
+from tbrl_lib.harbor.run import COMPOSE_DIR_LABEL, HarborRunError, run_harbor
 from tbrl_lib.tasks import load_tasks
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.harbor]
@@ -134,3 +135,19 @@ def test_scripted_policy_same_outcomes_in_both_harnesses_and_exact_token_ids(
         for before, completion, after in zip(prompts, sent, prompts[1:]):
             assert after[: len(before) + len(completion)] == before + completion  # one history
         assert context["n_output_tokens"] == sum(len(ids) for ids in sent)
+
+
+def test_a_run_past_its_time_limit_is_stopped_and_leaves_no_container(
+    harbor_image, tasks, tmp_path, docker_client
+):
+    sleeper = render_action("bash", {"cmd": "sleep 300", "timeout_secs": 400})
+    with LLMServer(default=sleeper) as server:
+        policy = f"openai:{server.openai_base_url}+loopback"
+        t0 = time.monotonic()
+        with pytest.raises(HarborRunError, match="did not finish within 40 s"):
+            run_harbor(tasks[:1], config(policy), tmp_path, log=lambda _: None, timeout_s=40)
+    assert time.monotonic() - t0 < 150  # 40 s, then Harbor's stop (30 s) and the cleanup
+    left = docker_client.containers.list(all=True, filters={"label": COMPOSE_DIR_LABEL})
+    assert not [c for c in left if str(tmp_path) in c.labels[COMPOSE_DIR_LABEL]]
+    harbors = docker_client.containers.list(all=True, filters={"label": "tbrl.harbor"})
+    assert not [c for c in harbors if str(tmp_path) in json.dumps(c.attrs["Mounts"])]
