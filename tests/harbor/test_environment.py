@@ -153,3 +153,16 @@ def test_file_errors_are_the_ones_tbrl_tools_expect(container):
     with pytest.raises(FileTooLarge):
         asyncio.run(read("/tmp/five-hundred"))
     assert asyncio.run(read("/tmp/five-hundred", max_bytes=3)) == b"\0\0\0"
+
+
+def test_a_background_job_neither_blocks_its_command_nor_dies_with_it(container):
+    t0 = time.monotonic()
+    out = asyncio.run(
+        _session(
+            sandbox(container),
+            "nohup sleep 45 >/dev/null 2>&1 & echo started",
+            "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done",
+        )
+    )
+    assert out[0].output == "started\n" and time.monotonic() - t0 < 20
+    assert "sleep 45 " in out[1].output.splitlines()
