@@ -1,8 +1,9 @@
 """`run_harbor(tasks, config, run_dir)`: tbrl's agent through real Harbor on this machine.
 
 What it does, in order: refuse what cannot work here (a registry dataset, an in-process
-model policy); write the tasks as Harbor task folders (`run_dir/harbor-tasks`, tbrl's own
-writer, so any task source works); make the Harbor image (`image.py`, cached); run
+model policy); make the Harbor image (`image.py`, cached) and tag local substitutes for the
+public base images the tasks name (`provide_bases`); write the tasks as Harbor task folders
+(`run_dir/harbor-tasks`, tbrl's own writer, so any task source works); run
 `harbor run -p <tasks> -a tbrl_lib.harbor.agent:TbrlAgent -e docker` in a container of it,
 with this checkout mounted read-only on PYTHONPATH, the engine's socket, host networking
 (a policy server on the host's loopback answers) and the run folder mounted at its own
@@ -29,13 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import docker
+from docker.errors import ImageNotFound
 from requests.exceptions import RequestException
 
 import tbrl_lib
 from tbrl_lib.evaluate.results import RunConfig, RunResults
 from tbrl_lib.harbor.image import HARBOR_VERSION, ensure_harbor_image
 from tbrl_lib.harbor.job import read_job
+from tbrl_lib.sandbox.base_images import family_of, recipe_hash, tag_substitute
 from tbrl_lib.sandbox.engine import client as engine_client
+from tbrl_lib.tasks.dockerfile import base_images as dockerfile_bases
 from tbrl_lib.tasks.loader import write_tasks
 from tbrl_lib.tasks.model import Task
 
@@ -85,6 +89,24 @@ def export_tasks(tasks: list[Task], out_dir: Path) -> Path:
     ]
     write_tasks(opened, "harbor", out_dir, progress=False)
     return out_dir
+
+
+def provide_bases(client: docker.DockerClient, tasks: list[Task]) -> list[str]:
+    """Tag a local substitute (`base_images.tag_substitute`) for every public base image a
+    task's Dockerfile names that this engine lacks (`t-bench/python-3-13:<any tag>`), so
+    Harbor's plain `docker build` finds it offline as tbrl's own builds do (they rewrite the
+    FROM line instead); returns the names tagged. Unknown families and digests are left to
+    fail in Harbor's build, as the task's own defect."""
+    tagged = []
+    for name in sorted({base for task in tasks for base in dockerfile_bases(task)}):
+        if family_of(name) is None or "@" in name:
+            continue
+        try:
+            client.images.get(name)
+        except ImageNotFound:
+            tag_substitute(client, name, recipe_hash())
+            tagged.append(name)
+    return tagged
 
 
 def harbor_argv(
@@ -137,6 +159,8 @@ def run_harbor(
     image, built_s = ensure_harbor_image(client, log)
     if built_s:
         log(f"built {image} in {built_s:.0f} s")
+    for name in provide_bases(client, tasks):
+        log(f"tagged a local substitute for {name} (tbrl images status lists it)")
     tasks_dir = export_tasks(tasks, run_dir / "harbor-tasks")
     job_dir = run_dir / "harbor-jobs" / datetime.now(UTC).strftime("job-%Y%m%d-%H%M%S")
     job_dir.parent.mkdir(parents=True, exist_ok=True)
