@@ -218,7 +218,8 @@ def harbor(
     write results.json, which `tbrl eval compare` sets beside a `tbrl eval run`.
 
     Builds the Harbor image once (cached). No judge runs in Harbor: the score is the tests'.
-    Exits 1 when trials ended in infra errors."""
+    Exits 1 when trials ended in infra errors; tasks whose image does not build are listed
+    (not scored) and the run exits 0, as `tbrl eval run` does."""
     if tasks is None:
         raise typer.BadParameter(
             "give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks"
@@ -251,6 +252,8 @@ def harbor(
         raise typer.Exit(1) from err
     console().print(summary_table(results, title=f"{policy} on {tasks} through Harbor"))
     typer.echo(f"results: {run_folder / 'results.json'}")
+    for reason in results.summary.get("task_error_tasks", {}).values():
+        typer.echo(f"task error (not scored): {reason.removeprefix('task ')}", err=True)
     infra = results.summary.get("infra_errors", 0)
     if infra:
         typer.echo(

@@ -10,9 +10,12 @@ the trial failed, and timings per phase. One tbrl `TrialResult` per Harbor trial
   `judge_score` stay None;
 - failure mode = tbrl's own rule (`evaluate.harness.failure_mode`) on the agent's
   termination, with Harbor's exceptions mapped: `AgentTimeoutError` -> agent_timeout,
-  `VerifierTimeoutError` -> test_timeout, anything else (the environment did not build or
-  start, the verifier crashed, the agent raised) -> infra_error with the exception's text,
-  so it is out of the denominators as in tbrl's harness;
+  `VerifierTimeoutError` -> test_timeout; the task's Dockerfile failing a step in Harbor's
+  build (BuildKit's `failed to solve`, no sign of the network or disk failing:
+  `sandbox.build_log.NETWORK`) -> task_error, first line naming the step, then its error
+  lines, as tbrl's harness reports it; anything else (the environment did not start, the
+  verifier crashed, the agent raised) -> infra_error with the exception's text; both are
+  out of the denominators, as in tbrl's harness;
 - attempts number a task's trials in the order they started.
 
 `phase_seconds` gives the per-phase timings (environment setup, agent setup, agent,
@@ -22,13 +25,15 @@ verifier) that the benchmark reports; they are not part of `results.json`'s form
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tbrl_lib.evaluate.harness import failure_mode
-from tbrl_lib.evaluate.results import FailureMode, RunConfig, RunResults, TrialResult
+from tbrl_lib.evaluate.results import UNSCORED, FailureMode, RunConfig, RunResults, TrialResult
 from tbrl_lib.harbor import TRAJECTORY_FILE
+from tbrl_lib.sandbox.build_log import NETWORK
 from tbrl_lib.tasks.model import Task
 
 EXCEPTION_MODES = {
@@ -36,6 +41,19 @@ EXCEPTION_MODES = {
     "VerifierTimeoutError": FailureMode.test_timeout,
 }
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
+BUILD_FAILED = "failed to solve"
+"""BuildKit's last line when a Dockerfile step fails (Harbor raises it in a RuntimeError)."""
+FAILED_STEP = re.compile(r"^ > (\[.*?\] .*?):?$", re.MULTILINE)
+ERROR_LINE = re.compile(r"^\d+\.\d+ (.*\b(ERROR|E:|error|fatal:).*)$", re.MULTILINE)
+
+
+def _build_error(task_id: str, message: str) -> str:
+    """`task T: its image does not build in Harbor: [main 3/5] RUN ...`, then the step's
+    error lines (at most six)."""
+    step = FAILED_STEP.search(message)
+    reasons = list(dict.fromkeys(m.group(1) for m in ERROR_LINE.finditer(message)))[:6]
+    head = f"task {task_id}: its image does not build in Harbor: "
+    return "\n".join([head + (step.group(1) if step else "a Dockerfile step failed"), *reasons])
 
 
 def trial_results(job_dir: Path) -> list[dict[str, Any]]:
@@ -78,17 +96,19 @@ def to_trial(
     error = None
     mode = failure_mode(meta.get("termination"), resolved, test_timed_out=False)
     if exception:
-        kind = exception.get("exception_type", "")
-        error = f"{kind}: {exception.get('exception_message', '')}".strip()
+        kind, message = exception.get("exception_type", ""), exception.get("exception_message", "")
+        error = f"{kind}: {message}".strip()
         mode = EXCEPTION_MODES.get(kind, FailureMode.infra_error)
-        resolved = resolved and mode != FailureMode.infra_error
+        if BUILD_FAILED in message and not NETWORK.search(message):
+            mode, error = FailureMode.task_error, _build_error(result["task_name"], message)
+        resolved = resolved and mode not in UNSCORED
     trajectory = job_dir / result["trial_name"] / "agent" / TRAJECTORY_FILE
     times = phase_seconds(result)
     return TrialResult(
         task_id=result["task_name"],
         attempt=attempt,
         resolved=resolved,
-        score=score if mode != FailureMode.infra_error else 0.0,
+        score=score if mode not in UNSCORED else 0.0,
         failure_mode=FailureMode.resolved if resolved else mode,
         difficulty=task.difficulty.value if task else "unknown",
         category=task.category if task else "unknown",

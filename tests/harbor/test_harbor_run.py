@@ -27,6 +27,7 @@ from tbrl_lib.tasks import load_tasks
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.harbor]
 
 REPO = Path(__file__).resolve().parents[2]
+TB2 = REPO / "tests" / "tasks" / "fixtures" / "third_party" / "tb2"
 TASK_IDS = ("access-log-report", "archive-integrity", "config-precedence")
 """The first three bundled tasks (what `--tasks data/tasks --limit 3` picks)."""
 SOLVED = "config-precedence"
@@ -63,6 +64,29 @@ def test_eval_harbor_oracle_solves_three_bundled_tasks(tbrl, harbor_image, tmp_p
     for trial in run.trials:  # tbrl's trajectory of each Harbor trial, beside Harbor's files
         traj = json.loads((out / trial.trajectory).read_text())
         assert traj["termination"] == "finished" and trial.turns == 4
+
+
+def test_third_party_set_with_a_broken_dockerfile_as_tbrl_eval_run_reports_it(
+    tbrl, harbor_image, tmp_path
+):
+    """The same fixture and outcomes as tests/evaluate/test_third_party_eval.py: an Ubuntu
+    base image tag this engine lacks (a substitute is tagged), pinned pip test dependencies
+    installed by each task's own Dockerfile, and one Dockerfile that fails a step."""
+    out = tmp_path / "tb2"
+    result = tbrl(
+        "eval", "harbor", "--tasks", TB2, "--policy", "oracle", "--concurrency", 3, "--out", out
+    )
+    assert result.code == 0, result.err + result.out
+    run = RunResults.load(out)
+    assert {t.task_id: t.failure_mode.value for t in run.trials} == {
+        "broken-test-deps": "task_error",
+        "sales-by-region": "resolved",
+        "word-count-py313": "resolved",
+    }
+    assert run.summary["infra_errors"] == 0 and run.summary["accuracy"] == 1.0
+    (broken,) = [t for t in run.trials if t.failure_mode.value == "task_error"]
+    assert "ERROR: No matching distribution found for iniconfig==9.0.0" in broken.error
+    assert "task error (not scored): broken-test-deps: its image does not build" in result.err
 
 
 def test_noop_solves_none(harbor_image, tasks, tmp_path):

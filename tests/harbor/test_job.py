@@ -63,6 +63,35 @@ def test_outcome(result, resolved, mode, score, tmp_path):
         assert trial.error == f"{result['exception_info']['exception_type']}: it failed"
 
 
+BUILD_FAILURE = (
+    "Docker compose command failed for environment broken. Command: docker compose ... build. "
+    "Return code: 17. Stdout: #7 [main 3/5] RUN pip3 install pytest==8.4.1 iniconfig==9.0.0\n"
+    "#7 4.500 ERROR: No matching distribution found for iniconfig==9.0.0\n------\n"
+    " > [main 3/5] RUN pip3 install pytest==8.4.1 iniconfig==9.0.0:\n"
+    "4.500 ERROR: No matching distribution found for iniconfig==9.0.0\n------\n"
+    "failed to solve: executor failed running [/bin/sh -c pip3 install]: exit code: 1\n"
+)
+"""The shape of Harbor 0.25.0's RuntimeError for a failing Dockerfile step (BuildKit's
+output, abridged from a real run on tests/tasks/fixtures/third_party/tb2)."""
+
+
+def test_a_dockerfile_step_failing_in_harbors_build_is_the_tasks_error(tmp_path):
+    result = harbor_result("broken", reward=None, exception="RuntimeError")
+    result["exception_info"]["exception_message"] = BUILD_FAILURE
+    trial = to_trial(result, 0, None, tmp_path, tmp_path)
+    assert trial.failure_mode.value == "task_error" and trial.score == 0.0
+    assert trial.error.splitlines() == [
+        "task broken: its image does not build in Harbor: [main 3/5] RUN pip3 install "
+        "pytest==8.4.1 iniconfig==9.0.0",
+        "ERROR: No matching distribution found for iniconfig==9.0.0",
+    ]
+    offline = BUILD_FAILURE.replace(
+        "No matching distribution", "Temporary failure in name resolution"
+    )
+    result["exception_info"]["exception_message"] = offline
+    assert to_trial(result, 0, None, tmp_path, tmp_path).failure_mode.value == "infra_error"
+
+
 def test_timings_tokens_and_turns(tmp_path):
     result = harbor_result()
     assert phase_seconds(result) == {
