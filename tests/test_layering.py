@@ -35,6 +35,7 @@ LAYERS: list[set[str]] = [
     {"rewards", "viewers"},
     {"rollout"},
     {"evaluate"},
+    {"harbor"},  # tbrl's agent inside Harbor: its runner writes evaluation's results.json
     {"judge_eval", "train", "doctor"},
     {"cli"},
 ]

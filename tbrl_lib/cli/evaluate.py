@@ -5,6 +5,7 @@
     tbrl eval --tasks data/tasks --policy oracle ...     (same as `tbrl eval run ...`)
     tbrl eval show outputs/eval-oracle
     tbrl eval compare outputs/eval-a outputs/eval-b
+    tbrl eval harbor --tasks data/tasks --limit 3 --policy oracle --out outputs/eval-harbor
 
 Running the same `run` command again on the same --out resumes the run: finished trials
 are kept, trials that ended in an infra error are redone, and a different policy, task
@@ -26,6 +27,7 @@ from tbrl_lib.console import console
 from tbrl_lib.evaluate.harness import require_credentials, run_eval
 from tbrl_lib.evaluate.report import compare_runs, comparison_table, summary_table
 from tbrl_lib.evaluate.results import RunConfig, RunResults
+from tbrl_lib.harbor.run import HarborRunError, check_policy, check_source, run_harbor
 from tbrl_lib.models import make_policy, resolve_model
 from tbrl_lib.notebook_tools import run_dir
 from tbrl_lib.overrides import merge, parse_overrides, settings_error
@@ -190,3 +192,73 @@ def compare(
     """Paired per-task comparison of two runs: A - B with its 95% interval."""
     cmp = compare_runs(run_a, run_b)
     console().print(comparison_table(cmp, run_a.name, run_b.name))
+
+
+@app.command()
+def harbor(
+    tasks: Annotated[
+        str | None,
+        typer.Option(
+            "--tasks", help="Task source (any format tbrl reads); not a Harbor registry dataset."
+        ),
+    ] = None,
+    policy: Annotated[
+        str,
+        typer.Option("--policy", help="oracle, noop, openai:BASE_URL+MODEL, anthropic:MODEL."),
+    ] = "oracle",
+    attempts: AttemptsOpt = 1,
+    concurrency: ConcurrencyOpt = 1,
+    out: OutOpt = None,
+    timeout_scale: ScaleOpt = 1.0,
+    limit: LimitOpt = None,
+    settings: SetOpt = None,
+    lenient: LenientOpt = False,
+) -> None:
+    """Run tbrl's agent inside Harbor (Terminal-Bench 2's harness) on this machine's Docker;
+    write results.json, which `tbrl eval compare` sets beside a `tbrl eval run`.
+
+    Builds the Harbor image once (cached). No judge runs in Harbor: the score is the tests'.
+    Exits 1 when trials ended in infra errors; tasks whose image does not build are listed
+    (not scored) and the run exits 0, as `tbrl eval run` does."""
+    if tasks is None:
+        raise typer.BadParameter(
+            "give the tasks to evaluate, e.g. --tasks data/tasks", param_hint="--tasks"
+        )
+    try:
+        check_source(tasks)
+        check_policy(policy)
+        if policy.startswith("anthropic:"):  # its key is read inside Harbor: check it here
+            require_credentials(make_policy(policy))
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    config = run_config(
+        policy=policy,
+        tasks_source=tasks,
+        attempts=attempts,
+        concurrency=concurrency,
+        timeout_scale=timeout_scale,
+        limit=limit,
+        reward={"judge": "none"},
+        settings=settings or [],
+    )
+    require_engine("tbrl eval harbor")
+    loaded = load_tasks(Path(tasks), "lenient" if lenient else "strict")
+    print_load_report(console(), loaded.report)
+    run_folder = run_dir(out or "", f"eval-harbor-{policy.split(':')[0]}")
+    try:
+        results = run_harbor(loaded.tasks[:limit], config, run_folder, log=typer.echo)
+    except HarborRunError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from err
+    console().print(summary_table(results, title=f"{policy} on {tasks} through Harbor"))
+    typer.echo(f"results: {run_folder / 'results.json'}")
+    for reason in results.summary.get("task_error_tasks", {}).values():
+        typer.echo(f"task error (not scored): {reason.removeprefix('task ')}", err=True)
+    infra = results.summary.get("infra_errors", 0)
+    if infra:
+        typer.echo(
+            f"error: {infra} of {results.summary['n_trials']} trials ended in infra errors "
+            f"(not scored; Harbor's log: {run_folder / 'harbor.log'})",
+            err=True,
+        )
+        raise typer.Exit(1)
