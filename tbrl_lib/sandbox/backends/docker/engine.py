@@ -25,16 +25,9 @@ from docker.errors import DockerException
 from tenacity import AsyncRetrying, Retrying, retry_if_result, stop_after_delay, wait_fixed
 from tqdm.auto import tqdm
 
+from tbrl_lib.sandbox.backend import EngineOutage, EngineUnavailable
+
 DOCKERD_LOG = Path("/tmp/tbrl-dockerd.log")
-
-
-class EngineUnavailable(RuntimeError):
-    """No Docker engine answers; the message says how to get one."""
-
-
-class EngineOutage(EngineUnavailable):
-    """The engine stopped answering mid-run and did not come back within the wait. An
-    `EngineUnavailable`, so `tbrl` ends it in one line (what happened, how to resume)."""
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,13 @@ import docker
 from docker.errors import APIError, NotFound
 
 from tbrl_lib.sandbox import pristine_programs, stdlib_first
+from tbrl_lib.sandbox.backends.docker.hosts import Host
+from tbrl_lib.sandbox.backends.docker.runtime_volume import (
+    RUNTIME_MOUNT,
+    interpreter_argv,
+    run_to_completion,
+)
 from tbrl_lib.sandbox.base import SandboxError
-from tbrl_lib.sandbox.hosts import Host
-from tbrl_lib.sandbox.runtime_volume import RUNTIME_MOUNT, interpreter_argv, run_to_completion
 
 PRISTINE_MOUNT = "/.tbrl-pristine"
 """Where the image's pristine tools and packages are mounted (read-only)."""
@@ -331,14 +335,17 @@ def forget() -> None:
         _built.clear()
 
 
-def prune(client: docker.DockerClient) -> tuple[list[str], int]:
-    """Remove every pristine volume no container uses (they are a cache: rebuilt on demand);
-    return the names removed and how many were kept because a container mounts them."""
+def prune(client: docker.DockerClient, only: set[str] | None = None) -> tuple[list[str], int]:
+    """Remove every pristine volume no container uses (they are a cache: rebuilt on demand),
+    or only those named in `only`; return the names removed and how many were kept because
+    a container mounts them (the engine refuses: 409)."""
     removed, in_use = [], 0
     # by name too: a mount of a removed volume by a process of an older tbrl makes the
     # engine create an empty one, without the label
     for volume in client.volumes.list(filters={"name": volume_name("")}):
         if not volume.name.startswith(volume_name("")):
+            continue
+        if only is not None and volume.name not in only:
             continue
         try:
             volume.remove()
