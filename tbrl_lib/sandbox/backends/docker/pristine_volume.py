@@ -249,7 +249,9 @@ def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: flo
         with _registry_lock:
             volume_lock = _volume_locks.setdefault((host.name, name), threading.Lock())
         with volume_lock:  # two images of one content: one copy, the other waits for it
-            if (host.name, name) not in _built:
+            # built by this process for another image of the content, and still there (a
+            # prune elsewhere may have removed it: a mount would then make an empty one)
+            if (host.name, name) not in _built or not _exists(host, name):
                 try:
                     client.volumes.get(name)
                 except NotFound:
