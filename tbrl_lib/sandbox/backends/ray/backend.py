@@ -21,6 +21,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from tqdm.auto import tqdm
+
 from tbrl_lib.sandbox.backend import Capacity, EngineOutage, EngineUnavailable
 from tbrl_lib.sandbox.backends.ray import cluster
 from tbrl_lib.sandbox.backends.ray.remote import RaySandbox
@@ -72,17 +74,16 @@ class RayBackend:
         rollouts are rerun on the others at once, so only an empty cluster is an outage)."""
         if await asyncio.to_thread(cluster.sandbox_nodes, self.settings):
             return False
-        print(
+        tqdm.write(
             f"{who}: no Ray node offers `{self.settings.resource}` ({why}); waiting up to "
-            f"{wait_s:.0f}s",
-            flush=True,
+            f"{wait_s:.0f}s"
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
         while loop.time() < deadline:
             await asyncio.sleep(WAIT_EVERY_S)
             if await asyncio.to_thread(cluster.sandbox_nodes, self.settings):
-                print(f"{who}: a Ray node offers `{self.settings.resource}` again", flush=True)
+                tqdm.write(f"{who}: a Ray node offers `{self.settings.resource}` again")
                 return True
         raise EngineOutage(f"{self._no_nodes()} for {wait_s:.0f}s ({why}); {resume}")
 
