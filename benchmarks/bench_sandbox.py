@@ -15,7 +15,9 @@ Rows (median and p90 where it is a latency):
 `--ray` measures the `ray` backend beside local Docker instead, both through the one public
 `open_sandbox` (a local Ray instance this script starts, declaring enough `sandbox` units):
 per-command p50/p90 through the persistent shell, ready for the first command (open + one
-command), and scripted 20-command episodes/hour at each concurrency level. On one machine the
+command), and scripted 20-command episodes/hour at each concurrency level, each measured
+twice in the order docker, ray, ray, docker (half the counts each time) so that a load that
+drifts during the run weighs on both alike. On one machine the
 "straight to the node's engine" alternative IS the local Docker column (over a network it
 adds the round trip to the engine); the ray column is the host-actor path the backend takes.
 
@@ -259,18 +261,25 @@ def run_ray_comparison(
     docker_config = SandboxConfig(run_id="bench-ray", docker=hosts)
     ray_config = docker_config.model_copy(update={"backend": "ray"})
     result: dict = {"latency_ms": {}, "episodes_per_hour": {}}
-    try:
-        for config in (docker_config, ray_config):
-            lat, rates = asyncio.run(_one_backend(config, commands, starts, levels, episodes))
+    samples: dict[str, dict[str, list[float]]] = {"docker": {}, "ray": {}}
+    rates_seen: dict[str, list[dict]] = {"docker": [], "ray": []}
+    try:  # ABBA: docker, ray, ray, docker, so a load that drifts during the run cancels out
+        for config in (docker_config, ray_config, ray_config, docker_config):
+            lat, rates = asyncio.run(
+                _one_backend(config, commands // 2, max(1, starts // 2), levels, episodes // 2)
+            )
             for what, values in lat.items():
-                p50, p90 = _stats(values)
-                result["latency_ms"][f"{config.backend} {what}"] = {
-                    "p50": p50 * 1e3,
-                    "p90": p90 * 1e3,
-                }
-            result["episodes_per_hour"][config.backend] = rates
+                samples[config.backend].setdefault(what, []).extend(values)
+            rates_seen[config.backend].append(rates)
     finally:
         ray.shutdown()
+    for backend, by_what in samples.items():
+        for what, values in by_what.items():
+            p50, p90 = _stats(values)
+            result["latency_ms"][f"{backend} {what}"] = {"p50": p50 * 1e3, "p90": p90 * 1e3}
+        result["episodes_per_hour"][backend] = {
+            c: statistics.mean(r[c] for r in rates_seen[backend]) for c in levels
+        }
     lat, rates = result["latency_ms"], result["episodes_per_hour"]
     echo(f"{'measure':<34}{'docker':>10}{'ray':>10}{'ray - docker':>14}")
     for what in ("command", "ready"):
