@@ -109,7 +109,8 @@ class SandboxConfig(BaseModel):
     allow_internet: bool | None = None
     """Override the task's network policy (None = follow `task.limits.allow_internet`)."""
     pool_size: int = Field(default=0, ge=0)
-    """Warm containers kept ready per image by `open_sandbox` (0 = start on demand)."""
+    """Warm containers kept ready per image by the docker backend's `open_sandbox` (0 = start on
+    demand; the ray backend always starts on demand)."""
     max_file_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     """Largest file `write_file`/`read_file` moves."""
     workdir: str = "/app"
@@ -120,11 +121,12 @@ class SandboxConfig(BaseModel):
     """Creating + starting a container and its shell must finish within this; past it the
     rollout is an infra error (masked). Raise it on busy hosts."""
     engine_wait_s: float = Field(default=300.0, ge=0)
-    """How long a run waits for a Docker engine that stopped answering (a restart) before it
-    stops, resumably (`sandbox/engine.py`: `wait_for_engine`); training reruns the rollouts
-    the outage failed once the engine is back."""
+    """How long a run waits for its backend to answer again (a restarted Docker engine; a Ray
+    cluster with no sandbox node) before it stops, resumably (`SandboxBackend.wait`);
+    training reruns the rollouts the outage failed once it is back."""
     run_id: str = "adhoc"
-    """Label `tbrl.run` put on every container (group a training run's containers)."""
+    """Label `tbrl.run` put on every container (group a run's containers; the ray backend
+    adds `tbrl.node`)."""
 
     @field_validator("workdir")
     @classmethod
