@@ -12,8 +12,8 @@ training, rerun in evaluation, on the nodes left); the unit is given back; the n
 containers are reaped by its host actor when the node (and its engine) come back, or by
 `reap()`. Measured choice: commands go through the node's actor rather than straight to the
 node's Docker engine, because the actor works on any Ray cluster (no engine socket exposed
-across machines); it costs 2.3 ms more per command on a loaded 2-core machine, 6 ms at twice
-that load (docs/benchmarks.md, 2026-12-06).
+across machines); it costs 1.4-2.3 ms more per command on a loaded 2-core machine, 6 ms at
+twice that load (docs/benchmarks.md, 2026-12-06).
 """
 
 from __future__ import annotations
