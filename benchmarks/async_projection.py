@@ -329,7 +329,7 @@ def episode_slots(config: TrainConfig) -> tuple[int, str]:
     time; a host's `max_concurrency` is shared by the processes of a node (`sandbox/slots.py`)
     and preflight refuses nodes whose sandboxes in flight exceed the shared hosts' declared
     sum, so the job's count is capped at that sum."""
-    launch, hosts = config.launch, config.rollout.sandbox.hosts
+    launch, hosts = config.launch, config.rollout.sandbox.docker.hosts
     per_process = min(launch.sandbox_concurrency, sum(h.max_concurrency for h in hosts))
     slots = per_process * launch.num_processes
     why = f"{per_process} per process x {launch.num_processes} process(es)"

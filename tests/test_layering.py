@@ -226,3 +226,62 @@ def test_the_cycle_check_sees_a_late_import_closing_a_loop(tmp_path):
         "    from p.sub.a import A\n"  # never runs: no arrow
     )
     assert hidden_cycles(pkg) == ["p/sub/a.py:3: p.sub.a -> p.sub -> p.sub.a"]
+
+
+# A sandbox backend's SDK stays inside that backend: the rest of tbrl reaches Docker or Ray
+# only through `tbrl_lib.sandbox`'s seam (`backend_for`, `Sandbox`), so a new backend or a
+# change of SDK touches one package.
+CONFINED = {
+    "docker": PKG / "sandbox" / "backends" / "docker",
+    "ray": PKG / "sandbox" / "backends" / "ray",
+}
+"""Third-party package -> the only folder of tbrl_lib whose modules may import it."""
+
+
+def sdk_imports(path: Path, sdk: str) -> list[int]:
+    """Lines of `path` that import `sdk` or one of its modules, at any depth."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        if any(name == sdk or name.startswith(sdk + ".") for name in names):
+            lines.append(node.lineno)
+    return lines
+
+
+def confinement_offenders(pkg: Path, sdk: str, home: Path) -> list[str]:
+    return [
+        f"{path.relative_to(pkg.parent)}:{line} imports {sdk}"
+        for path in sorted(pkg.rglob("*.py"))
+        if home not in path.parents
+        for line in sdk_imports(path, sdk)
+    ]
+
+
+@pytest.mark.parametrize("sdk", sorted(CONFINED))
+def test_a_backend_sdk_is_imported_only_inside_its_backend(sdk):
+    offenders = confinement_offenders(PKG, sdk, CONFINED[sdk])
+    assert not offenders, "go through tbrl_lib.sandbox (backend_for) instead:\n" + "\n".join(
+        offenders
+    )
+
+
+def test_the_confinement_check_fails_on_an_import_outside_the_backend(tmp_path):
+    pkg = tmp_path / "tbrl_lib"
+    home = pkg / "sandbox" / "backends" / "docker"
+    home.mkdir(parents=True)
+    (home / "engine.py").write_text("import docker\nfrom docker.errors import NotFound\n")
+    (pkg / "train").mkdir()
+    (pkg / "train" / "outage.py").write_text(
+        "import dockerfile_parse\n"  # another package whose name starts alike: fine
+        "def f():\n"
+        "    from docker.errors import DockerException\n"  # inside a function: still found
+    )
+    assert confinement_offenders(pkg, "docker", home) == [
+        "tbrl_lib/train/outage.py:3 imports docker"
+    ]

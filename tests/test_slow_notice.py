@@ -58,7 +58,7 @@ def test_a_model_load_past_the_threshold_prints_and_a_fast_one_does_not(tiny_mod
 
 @pytest.mark.docker
 def test_a_slow_image_build_prints_and_a_cached_one_does_not(base_image, docker_client, capsys):
-    from tbrl_lib.sandbox.images import ensure_image, image_tag
+    from tbrl_lib.sandbox.backends.docker.images import ensure_image, image_tag
     from tbrl_lib.tasks.model import Task
 
     task = Task(

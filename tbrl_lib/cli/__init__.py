@@ -4,7 +4,7 @@ notebooks call; nothing in the library imports this package (`tests/test_layerin
     app.py        the root: global options, the one-line error handling, the groups mounted
     workspace.py  doctor, setup, demo          upstream.py  upstream fetch|status
     images.py     images bootstrap|status      docker.py    docker ensure|reap
-    bench.py      bench sandbox                tasks.py     tasks convert|stats|generate|validate|check
+    tasks.py      tasks convert|stats|generate|validate|check
     agent.py      agent prompt|parse|run|tiny-model
     judge.py      judge eval|calibrate|score|check-config
     evaluate.py   eval run|show|compare        train.py     train run|sft|presets|settings|plan|preflight|launch

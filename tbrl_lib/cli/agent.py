@@ -25,7 +25,7 @@ from tbrl_lib.models.tiny_corpus import build_tiny_model
 from tbrl_lib.rewards import RewardConfig
 from tbrl_lib.rewards.judges import judge_for
 from tbrl_lib.rollout import RolloutConfig, run_rollout
-from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.sandbox import backend_for
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.console import LENIENT_HELP, print_load_report
 
@@ -74,7 +74,7 @@ def run(
 ) -> None:
     """Run one rollout (sandbox, episode, tests, judge) and save its trajectory: the same
     rollout training and evaluation run."""
-    require_engine("tbrl agent run")
+    backend_for().check("tbrl agent run")
     loaded, report = load_tasks(tasks, "lenient" if lenient else "strict", progress=False)
     print_load_report(console(), report)
     matching = [t for t in loaded if t.id == task_id] if task_id else loaded[:1]

@@ -13,13 +13,11 @@ instead. Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import typer
-from docker.errors import DockerException
 from tqdm import tqdm
 
 from tbrl_lib import __version__
 from tbrl_lib.cli import (
     agent,
-    bench,
     docker,
     evaluate,
     images,
@@ -32,8 +30,9 @@ from tbrl_lib.cli import (
 )
 from tbrl_lib.notebook_tools.execute import NotebookFailed
 from tbrl_lib.rewards.judges import JudgeError
+from tbrl_lib.sandbox import EngineUnavailable
+from tbrl_lib.sandbox.backends.docker.engine import DockerException
 from tbrl_lib.sandbox.base import SandboxError
-from tbrl_lib.sandbox.engine import EngineUnavailable
 
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,  # bad values, TaskFormatError, CaseFormatError, ConfigMismatch, missing keys
@@ -133,7 +132,6 @@ def _global_options(
 
 app.add_typer(images.app, name="images", help="Base images (offline Debian substitutes).")
 app.add_typer(docker.app, name="docker", help="Docker engine: ensure it runs, reap leftovers.")
-app.add_typer(bench.app, name="bench", help="Benchmarks that print a table against a baseline.")
 app.add_typer(tasks.app, name="tasks", help="Convert, validate, generate and describe tasks.")
 app.add_typer(agent.app, name="agent", help="The agent: prompt, parse a reply, run an episode.")
 app.add_typer(judge.app, name="judge", help="LLM and rule-based judges: evaluate them.")

@@ -1,11 +1,11 @@
 """`tbrl docker ensure|reap`: a Docker engine answering, and tbrl's leftovers removed (thin
-over `tbrl_lib.sandbox.engine` and `tbrl_lib.sandbox.reaper`)."""
+over `tbrl_lib.sandbox.backends.docker.engine` and `tbrl_lib.sandbox.backends.docker.reaper`)."""
 
 from __future__ import annotations
 
 import typer
 
-from tbrl_lib.sandbox import engine, pristine_volume, reaper
+from tbrl_lib.sandbox.backends.docker import engine, pristine_volume, reaper
 
 app = typer.Typer(no_args_is_help=True)
 

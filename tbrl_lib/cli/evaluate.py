@@ -31,7 +31,8 @@ from tbrl_lib.harbor.run import HarborRunError, check_policy, check_source, run_
 from tbrl_lib.models import make_policy, resolve_model
 from tbrl_lib.notebook_tools import run_dir
 from tbrl_lib.overrides import merge, parse_overrides, settings_error
-from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.sandbox import backend_for
+from tbrl_lib.sandbox.backends.docker.engine import require_engine  # Harbor drives Docker itself
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.console import LENIENT_HELP, print_load_report
 
@@ -148,7 +149,7 @@ def run(
         require_credentials(make_policy(policy))
     if policy.startswith("hf:"):  # a model not fetched: one line naming the fetch, at once
         resolve_model(policy.removeprefix("hf:"))
-    require_engine("tbrl eval run")
+    backend_for(config.sandbox).check("tbrl eval run")
     loaded = load_tasks(tasks, "lenient" if lenient else "strict")
     print_load_report(console(), loaded.report)
     run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")

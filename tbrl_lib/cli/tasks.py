@@ -21,7 +21,7 @@ from tbrl_lib.evaluate.validate import (
     validate_tasks,
     validation_table,
 )
-from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.sandbox import backend_for
 from tbrl_lib.synth.dedup import balance_table
 from tbrl_lib.synth.families import FAMILIES
 from tbrl_lib.synth.generate import generate as draw_tasks
@@ -139,7 +139,7 @@ def validate(
 ) -> None:
     """Build each task, check the untouched environment scores <= 0.2 and the reference
     solution 1.0 (stable over repeats); print a table; exit 1 if any task fails."""
-    require_engine("tbrl tasks validate")
+    backend_for().check("tbrl tasks validate")
     tasks, report = load_tasks(path, "lenient" if lenient else "strict")
     print_load_report(console(), report)
     if only:
@@ -170,7 +170,7 @@ def check(
     """Before training on a dataset: load it leniently, build each image, run the no-op
     policy and (where a solution exists) the oracle through the real rollout; one table of
     loads / builds / no-op / oracle / reason. Exit 1 when anything failed."""
-    require_engine("tbrl tasks check")
+    backend_for().check("tbrl tasks check")
     loaded = load_tasks(path, "lenient")
     print_load_report(console(), loaded.report, skipped=False)  # skipped: rows of the table
     results = (

@@ -19,7 +19,7 @@ import typer
 
 from tbrl_lib.models import resolve_model
 from tbrl_lib.overrides import parse_overrides, settings_reference
-from tbrl_lib.sandbox.engine import require_engine
+from tbrl_lib.sandbox import backend_for
 from tbrl_lib.tasks.console import LENIENT_HELP
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.config.presets import load_preset, preset_names
@@ -121,8 +121,9 @@ def run_cmd(
     if dry_run:
         typer.echo(dry_run_text(config, overrides))
         return
-    if not any(h.base_url for h in config.rollout.sandbox.hosts):  # the local engine's one line
-        require_engine("tbrl train run")
+    sandbox = config.rollout.sandbox
+    if sandbox.backend != "docker" or not any(h.base_url for h in sandbox.docker.hosts):
+        backend_for(sandbox).check("tbrl train run")  # remote engines: the preflight asks
     try:
         if not no_preflight:
             require_preflight(config)  # before any image build or download
@@ -157,7 +158,7 @@ def sft_cmd(
         model_path = resolve_model(config.model.name)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="model.name") from exc
-    require_engine("tbrl train sft")
+    backend_for().check("tbrl train sft")
     from tbrl_lib.train.warm_start.sft import (
         warm_start,  # torch and TRL: only once the engine answers
     )

@@ -48,9 +48,8 @@ from tbrl_lib.evaluate.results import (
 from tbrl_lib.models import make_policy
 from tbrl_lib.rewards.judges import judge_for
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
-from tbrl_lib.sandbox import ensure_image
+from tbrl_lib.sandbox import backend_for
 from tbrl_lib.sandbox.base import SandboxError
-from tbrl_lib.sandbox.engine import wait_for_engine
 from tbrl_lib.tasks.model import Task
 
 TERMINATION_MODES: dict[str, FailureMode] = {
@@ -84,7 +83,7 @@ def failure_mode(termination: str | None, resolved: bool, test_timed_out: bool) 
 @dataclass(frozen=True)
 class OutageWording:
     """Who speaks while an engine outage is waited out, and what the stop says to do after
-    it (`engine.wait_for_engine`'s `who` and `resume`): evaluation's own by default; a caller
+    it (`SandboxBackend.wait`'s `who` and `resume`): evaluation's own by default; a caller
     that runs the evaluation inside something else (training) gives its own."""
 
     who: str = "tbrl eval"
@@ -285,7 +284,7 @@ class TrialRunner:
             if key in self._defects:
                 return RolloutResult(task.id, None, task_error=self._defects[key])
             try:
-                await asyncio.wait_for(ensure_image(task), limit)
+                await asyncio.wait_for(backend_for(self.rollout.sandbox).prepare(task), limit)
             except TimeoutError:
                 return RolloutResult(
                     task.id,
@@ -306,11 +305,8 @@ class TrialRunner:
 
     async def _wait_for_engine(self, why: str) -> None:
         """Return at once while the engine answers; else wait for it (saying so), bounded."""
-        await wait_for_engine(
-            why,
-            self.engine_wait_s,
-            who=self.outage.who,
-            resume=self.outage.resume,
+        await backend_for(self.rollout.sandbox).wait(
+            why, self.engine_wait_s, who=self.outage.who, resume=self.outage.resume
         )
 
     def _trial(

@@ -126,6 +126,9 @@ class RunConfig(BaseModel):
     episode: EpisodeLimits = Field(default_factory=EpisodeLimits)
     reward: RewardConfig = Field(default_factory=RewardConfig)
     """Weights and judge (`reward.judge`, the offline rule judge by default; `none`: tests only)."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """Where the sandboxes run (`sandbox.backend=ray`, ...); each trial's are labelled with the
+    run's id. Not part of the identity: a backend does not change a score."""
 
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "policy",
@@ -150,7 +153,7 @@ class RunConfig(BaseModel):
             episode=self.episode,
             reward=self.reward,
             timeout_scale=self.timeout_scale,
-            sandbox=SandboxConfig(run_id=run_id),
+            sandbox=self.sandbox.model_copy(update={"run_id": run_id}),
         )
 
     @property

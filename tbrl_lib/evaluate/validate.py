@@ -3,7 +3,7 @@
 Validation is an evaluation with two policies, through the one rollout
 (`tbrl_lib.rollout.run_rollout`) training and evaluation use. For each task:
 
-1. **build** the image (`sandbox.ensure_image`, content-hash cached);
+1. **build** the image (`SandboxBackend.prepare`, content-hash cached);
 2. **nop**: a rollout of the `noop` policy (no action at all), then the tests; the score must
    be at most `max_nop_score` (0.2) — a task the do-nothing agent passes teaches nothing;
 3. **solution**: a rollout of the `oracle` policy, which acts the reference
@@ -46,7 +46,7 @@ from tbrl_lib.agent.scripted import SOLUTION_PATH, NoopPolicy, OraclePolicy
 from tbrl_lib.aio import run_sync
 from tbrl_lib.rewards import RewardConfig
 from tbrl_lib.rollout import RolloutConfig, run_rollout
-from tbrl_lib.sandbox import SandboxConfig, SandboxError, ensure_image
+from tbrl_lib.sandbox import SandboxConfig, SandboxError, backend_for
 from tbrl_lib.tasks.model import Task
 
 SCORE_EPS = 1e-9
@@ -139,7 +139,7 @@ async def validate_task(task: Task, config: ValidationConfig | None = None) -> V
             result.fail(f"{NO_SOLUTION} (solution/solve.sh): cannot show the task is solvable")
         phase = time.monotonic()
         try:
-            await ensure_image(task)
+            await backend_for().prepare(task)
         except SandboxError as err:
             if err.task_fault:
                 result.build_error = str(err)

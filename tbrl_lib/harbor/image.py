@@ -1,7 +1,7 @@
 """The Harbor image: Python 3.13 with Harbor, the Docker CLI and what tbrl's agent imports.
 
 Harbor needs Python >= 3.12 and the project runs on 3.11, so Harbor runs in a container
-built once from the offline Debian 13 base image (`sandbox.base_images.BASE_IMAGE`, Python
+built once from the offline Debian 13 base image (`base_images.BASE_IMAGE`, Python
 3.13): Debian's `docker-cli` and `docker-compose` (Harbor drives the host's engine through
 the mounted socket), `harbor==HARBOR_VERSION` and the few packages tbrl's agent imports
 (not torch: the agent runs API and scripted policies; `hf:` models stay on the host).
@@ -16,14 +16,10 @@ PyPI (reachable here through the host's CA bundle, given to pip as `PIP_CERT`).
 from __future__ import annotations
 
 import hashlib
-import io
-import time
 from collections.abc import Callable
 
-import docker
-from docker.errors import DockerException, ImageNotFound
-
-from tbrl_lib.sandbox.base_images import BASE_IMAGE, bootstrap
+from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
+from tbrl_lib.sandbox.backends.docker.tool_containers import ensure_recipe_image
 
 HARBOR_VERSION = "0.25.0"
 AGENT_PACKAGES = (
@@ -52,7 +48,6 @@ ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_ROOT_USER_ACTION=ignore
 RUN pip install --no-cache-dir harbor=={HARBOR_VERSION} {" ".join(repr(p) for p in AGENT_PACKAGES)}
 ENV LITELLM_LOCAL_MODEL_COST_MAP=True PYTHONDONTWRITEBYTECODE=1
 """
-LABEL_RECIPE = "tbrl.recipe"
 
 
 def recipe_hash() -> str:
@@ -63,31 +58,15 @@ def image_name() -> str:
     return f"tbrl/harbor:{recipe_hash()}"
 
 
-def ensure_harbor_image(
-    client: docker.DockerClient, log: Callable[[str], object] = print
-) -> tuple[str, float]:
+def ensure_harbor_image(log: Callable[[str], object] = print) -> tuple[str, float]:
     """The Harbor image's name, built when missing; and the seconds spent building (0 when
-    it was cached). A failed build raises `RuntimeError` with the engine's last lines."""
+    it was cached). A failed build raises `RuntimeError` with the engine's message."""
     name = image_name()
     try:
-        if client.images.get(name).labels.get(LABEL_RECIPE) == recipe_hash():
-            return name, 0.0
-    except ImageNotFound:
-        pass
-    bootstrap(client, log=log)  # the offline base image (a no-op when current)
-    log(f"building {name} (Harbor {HARBOR_VERSION} from PyPI; about 2-3 minutes)")
-    started = time.monotonic()
-    try:
-        client.images.build(
-            fileobj=io.BytesIO(RECIPE.encode()),
-            tag=name,
-            labels={LABEL_RECIPE: recipe_hash()},
-            rm=True,
-            forcerm=True,
-        )
-    except DockerException as err:
+        seconds = ensure_recipe_image(name, RECIPE, recipe_hash(), log=log)
+    except RuntimeError as err:
         raise RuntimeError(
-            f"building the Harbor image {name} failed: {err}; it needs PyPI and Debian's "
-            "mirror (check `pip download harbor` on this machine)"
+            f"{err}; the Harbor image needs PyPI and Debian's mirror (check `pip download "
+            "harbor` on this machine)"
         ) from err
-    return name, time.monotonic() - started
+    return name, seconds

@@ -12,7 +12,7 @@ the trial failed, and timings per phase. One tbrl `TrialResult` per Harbor trial
   termination, with Harbor's exceptions mapped: `AgentTimeoutError` -> agent_timeout,
   `VerifierTimeoutError` -> test_timeout; the task's Dockerfile failing a step in Harbor's
   build (BuildKit's `failed to solve`, no sign of the network or disk failing:
-  `sandbox.build_log.NETWORK`) -> task_error, first line naming the step, then its error
+  `sandbox.backends.docker.build_log.NETWORK`) -> task_error, first line naming the step, then its error
   lines, as tbrl's harness reports it; anything else (the environment did not start, the
   verifier crashed, the agent raised) -> infra_error with the exception's text; both are
   out of the denominators, as in tbrl's harness;
@@ -33,7 +33,7 @@ from typing import Any
 from tbrl_lib.evaluate.harness import failure_mode
 from tbrl_lib.evaluate.results import UNSCORED, FailureMode, RunConfig, RunResults, TrialResult
 from tbrl_lib.harbor import TRAJECTORY_FILE
-from tbrl_lib.sandbox.build_log import NETWORK
+from tbrl_lib.sandbox.backends.docker.build_log import NETWORK
 from tbrl_lib.tasks.model import Task
 
 EXCEPTION_MODES = {

@@ -27,24 +27,23 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import docker
-from docker.errors import ImageNotFound
-from requests.exceptions import RequestException
 
 import tbrl_lib
 from tbrl_lib.evaluate.results import RunConfig, RunResults
 from tbrl_lib.harbor.image import HARBOR_VERSION, ensure_harbor_image
 from tbrl_lib.harbor.job import read_job
-from tbrl_lib.sandbox.base_images import family_of, recipe_hash, tag_substitute
-from tbrl_lib.sandbox.engine import client as engine_client
+from tbrl_lib.sandbox.backends.docker.tool_containers import (
+    ToolRun,
+    ToolTimeout,
+    provide_substitutes,
+    reap_compose_projects,
+    run_tool,
+)
 from tbrl_lib.tasks.dockerfile import base_images as dockerfile_bases
 from tbrl_lib.tasks.loader import write_tasks
 from tbrl_lib.tasks.model import Task
 
 AGENT_IMPORT_PATH = "tbrl_lib.harbor.agent:TbrlAgent"
-SOCKET = "/var/run/docker.sock"
 PASSED_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "HF_TOKEN")
 """Credentials the agent's policy may need, passed into Harbor's container when set."""
 NETWORK_NOTE = (
@@ -52,7 +51,6 @@ NETWORK_NOTE = (
     "'no network' (its egress sidecar and probe images come from Docker Hub)"
 )
 IN_PROCESS_POLICIES = ("hf:", "vllm:")
-COMPOSE_DIR_LABEL = "com.docker.compose.project.working_dir"
 
 
 class HarborRunError(RuntimeError):
@@ -91,22 +89,12 @@ def export_tasks(tasks: list[Task], out_dir: Path) -> Path:
     return out_dir
 
 
-def provide_bases(client: docker.DockerClient, tasks: list[Task]) -> list[str]:
-    """Tag a local substitute (`base_images.tag_substitute`) for every public base image a
-    task's Dockerfile names that this engine lacks (`t-bench/python-3-13:<any tag>`), so
-    Harbor's plain `docker build` finds it offline as tbrl's own builds do (they rewrite the
-    FROM line instead); returns the names tagged. Unknown families and digests are left to
-    fail in Harbor's build, as the task's own defect."""
-    tagged = []
-    for name in sorted({base for task in tasks for base in dockerfile_bases(task)}):
-        if family_of(name) is None or "@" in name:
-            continue
-        try:
-            client.images.get(name)
-        except ImageNotFound:
-            tag_substitute(client, name, recipe_hash())
-            tagged.append(name)
-    return tagged
+def provide_bases(tasks: list[Task]) -> list[str]:
+    """Tag a local substitute for every public base image a task's Dockerfile names that this
+    engine lacks (`t-bench/python-3-13:<any tag>`), so Harbor's plain `docker build` finds it
+    offline as tbrl's own builds do (they rewrite the FROM line instead); returns the names
+    tagged."""
+    return provide_substitutes(base for task in tasks for base in dockerfile_bases(task))
 
 
 def harbor_argv(
@@ -155,11 +143,10 @@ def run_harbor(
     `HarborRunError` says so."""
     check_policy(config.policy)
     run_dir = run_dir.resolve()
-    client = engine_client(timeout=600)
-    image, built_s = ensure_harbor_image(client, log)
+    image, built_s = ensure_harbor_image(log)
     if built_s:
         log(f"built {image} in {built_s:.0f} s")
-    for name in provide_bases(client, tasks):
+    for name in provide_bases(tasks):
         log(f"tagged a local substitute for {name} (tbrl images status lists it)")
     tasks_dir = export_tasks(tasks, run_dir / "harbor-tasks")
     job_dir = run_dir / "harbor-jobs" / datetime.now(UTC).strftime("job-%Y%m%d-%H%M%S")
@@ -169,75 +156,33 @@ def run_harbor(
         f"harbor run ({HARBOR_VERSION}) of {len(tasks)} task(s) x {config.attempts}; {NETWORK_NOTE}"
     )
     started = time.monotonic()
-    container = client.containers.run(
-        image,
-        harbor_argv(tasks_dir, job_dir, config, kwargs),
-        **_container_options(run_dir, job_dir),
-    )
     timeout_s = run_timeout(tasks, config) if timeout_s is None else timeout_s
+    tool = ToolRun(
+        image=image,
+        argv=harbor_argv(tasks_dir, job_dir, config, kwargs),
+        workdir=run_dir,
+        read_only=[tbrl_lib.REPO_ROOT],
+        env={"PYTHONPATH": str(tbrl_lib.REPO_ROOT)}
+        | {k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+        labels={"tbrl.harbor": job_dir.name},
+        name=f"tbrl-harbor-{job_dir.name}-{os.getpid()}",
+    )
     try:
-        status = container.wait(timeout=timeout_s)
-    except RequestException as err:  # the wait's read timed out, or the engine went away
-        container.stop(timeout=30)  # SIGTERM: Harbor stops its trials, then SIGKILL
-        left = reap(client, run_dir)
+        exit_code = run_tool(tool, timeout_s, run_dir / "harbor.log")
+    except ToolTimeout as err:
+        left = reap_compose_projects(run_dir)
         raise HarborRunError(
-            f"harbor run did not finish within {timeout_s:.0f} s ({err}); stopped it and "
-            f"removed {left} container(s) it left; log: {run_dir / 'harbor.log'}"
+            f"{err}; stopped it and removed {left} container(s) it left; "
+            f"log: {run_dir / 'harbor.log'}"
         ) from err
-    finally:
-        (run_dir / "harbor.log").write_bytes(container.logs())
-        container.remove(force=True)
-    reap(client, run_dir)
+    reap_compose_projects(run_dir)
     if not list(job_dir.glob("*/result.json")):
         tail = "\n".join((run_dir / "harbor.log").read_text().strip().splitlines()[-15:])
         raise HarborRunError(
-            f"harbor run exited {status.get('StatusCode')} with no trial results "
+            f"harbor run exited {exit_code} with no trial results "
             f"(full log: {run_dir / 'harbor.log'}):\n{tail}"
         )
     results = read_job(job_dir, config, tasks, run_dir)
     results.wall_seconds = time.monotonic() - started
     results.save(run_dir)
     return results
-
-
-def _container_options(run_dir: Path, job_dir: Path) -> dict[str, Any]:
-    """Harbor's container: this checkout read-only on PYTHONPATH, the run folder at its own
-    path, the engine (socket or DOCKER_HOST), the host's network, the policy's credentials."""
-    repo = str(tbrl_lib.REPO_ROOT)
-    volumes = {
-        repo: {"bind": repo, "mode": "ro"},
-        str(run_dir): {"bind": str(run_dir), "mode": "rw"},
-    }
-    env = {"PYTHONPATH": repo} | {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-    if os.environ.get("DOCKER_HOST"):
-        env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
-    else:
-        volumes[SOCKET] = {"bind": SOCKET, "mode": "rw"}
-    return {
-        "detach": True,
-        "network_mode": "host",
-        "volumes": volumes,
-        "environment": env,
-        "working_dir": str(run_dir),
-        "labels": {"tbrl.harbor": job_dir.name},
-        "name": f"tbrl-harbor-{job_dir.name}-{os.getpid()}",
-    }
-
-
-def reap(client: docker.DockerClient, run_dir: Path) -> int:
-    """Remove the containers and networks of Harbor's trials under `run_dir` (its compose
-    projects' working directories are the exported tasks' `environment/` folders); returns
-    how many containers. Harbor removes them itself when it ends normally."""
-    prefix = str(run_dir) + "/"
-    containers = [
-        c
-        for c in client.containers.list(all=True, filters={"label": COMPOSE_DIR_LABEL})
-        if c.labels.get(COMPOSE_DIR_LABEL, "").startswith(prefix)
-    ]
-    projects = {c.labels.get("com.docker.compose.project") for c in containers}
-    for c in containers:
-        c.remove(force=True)
-    for network in client.networks.list(filters={"label": "com.docker.compose.project"}):
-        if network.attrs.get("Labels", {}).get("com.docker.compose.project") in projects:
-            network.remove()
-    return len(containers)

@@ -108,9 +108,9 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
+from tbrl_lib.sandbox.archive import tar_of
 from tbrl_lib.sandbox.base import Sandbox, SandboxError
-from tbrl_lib.sandbox.files import tar_of
-from tbrl_lib.sandbox.runtime_volume import interpreter_argv
+from tbrl_lib.sandbox.runtime import interpreter_argv
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.weights import (
     function_key,

@@ -1,5 +1,5 @@
 """In-container test runner, executed by the verifier's own runtime (see
-`tbrl_lib.sandbox.runtime_volume`).
+`tbrl_lib.sandbox.backends.docker.runtime_volume`).
 
 Standard library only. It is never written into the container: the verifier passes its
 source on the command line of the runtime's interpreter

@@ -1,38 +1,55 @@
-"""tbrl_lib.sandbox: Docker rollouts with a persistent shell, warm pool and leak-proof cleanup.
+"""tbrl_lib.sandbox: one rollout's sandbox (a container with a persistent shell), from a
+backend chosen by name.
 
 Public API (everything above the sandbox uses only these and `base.Sandbox`):
-`open_sandbox(task, config)`, `ensure_image(task)`, `SandboxConfig`, `DockerHost`,
-`SandboxPool`, `prewarm`, `close_pools`, and the errors in `base`.
+`open_sandbox(task, config)`, `backend_for(config)` (prepare images, wait, reap, check,
+capacity: `backend.SandboxBackend`), `SandboxConfig`, `DockerHost`, and the errors in `base`
+and `backend`. The backends live in `backends/` (`docker/`, `ray/`).
 """
 
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from tbrl_lib.sandbox.backend import Capacity, EngineOutage, EngineUnavailable, SandboxBackend
+from tbrl_lib.sandbox.backends import BACKENDS, backend_for, close_backends
 from tbrl_lib.sandbox.base import (
     CommandResult,
+    FileTooLarge,
     Sandbox,
     SandboxError,
     SandboxLimitExceeded,
     SandboxStats,
 )
 from tbrl_lib.sandbox.config import DockerHost, SandboxConfig
-from tbrl_lib.sandbox.container import DockerSandbox
-from tbrl_lib.sandbox.files import FileTooLarge
-from tbrl_lib.sandbox.images import ImageBuildError, ensure_image, image_tag
-from tbrl_lib.sandbox.pool import SandboxPool, close_pools, open_sandbox, prewarm
+from tbrl_lib.tasks.model import Task
+
+
+@asynccontextmanager
+async def open_sandbox(task: Task, config: SandboxConfig | None = None) -> AsyncIterator[Sandbox]:
+    """`async with open_sandbox(task, config) as sb:` one rollout's sandbox from
+    `config.backend`, removed when the block ends (even on cancellation)."""
+    config = config or SandboxConfig()
+    async with backend_for(config).open(task, config) as sandbox:
+        yield sandbox
+
 
 __all__ = [
+    "BACKENDS",
+    "Capacity",
     "CommandResult",
     "DockerHost",
-    "DockerSandbox",
+    "EngineOutage",
+    "EngineUnavailable",
     "FileTooLarge",
-    "ImageBuildError",
     "Sandbox",
+    "SandboxBackend",
     "SandboxConfig",
     "SandboxError",
     "SandboxLimitExceeded",
-    "SandboxPool",
     "SandboxStats",
-    "close_pools",
-    "ensure_image",
-    "image_tag",
+    "backend_for",
+    "close_backends",
     "open_sandbox",
-    "prewarm",
 ]

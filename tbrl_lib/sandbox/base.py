@@ -12,7 +12,7 @@ engine), and `runtime_dir`, where tbrl's own interpreter and tools are mounted r
 
 Who is to blame when something fails, decided by cause, not by symptom:
 
-- infrastructure (`SandboxError.infra`): an unreachable engine, a failed transport (a build
+- infrastructure (`SandboxError.infra`): an unreachable engine or cluster node (`node_lost`), a failed transport (a build
   step that could not reach the network included), a container that vanished or was stopped
   from outside (its init ignores every signal from inside), a container that could not be
   started, a build that ran out of time;
@@ -73,6 +73,7 @@ INFRA_KINDS = frozenset(
         "image_missing",
         "pool_failed",
         "pool_timeout",
+        "node_lost",
     }
 )
 """`SandboxError.kind`s that are infrastructure failures. The others are the agent's doing:
@@ -86,6 +87,10 @@ prebuilt image is not on the engine."""
 
 class SandboxClosed(RuntimeError):
     """A sandbox was used after it was closed: a bug in the caller, never an infra error."""
+
+
+class FileTooLarge(ValueError):
+    """A file transfer exceeded `SandboxConfig.max_file_bytes` (or the caller's limit)."""
 
 
 class SandboxLimitExceeded(SandboxError):

@@ -3,11 +3,14 @@
 A trainer builds one config and passes it to `open_sandbox` for every rollout. Values
 that come from the task (cpus, memory, pids, storage, internet, timeouts) live on
 `Task.limits`; this config only holds what is a property of the *run*: output caps,
-default timeouts, which Docker hosts to use, the warm pool size and overrides.
-Validation errors say which field is wrong and how to fix it.
+default timeouts, which backend runs the sandboxes (`backend`, with each backend's own
+settings under its name: `docker.hosts`, `ray.address`, ...), the warm pool size and
+overrides. Validation errors say which field is wrong and how to fix it.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -36,38 +39,14 @@ class DockerHost(BaseModel):
         return value
 
 
-class SandboxConfig(BaseModel):
-    """What a run asks of its sandboxes (task-specific limits come from `Task.limits`)."""
+class DockerSettings(BaseModel):
+    """The `docker` backend: containers on Docker engines this process talks to directly."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    max_output_bytes: int = Field(default=64 * 1024, ge=256)
-    """Output kept per command: first half and last half; the middle is dropped with a notice."""
-    command_timeout_s: float = Field(default=180.0, gt=0)
-    """Default per-command timeout when `run()` gets none."""
-    wall_clock_s: float | None = Field(default=None, gt=0)
-    """Hard limit for the whole rollout; None = task agent timeout + test timeout + 60 s."""
-    allow_internet: bool | None = None
-    """Override the task's network policy (None = follow `task.limits.allow_internet`)."""
     hosts: tuple[DockerHost, ...] = (DockerHost(),)
-    """Docker engines to place containers on (least loaded first)."""
-    pool_size: int = Field(default=0, ge=0)
-    """Warm containers kept ready per image by `open_sandbox` (0 = start on demand)."""
-    max_file_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
-    """Largest file `write_file`/`read_file` moves."""
-    workdir: str = "/app"
-    """Where the shell starts (created if missing)."""
-    cap_add: tuple[str, ...] = ()
-    """Capabilities added back on top of the minimal default set."""
-    start_timeout_s: float = Field(default=120.0, gt=0)
-    """Creating + starting a container and its shell must finish within this; past it the
-    rollout is an infra error (masked). Raise it on busy hosts."""
-    engine_wait_s: float = Field(default=300.0, ge=0)
-    """How long a run waits for a Docker engine that stopped answering (a restart) before it
-    stops, resumably (`sandbox/engine.py`: `wait_for_engine`); training reruns the rollouts
-    the outage failed once the engine is back."""
-    run_id: str = "adhoc"
-    """Label `tbrl.run` put on every container (group a training run's containers)."""
+    """Docker engines to place containers on (least loaded first); each host's
+    `max_concurrency` is counted per machine (file locks), not across nodes."""
 
     @field_validator("hosts", mode="before")
     @classmethod
@@ -89,6 +68,65 @@ class SandboxConfig(BaseModel):
         if not out:
             raise ValueError("hosts is empty; give at least one, e.g. [(None, 64)] for the default")
         return tuple(out)
+
+
+class RaySettings(BaseModel):
+    """The `ray` backend: each rollout's sandbox placed by Ray on a node with a free unit of
+    `resource`, run on that node's own Docker engine (`backends/ray/`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    address: str | None = None
+    """The cluster: None = `RAY_ADDRESS`, or a local `ray.init()` when that is unset too."""
+    namespace: str = "tbrl"
+    """Ray namespace of the per-node host actors (jobs in one namespace share them)."""
+    resource: str = "sandbox"
+    """The custom resource each node declares as its sandbox capacity
+    (`ray start --resources '{\"sandbox\": 8}'`)."""
+    placement_timeout_s: float = Field(default=900.0, gt=0)
+    """How long a rollout waits for a free `resource` unit before it is an infra error
+    (`no_capacity`)."""
+
+
+class SandboxConfig(BaseModel):
+    """What a run asks of its sandboxes (task-specific limits come from `Task.limits`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    backend: Literal["docker", "ray"] = "docker"
+    """Where sandboxes run: `docker` (this machine's engine, or the engines in `docker.hosts`)
+    or `ray` (placed across a Ray cluster's nodes by their `sandbox` resource)."""
+    docker: DockerSettings = Field(default_factory=DockerSettings)
+    """Settings of the `docker` backend."""
+    ray: RaySettings = Field(default_factory=RaySettings)
+    """Settings of the `ray` backend."""
+    max_output_bytes: int = Field(default=64 * 1024, ge=256)
+    """Output kept per command: first half and last half; the middle is dropped with a notice."""
+    command_timeout_s: float = Field(default=180.0, gt=0)
+    """Default per-command timeout when `run()` gets none."""
+    wall_clock_s: float | None = Field(default=None, gt=0)
+    """Hard limit for the whole rollout; None = task agent timeout + test timeout + 60 s."""
+    allow_internet: bool | None = None
+    """Override the task's network policy (None = follow `task.limits.allow_internet`)."""
+    pool_size: int = Field(default=0, ge=0)
+    """Warm containers kept ready per image by the docker backend's `open_sandbox` (0 = start on
+    demand; the ray backend always starts on demand)."""
+    max_file_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+    """Largest file `write_file`/`read_file` moves."""
+    workdir: str = "/app"
+    """Where the shell starts (created if missing)."""
+    cap_add: tuple[str, ...] = ()
+    """Capabilities added back on top of the minimal default set."""
+    start_timeout_s: float = Field(default=120.0, gt=0)
+    """Creating + starting a container and its shell must finish within this; past it the
+    rollout is an infra error (masked). Raise it on busy hosts."""
+    engine_wait_s: float = Field(default=300.0, ge=0)
+    """How long a run waits for its backend to answer again (a restarted Docker engine; a Ray
+    cluster with no sandbox node) before it stops, resumably (`SandboxBackend.wait`);
+    training reruns the rollouts the outage failed once it is back."""
+    run_id: str = "adhoc"
+    """Label `tbrl.run` put on every container (group a run's containers; the ray backend
+    adds `tbrl.node`)."""
 
     @field_validator("workdir")
     @classmethod

@@ -112,9 +112,9 @@ def test_an_api_policy_without_its_key_is_refused_before_anything_runs(
     monkeypatch, tbrl, tmp_path, command
 ):
     if command[0] == "agent":  # agent run asks the engine first: give it one that answers
-        from tbrl_lib.cli import agent
+        from tbrl_lib.sandbox.backends.docker.backend import DockerBackend
 
-        monkeypatch.setattr(agent, "require_engine", lambda purpose="": None)
+        monkeypatch.setattr(DockerBackend, "check", lambda self, purpose: "")
         command = [*command, "data/tasks"]
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
@@ -141,9 +141,10 @@ def test_an_engine_outage_past_the_wait_ends_in_one_line_saying_how_to_resume(
     the wait: `tbrl eval run` stops with exit 1 and one line (no traceback)."""
     from tbrl_lib.cli import evaluate as eval_command
     from tbrl_lib.evaluate import harness
-    from tbrl_lib.sandbox import engine
+    from tbrl_lib.sandbox.backends.docker import engine
+    from tbrl_lib.sandbox.backends.docker.backend import DockerBackend
 
-    monkeypatch.setattr(eval_command, "require_engine", lambda purpose="": None)
+    monkeypatch.setattr(DockerBackend, "check", lambda self, purpose: "")
     monkeypatch.setattr(engine, "ping", lambda *a: None)  # down from now on
 
     def run_eval(tasks, config, out_dir, **kwargs):

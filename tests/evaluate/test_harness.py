@@ -18,7 +18,7 @@ import pytest
 from tbrl_lib.evaluate.harness import failure_mode, run_eval
 from tbrl_lib.evaluate.report import compare_runs
 from tbrl_lib.evaluate.results import FailureMode, RunConfig, RunResults
-from tbrl_lib.sandbox import image_tag
+from tbrl_lib.sandbox.backends.docker.images import image_tag
 from tbrl_lib.tasks import Environment, Limits, Task, load_tasks
 from tbrl_lib.tasks import Tests as TaskTests
 
@@ -148,7 +148,7 @@ def test_an_engine_that_stays_down_stops_the_run_with_a_way_to_resume(monkeypatc
     import asyncio
 
     from tbrl_lib.evaluate import harness
-    from tbrl_lib.sandbox import engine
+    from tbrl_lib.sandbox.backends.docker import engine
 
     pings = []
     monkeypatch.setattr(engine, "ping", lambda *a: pings.append(1))  # never answers

@@ -21,7 +21,7 @@ from tbrl_lib.evaluate.validate import (
     validate_tasks_async,
     validation_table,
 )
-from tbrl_lib.sandbox.base_images import BASE_IMAGE
+from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Task
 
@@ -120,7 +120,7 @@ def _untag(docker_client, task: Task) -> None:
     """Remove the image tag a test task created (the layers stay while others use them)."""
     from docker.errors import APIError, ImageNotFound
 
-    from tbrl_lib.sandbox import image_tag
+    from tbrl_lib.sandbox.backends.docker.images import image_tag
 
     try:
         docker_client.images.remove(image_tag(task))

@@ -21,7 +21,8 @@ from tbrl_lib.evaluate.report import compare_runs
 from tbrl_lib.evaluate.results import RunConfig, RunResults
 from tbrl_lib.fake_llm_server.llm_server import LLMServer, RecordedRequest
 from tbrl_lib.harbor.image import ensure_harbor_image
-from tbrl_lib.harbor.run import COMPOSE_DIR_LABEL, HarborRunError, run_harbor
+from tbrl_lib.harbor.run import HarborRunError, run_harbor
+from tbrl_lib.sandbox.backends.docker.tool_containers import COMPOSE_DIR_LABEL
 from tbrl_lib.tasks import load_tasks
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.harbor]
@@ -36,7 +37,7 @@ SOLVED = "config-precedence"
 
 @pytest.fixture(scope="module")
 def harbor_image(docker_client, base_image) -> str:
-    return ensure_harbor_image(docker_client, log=lambda _: None)[0]
+    return ensure_harbor_image(log=lambda _: None)[0]
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from tbrl_lib.evaluate.results import RunConfig
 from tbrl_lib.harbor.run import AGENT_IMPORT_PATH, harbor_argv, provide_bases
-from tbrl_lib.sandbox.base_images import LABEL_SUBSTITUTE
+from tbrl_lib.sandbox.backends.docker.base_images import LABEL_SUBSTITUTE
 from tbrl_lib.tasks.model import Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
 
@@ -28,9 +28,9 @@ def test_a_public_base_image_missing_here_gets_a_local_substitute(docker_client,
         tests=TaskTests(script="exit 0\n"),
     )
     try:
-        assert provide_bases(docker_client, [task]) == [missing]  # debian:13: no family
+        assert provide_bases([task]) == [missing]  # debian:13: no family
         assert docker_client.images.get(missing).labels[LABEL_SUBSTITUTE] == missing
-        assert provide_bases(docker_client, [task]) == []  # present now: nothing to do
+        assert provide_bases([task]) == []  # present now: nothing to do
     finally:
         docker_client.images.remove(missing)
 

@@ -30,7 +30,7 @@ import pytest
 
 from tbrl_lib.rewards.verifier import verify
 from tbrl_lib.sandbox import open_sandbox
-from tbrl_lib.sandbox.base_images import BASE_IMAGE
+from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Task
 
 pytestmark = [pytest.mark.docker]

@@ -13,9 +13,9 @@ import pytest
 from docker.errors import ImageNotFound, NotFound
 
 from tbrl_lib.rewards.verifier import _score, verify
-from tbrl_lib.sandbox import pristine_volume
-from tbrl_lib.sandbox.container import DockerSandbox
-from tbrl_lib.sandbox.images import image_tag
+from tbrl_lib.sandbox.backends.docker import pristine_volume
+from tbrl_lib.sandbox.backends.docker.container import DockerSandbox
+from tbrl_lib.sandbox.backends.docker.images import image_tag
 from tbrl_lib.tasks.model import Task
 from tests.rewards.test_verifier import TASK, frame, pristine
 

@@ -15,9 +15,9 @@ from tbrl_lib.sandbox import (
     SandboxLimitExceeded,
     open_sandbox,
 )
-from tbrl_lib.sandbox.container import KEEP_CAPS
-from tbrl_lib.sandbox.pristine_volume import PRISTINE_MOUNT
-from tbrl_lib.sandbox.runtime_volume import INIT, RUNTIME_MOUNT
+from tbrl_lib.sandbox.backends.docker.container import KEEP_CAPS
+from tbrl_lib.sandbox.backends.docker.pristine_volume import PRISTINE_MOUNT
+from tbrl_lib.sandbox.backends.docker.runtime_volume import INIT, RUNTIME_MOUNT
 from tests.sandbox.conftest import make_task, run
 
 pytestmark = pytest.mark.docker
@@ -214,7 +214,7 @@ def test_a_slow_reap_of_leftovers_does_not_count_against_the_start(
 ):
     """A wedged leftover container can take minutes to remove; the first sandbox of a
     process stops waiting for that reap and starts anyway, within its own start limit."""
-    from tbrl_lib.sandbox import container, reaper
+    from tbrl_lib.sandbox.backends.docker import container, reaper
 
     def slow_reap(client, host_name):
         time.sleep(15)  # longer than the start limit below: waiting for it would fail

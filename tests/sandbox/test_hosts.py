@@ -15,24 +15,24 @@ from tbrl_lib.sandbox import (
     SandboxLimitExceeded,
     open_sandbox,
 )
-from tbrl_lib.sandbox.hosts import acquire_slot, get_host, release_slot
+from tbrl_lib.sandbox.backends.docker.hosts import acquire_slot, get_host, release_slot
 from tests.sandbox.conftest import D2_URL, MINI_IMAGE, make_task, run, stop_second_daemon
 
 # ---------------------------------------------------------------- unit (no Docker)
 
 
 def test_config_accepts_tuples_and_rejects_unknown_schemes():
-    config = SandboxConfig(hosts=[("unix:///a.sock", 3), "tcp://b:2375"])
-    assert config.hosts == (
+    config = SandboxConfig(docker={"hosts": [("unix:///a.sock", 3), "tcp://b:2375"]})
+    assert config.docker.hosts == (
         DockerHost(base_url="unix:///a.sock", max_concurrency=3),
         DockerHost(base_url="tcp://b:2375"),
     )
     with pytest.raises(ValueError, match="no known scheme"):
-        SandboxConfig(hosts=["b:2375"])
+        SandboxConfig(docker={"hosts": ["b:2375"]})
     with pytest.raises(ValueError, match="max_concurrency"):
-        SandboxConfig(hosts=[("unix:///a.sock", 1, 2)])
+        SandboxConfig(docker={"hosts": [("unix:///a.sock", 1, 2)]})
     with pytest.raises(ValueError, match="at least one"):
-        SandboxConfig(hosts=[])
+        SandboxConfig(docker={"hosts": []})
 
 
 def test_slots_go_to_the_least_loaded_host_and_wait_when_full():
@@ -66,7 +66,7 @@ def test_slots_go_to_the_least_loaded_host_and_wait_when_full():
 @pytest.mark.slow
 def test_rollouts_spread_over_two_daemons(second_daemon):
     task = make_task("two-hosts", dockerfile=None, image=MINI_IMAGE)
-    config = SandboxConfig(hosts=[(None, 2), (second_daemon, 1)])
+    config = SandboxConfig(docker={"hosts": [(None, 2), (second_daemon, 1)]})
 
     async def body():
         placed: list[str] = []
@@ -96,7 +96,7 @@ def test_rollouts_spread_over_two_daemons(second_daemon):
 @pytest.mark.slow
 def test_daemon_stopped_mid_rollout_is_an_infra_error(second_daemon):
     task = make_task("daemon-dies", dockerfile=None, image=MINI_IMAGE)
-    config = SandboxConfig(hosts=[(second_daemon, 4)])
+    config = SandboxConfig(docker={"hosts": [(second_daemon, 4)]})
 
     async def body():
         async with open_sandbox(task, config) as sb:

@@ -14,9 +14,15 @@ import uuid
 import docker
 import pytest
 
-from tbrl_lib.sandbox import ImageBuildError, SandboxError, ensure_image, image_tag
-from tbrl_lib.sandbox.base_images import BASE_IMAGE
-from tbrl_lib.sandbox.images import build_context, image_hash
+from tbrl_lib.sandbox import SandboxError
+from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
+from tbrl_lib.sandbox.backends.docker.images import (
+    ImageBuildError,
+    build_context,
+    ensure_image,
+    image_hash,
+    image_tag,
+)
 from tests.sandbox.conftest import make_task, run
 
 # ---------------------------------------------------------------- unit (no Docker)
@@ -96,7 +102,7 @@ def test_concurrent_callers_get_one_build_in_process_and_across_processes(
         return await asyncio.gather(*(ensure_image(task) for _ in range(4)))
 
     script = (
-        "import asyncio,sys; from tbrl_lib.sandbox import ensure_image; "
+        "import asyncio,sys; from tbrl_lib.sandbox.backends.docker.images import ensure_image; "
         "from tbrl_lib.tasks.model import Task; "
         "print(asyncio.run(ensure_image(Task.model_validate_json(sys.stdin.read()))))"
     )

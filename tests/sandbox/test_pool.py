@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from tbrl_lib.sandbox import SandboxConfig, SandboxPool, close_pools, open_sandbox, prewarm
+from tbrl_lib.sandbox import SandboxConfig
+from tbrl_lib.sandbox.backends.docker.pool import SandboxPool, close_pools, open_sandbox, prewarm
 from tests.sandbox.conftest import make_task, run, tbrl_containers
 
 pytestmark = pytest.mark.docker

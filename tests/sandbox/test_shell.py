@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tbrl_lib.sandbox import SandboxConfig, open_sandbox
-from tbrl_lib.sandbox.shell import _Capture, _parse_trailer, _quote
+from tbrl_lib.sandbox.backends.docker.shell import _Capture, _parse_trailer, _quote
 from tests.sandbox.conftest import run
 
 # ---------------------------------------------------------------- unit (no Docker)

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from tbrl_lib.sandbox import DockerHost, SandboxError
-from tbrl_lib.sandbox.hosts import acquire_slot, release_slot
-from tbrl_lib.sandbox.slots import ENV_VAR, SlotFiles
+from tbrl_lib.sandbox.backends.docker.hosts import acquire_slot, release_slot
+from tbrl_lib.sandbox.backends.docker.slots import ENV_VAR, SlotFiles
 
 URL = "tcp://slots-test:2375"
 CTX = multiprocessing.get_context("fork")

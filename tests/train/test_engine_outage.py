@@ -29,9 +29,11 @@ import pytest
 
 from tbrl_lib.aio import run_sync
 from tbrl_lib.overrides import parse_overrides
-from tbrl_lib.sandbox import engine
-from tbrl_lib.sandbox.base_images import RUNTIME_SOURCE
-from tbrl_lib.sandbox.images import ensure_image, image_tag
+from tbrl_lib.sandbox.backends.docker import engine
+from tbrl_lib.sandbox.backends.docker.backend import DockerBackend
+from tbrl_lib.sandbox.backends.docker.base_images import RUNTIME_SOURCE
+from tbrl_lib.sandbox.backends.docker.images import ensure_image, image_tag
+from tbrl_lib.sandbox.config import DockerSettings
 from tbrl_lib.train.config.presets import load_preset
 from tbrl_lib.train.grpo.task_set import select_tasks
 from tbrl_lib.train.plan.resume import checkpoint_step, complete_checkpoints, write_state
@@ -70,7 +72,12 @@ def test_an_engine_that_stays_down_stops_the_step_with_the_way_to_resume(tmp_pat
     tasks = [make_task("a"), make_task("b")]
     calls: list[str] = []
     nowhere = f"unix://{tmp_path}/no-engine.sock"
-    outage = EngineWait([nowhere], 0.3, "tbrl train run --out RUN --resume latest", tmp_path)
+    outage = EngineWait(
+        DockerBackend(DockerSettings(hosts=[nowhere])),
+        0.3,
+        "tbrl train run --out RUN --resume latest",
+        tmp_path,
+    )
     runner, _ = make_runner(
         tasks, _infra_then_scored(calls), infra=InfraErrorGuard(0.1), outage=outage
     )
@@ -89,7 +96,7 @@ def test_an_engine_that_stays_down_stops_the_step_with_the_way_to_resume(tmp_pat
 def test_infra_errors_while_the_engine_answers_are_no_outage_and_not_rerun(tmp_path, docker_client):
     tasks = [make_task("a"), make_task("b")]
     calls: list[str] = []
-    outage = EngineWait([None], 5, "tbrl train run --resume latest", tmp_path)
+    outage = EngineWait(DockerBackend(), 5, "tbrl train run --resume latest", tmp_path)
     runner, _ = make_runner(tasks, _infra_then_scored(calls), outage=outage)
     done = runner.step(tasks)
     assert calls == ["a", "b"]

@@ -64,7 +64,7 @@ def test_trackers_that_import_pass():
 
 
 def test_a_docker_host_that_does_not_answer_is_named_within_seconds():
-    config = load_preset("cpu-smoke", {"rollout.sandbox.hosts": ["tcp://127.0.0.1:9"]})
+    config = load_preset("cpu-smoke", {"rollout.sandbox.docker.hosts": ["tcp://127.0.0.1:9"]})
     t0 = time.monotonic()
     problems = sandbox_problems(config)
     assert time.monotonic() - t0 < 8
@@ -88,19 +88,19 @@ def test_nodes_sharing_hosts_beyond_their_declared_capacity_are_refused(monkeypa
     assert "declare 128 (ssh://tbrl@docker-1 32," in line and "sandbox_concurrency <= 5" in line
     assert line in preflight(over)  # also where the hosts do not answer (none does here)
     assert capacity_problems(load_preset("32xh100")) == []  # 24 x 5 = 120 <= 128
-    one_node = {"launch.sandbox_concurrency": 100, "rollout.sandbox.hosts": ["tcp://a:2375"]}
+    one_node = {"launch.sandbox_concurrency": 100, "rollout.sandbox.docker.hosts": ["tcp://a:2375"]}
     assert capacity_problems(load_preset("16xh100", one_node)) == []  # the slot files hold it
-    local = {"rollout.sandbox.hosts": [{"base_url": "unix:///var/run/docker.sock"}]}
+    local = {"rollout.sandbox.docker.hosts": [{"base_url": "unix:///var/run/docker.sock"}]}
     assert capacity_problems(load_preset("32xh100", local)) == []  # each node its own engine
     mixed = {
         "launch.sandbox_concurrency": 10,
-        "rollout.sandbox.hosts": [
+        "rollout.sandbox.docker.hosts": [
             {"base_url": "tcp://a:2375", "max_concurrency": 100},
             {"base_url": "unix:///var/run/docker.sock", "max_concurrency": 40},
         ],
     }
     (line,) = capacity_problems(load_preset("32xh100", mixed))  # 240 > 100 + 3 x 40
-    assert "= 240 sandboxes in flight, but rollout.sandbox.hosts declare 220" in line
+    assert "= 240 sandboxes in flight, but rollout.sandbox.docker.hosts declare 220" in line
     assert "40 per node on local engines" in line
 
 

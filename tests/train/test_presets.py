@@ -186,7 +186,7 @@ def test_32xh100_is_four_nodes_with_a_vllm_server_node():
     launch = config.launch
     assert config.model.name == "Qwen/Qwen3-32B" and launch.distributed == "zero3"
     assert launch.num_nodes + launch.vllm_server_nodes == 4 and launch.gpus_per_node == 8
-    hosts = config.rollout.sandbox.hosts
+    hosts = config.rollout.sandbox.docker.hosts
     assert launch.generation_backend == "vllm-server" and len(hosts) == 4
     assert {h.max_concurrency for h in hosts} == {32}
     # the 24 processes' sandboxes fit the shared hosts' declared 128 (preflight refuses more)
@@ -214,7 +214,7 @@ def test_overrides_apply_nested_or_dotted_and_unknown_keys_are_named():
         ("max_context_tokens", "rollout.episode.max_total_tokens"),
         ("sft_demos", "sft.demos"),
         ("eval_tasks", "heldout.instances"),
-        ("docker_hosts", "rollout.sandbox.hosts"),
+        ("docker_hosts", "rollout.sandbox.docker.hosts"),
         ("judge", "rollout.reward.judge"),
         ("sandbox_concurrency", "launch.sandbox_concurrency"),
         ("model", "model.name"),  # a section's name now: a plain value is the old key

@@ -38,7 +38,7 @@ OLD_KEYS: dict[str, str] = {
     "episode_time_limit_s": "rollout.episode.time_limit_s",
     "system_prompt": "rollout.episode.system_prompt",
     "tools": "rollout.episode.tools",
-    "docker_hosts": "rollout.sandbox.hosts",
+    "docker_hosts": "rollout.sandbox.docker.hosts",
     "sandbox_start_timeout_s": "rollout.sandbox.start_timeout_s",
     "judge": "rollout.reward.judge",
     "reward_w_tests": "rollout.reward.w_tests",

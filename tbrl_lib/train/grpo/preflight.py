@@ -13,6 +13,9 @@ parameter gathers: a deadlock). It asks the Docker engines (all at once, a few s
 and compares their memory with the sandboxes the preset keeps in flight (and, where several
 nodes share declared hosts, their declared capacity: `capacity_problems`), checks that a vLLM
 server answers its /health when the preset uses one, and that the `report_to` trackers import.
+With `rollout.sandbox.backend` other than docker it asks that backend instead
+(`backend_problems`): does it answer, and does its capacity, one pool for the whole job, hold
+the sandboxes the job keeps in flight.
 
 GPU presence is read from `torch.cuda` (imported only when the preset needs GPUs);
 `TBRL_FAKE_GPUS=N[:MEM_GB]` overrides what torch reports, for tests on machines without GPUs.
@@ -27,7 +30,8 @@ import threading
 from urllib.parse import urlparse
 
 from tbrl_lib.models import ModelNotFound, is_local, model_kind, resolve_model
-from tbrl_lib.sandbox import engine
+from tbrl_lib.sandbox import EngineUnavailable, backend_for
+from tbrl_lib.sandbox.backends.docker import engine
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.model.model_loader import import_early
 from tbrl_lib.train.plan.gpu_memory import plan_memory
@@ -122,8 +126,31 @@ def _docker_memory(hosts: list[str | None]) -> dict[str | None, int | None]:
     return answers
 
 
+def backend_problems(config: TrainConfig) -> list[str]:
+    """A backend other than docker: it does not answer, or the job's sandboxes in flight
+    (processes x launch.sandbox_concurrency) exceed the capacity it offers every process."""
+    backend = backend_for(config.rollout.sandbox)
+    try:
+        backend.check("the sandboxes")
+        capacity = backend.capacity()
+    except EngineUnavailable as exc:
+        return [str(exc)]
+    launch = config.launch
+    in_flight = launch.sandbox_concurrency * launch.num_processes
+    if capacity.shared and in_flight > capacity.total:
+        return [
+            f"{in_flight} sandboxes in flight ({launch.sandbox_concurrency} x "
+            f"{launch.num_processes} process(es)) but the {capacity.backend} backend offers "
+            f"{capacity.total} at once ({', '.join(f'{p.name}: {p.capacity}' for p in capacity.places)}): "
+            "lower launch.sandbox_concurrency or add sandbox capacity"
+        ]
+    return []
+
+
 def sandbox_problems(config: TrainConfig) -> list[str]:
     """Docker engines that do not answer, and sandboxes in flight beyond their memory."""
+    if config.rollout.sandbox.backend != "docker":
+        return backend_problems(config)
     hosts: list[str | None] = docker_hosts(config) or [None]
     memory = _docker_memory(hosts)
     if (
@@ -148,7 +175,7 @@ def sandbox_problems(config: TrainConfig) -> list[str]:
             f"{in_flight} sandboxes in flight ({launch.sandbox_concurrency} x {processes} "
             f"process(es)) need ~{need_gb:.0f} GB at {SANDBOX_WORKING_SET_MB} MB each; the "
             f"Docker engine(s) have {have_gb:.0f} GB: lower launch.sandbox_concurrency or add "
-            "rollout.sandbox.hosts"
+            "rollout.sandbox.docker.hosts"
         )
     return problems
 
@@ -158,7 +185,7 @@ def capacity_problems(config: TrainConfig) -> list[str]:
     across the processes of one node (`sandbox.slots`), not across nodes, so the job's
     sandboxes in flight (processes x launch.sandbox_concurrency) must fit the declared
     capacity (shared hosts once, each node's local engines once per node)."""
-    launch, hosts = config.launch, config.rollout.sandbox.hosts
+    launch, hosts = config.launch, config.rollout.sandbox.docker.hosts
     shared = [h for h in hosts if _is_shared(h.base_url)]
     if launch.num_nodes <= 1 or not shared:
         return []
@@ -171,7 +198,7 @@ def capacity_problems(config: TrainConfig) -> list[str]:
     return [
         f"{launch.num_processes} training processes ({launch.num_nodes} nodes x "
         f"{launch.gpus_per_node}) x launch.sandbox_concurrency {launch.sandbox_concurrency} = "
-        f"{in_flight} sandboxes in flight, but rollout.sandbox.hosts declare {declared} ("
+        f"{in_flight} sandboxes in flight, but rollout.sandbox.docker.hosts declare {declared} ("
         + ", ".join(f"{h.base_url} {h.max_concurrency}" for h in shared)
         + (f", {local} per node on local engines" if local else "")
         + f"); slots are counted per node, so nodes sharing hosts would overrun them: set "
@@ -268,7 +295,7 @@ def preflight(config: TrainConfig) -> list[str]:
 
 def docker_hosts(config: TrainConfig) -> list[str]:
     """The Docker engines the preset names (empty: the local default engine)."""
-    return [h.base_url for h in config.rollout.sandbox.hosts if h.base_url]
+    return [h.base_url for h in config.rollout.sandbox.docker.hosts if h.base_url]
 
 
 def launch_hint(config: TrainConfig) -> str:

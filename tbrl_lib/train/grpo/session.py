@@ -75,7 +75,9 @@ class TrainingSession:
         self.rollout = rollout
         self.judge = judge_for(rollout.reward)  # a judge that cannot run here is refused now
         with processes.local_main_process_first():  # one process per node builds its images
-            self.tasks, self.task_defects = prebuild_images(select_tasks(config.data))
+            self.tasks, self.task_defects = prebuild_images(
+                select_tasks(config.data), rollout.sandbox
+            )
         self.rows = dataset_rows(self.tasks, rollout.episode)
         self.index = TaskIndex(self.rows)
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.agent.prompts import initial_messages
 from tbrl_lib.aio import run_sync
-from tbrl_lib.sandbox import SandboxError, close_pools, ensure_image
+from tbrl_lib.sandbox import SandboxConfig, SandboxError, backend_for, close_backends
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.parquet_format import task_to_record
@@ -59,17 +59,21 @@ def dataset_rows(tasks: list[Task], episode: EpisodeLimits) -> list[dict[str, An
     return [task_to_record(task, lambda t: initial_messages(t, episode)) for task in tasks]
 
 
-def prebuild_images(tasks: list[Task]) -> tuple[list[Task], dict[str, str]]:
-    """Build (or find cached) every task image before step 1, with progress. Returns the
+def prebuild_images(
+    tasks: list[Task], sandbox: SandboxConfig | None = None
+) -> tuple[list[Task], dict[str, str]]:
+    """Build (or find cached) every task image before step 1, with progress, through
+    `sandbox`'s backend (the `ray` backend builds on the node a sandbox lands on). Returns the
     tasks that built and, per task whose own image does not build here (`task_fault`), the
     reason: those are skipped, one line each and a count. An infrastructure failure stops the
     run; so does a task set none of whose tasks builds."""
     defects: dict[str, str] = {}
+    backend = backend_for(sandbox)
 
     async def build_all() -> None:
         for task in tqdm(tasks, desc="task images", leave=False):
             try:
-                await ensure_image(task)
+                await backend.prepare(task)
             except SandboxError as err:
                 if not err.task_fault:
                     raise
@@ -93,5 +97,5 @@ def prebuild_images(tasks: list[Task]) -> tuple[list[Task], dict[str, str]]:
 
 
 def close_sandboxes() -> None:
-    """Remove the run's warm containers (every pool of this process)."""
-    run_sync(close_pools())
+    """Give back what the run's sandbox backends hold (warm containers, placements)."""
+    run_sync(close_backends())

@@ -31,7 +31,7 @@ MAY_DIFFER = frozenset(
         "grpo.report_to",
         "grpo.push_to_hub",
         "grpo.hub_model_id",
-        "rollout.sandbox.hosts",
+        "rollout.sandbox.docker.hosts",
         "rollout.sandbox.start_timeout_s",
         "rollout.sandbox.engine_wait_s",
         "launch.sandbox_concurrency",

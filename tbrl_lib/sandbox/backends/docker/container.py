@@ -6,7 +6,8 @@ capabilities dropped except a small set that package installs and servers need;
 `no-new-privileges`; no Docker socket or host mounts; logging driver `none` (output goes
 through the shell, not the daemon's log files); tbrl's runtime volume mounted read-only at
 `/.tbrl-rt`, whose `init.py` is PID 1: it ignores every signal from inside and reaps
-orphans, so the agent can kill its shell (a new one starts) but not its container. Labels: `tbrl.owner` (host:pid:start), `tbrl.run`, `tbrl.task` (see `reaper.py`).
+orphans, so the agent can kill its shell (a new one starts) but not its container. Labels: `tbrl.owner` (host:pid:start), `tbrl.run`, `tbrl.task` (see `reaper.py`), and the
+caller's (`tbrl.node` from the `ray` backend).
 
 Storage limits need overlay2 on xfs with pquota (or another driver that supports
 `--storage-opt size`); where the daemon refuses, the container starts without one and
@@ -36,7 +37,18 @@ import time
 from docker.errors import APIError, DockerException, InvalidVersion, NotFound
 from docker.types import LogConfig, Mount
 
-from tbrl_lib.sandbox import reaper
+from tbrl_lib.sandbox.backends.docker import reaper
+from tbrl_lib.sandbox.backends.docker.files import FileTransfer
+from tbrl_lib.sandbox.backends.docker.hosts import Host, acquire_slot, release_slot
+from tbrl_lib.sandbox.backends.docker.images import ensure_image
+from tbrl_lib.sandbox.backends.docker.isolated_exec import exec_with_deadline
+from tbrl_lib.sandbox.backends.docker.pristine_volume import PRISTINE_MOUNT, ensure_pristine_volume
+from tbrl_lib.sandbox.backends.docker.runtime_volume import (
+    INIT,
+    RUNTIME_MOUNT,
+    ensure_runtime_volume,
+)
+from tbrl_lib.sandbox.backends.docker.shell import PersistentShell
 from tbrl_lib.sandbox.base import (
     CommandResult,
     ExecResult,
@@ -46,13 +58,6 @@ from tbrl_lib.sandbox.base import (
     SandboxStats,
 )
 from tbrl_lib.sandbox.config import SandboxConfig
-from tbrl_lib.sandbox.files import FileTransfer
-from tbrl_lib.sandbox.hosts import Host, acquire_slot, release_slot
-from tbrl_lib.sandbox.images import ensure_image
-from tbrl_lib.sandbox.isolated_exec import exec_with_deadline
-from tbrl_lib.sandbox.pristine_volume import PRISTINE_MOUNT, ensure_pristine_volume
-from tbrl_lib.sandbox.runtime_volume import INIT, RUNTIME_MOUNT, ensure_runtime_volume
-from tbrl_lib.sandbox.shell import PersistentShell
 from tbrl_lib.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -85,8 +90,12 @@ class DockerSandbox(FileTransfer):
     runtime_dir = RUNTIME_MOUNT
     pristine_dir = PRISTINE_MOUNT
 
-    def __init__(self, task: Task, config: SandboxConfig | None = None) -> None:
+    def __init__(
+        self, task: Task, config: SandboxConfig | None = None, labels: dict[str, str] | None = None
+    ) -> None:
         self.task = task
+        self.labels = dict(labels or {})
+        """More labels for the container (the `ray` backend adds `tbrl.node`)."""
         self.config = config or SandboxConfig()
         self.stats = SandboxStats()
         self.host: Host | None = None
@@ -126,7 +135,9 @@ class DockerSandbox(FileTransfer):
         reaper.install_handlers()  # here, on the event loop's (main) thread, not in a worker
         try:
             if host is None:
-                host = await acquire_slot(self.config.hosts, timeout=max(self.wall_clock_s, 60))
+                host = await acquire_slot(
+                    self.config.docker.hosts, timeout=max(self.wall_clock_s, 60)
+                )
             self.host = host
             image = await self._prepare(host)  # reap + build have their own limits
             await asyncio.wait_for(self._create_and_start(image), self.config.start_timeout_s)
@@ -219,6 +230,7 @@ class DockerSandbox(FileTransfer):
             reaper.LABEL_OWNER: reaper.owner_label(),
             reaper.LABEL_RUN: self.config.run_id,
             reaper.LABEL_TASK: self.task.id,
+            **self.labels,
         }
         while True:
             try:

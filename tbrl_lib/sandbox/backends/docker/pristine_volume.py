@@ -57,9 +57,13 @@ import docker
 from docker.errors import APIError, NotFound
 
 from tbrl_lib.sandbox import pristine_programs, stdlib_first
+from tbrl_lib.sandbox.backends.docker.hosts import Host
+from tbrl_lib.sandbox.backends.docker.runtime_volume import (
+    RUNTIME_MOUNT,
+    interpreter_argv,
+    run_to_completion,
+)
 from tbrl_lib.sandbox.base import SandboxError
-from tbrl_lib.sandbox.hosts import Host
-from tbrl_lib.sandbox.runtime_volume import RUNTIME_MOUNT, interpreter_argv, run_to_completion
 
 PRISTINE_MOUNT = "/.tbrl-pristine"
 """Where the image's pristine tools and packages are mounted (read-only)."""
@@ -245,7 +249,9 @@ def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: flo
         with _registry_lock:
             volume_lock = _volume_locks.setdefault((host.name, name), threading.Lock())
         with volume_lock:  # two images of one content: one copy, the other waits for it
-            if (host.name, name) not in _built:
+            # built by this process for another image of the content, and still there (a
+            # prune elsewhere may have removed it: a mount would then make an empty one)
+            if (host.name, name) not in _built or not _exists(host, name):
                 try:
                     client.volumes.get(name)
                 except NotFound:
@@ -331,14 +337,17 @@ def forget() -> None:
         _built.clear()
 
 
-def prune(client: docker.DockerClient) -> tuple[list[str], int]:
-    """Remove every pristine volume no container uses (they are a cache: rebuilt on demand);
-    return the names removed and how many were kept because a container mounts them."""
+def prune(client: docker.DockerClient, only: set[str] | None = None) -> tuple[list[str], int]:
+    """Remove every pristine volume no container uses (they are a cache: rebuilt on demand),
+    or only those named in `only`; return the names removed and how many were kept because
+    a container mounts them (the engine refuses: 409)."""
     removed, in_use = [], 0
     # by name too: a mount of a removed volume by a process of an older tbrl makes the
     # engine create an empty one, without the label
     for volume in client.volumes.list(filters={"name": volume_name("")}):
         if not volume.name.startswith(volume_name("")):
+            continue
+        if only is not None and volume.name not in only:
             continue
         try:
             volume.remove()

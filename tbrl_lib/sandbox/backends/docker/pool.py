@@ -20,9 +20,9 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
+from tbrl_lib.sandbox.backends.docker.container import DockerSandbox
 from tbrl_lib.sandbox.base import SandboxClosed, SandboxError
 from tbrl_lib.sandbox.config import SandboxConfig
-from tbrl_lib.sandbox.container import DockerSandbox
 from tbrl_lib.tasks.model import Task
 
 log = logging.getLogger(__name__)

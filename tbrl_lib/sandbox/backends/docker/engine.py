@@ -7,7 +7,7 @@ waits for it. It never installs anything; when it cannot help it says exactly wh
 commands that run sandboxes call it before anything else. `wait_for_engine(...)` rides out an
 engine that stopped answering in the middle of a run (a restart): it waits, bounded and
 saying so, and past the bound raises `EngineOutage` with the way to resume. Evaluation
-(`evaluate/harness.py`) and training (`train/rollouts/engine_outage.py`) both call it after a rollout
+and training reach it through `DockerBackend.wait` (`SandboxBackend.wait`) after a rollout
 fails with an infra error; how long they wait is `SandboxConfig.engine_wait_s`.
 """
 
@@ -25,16 +25,9 @@ from docker.errors import DockerException
 from tenacity import AsyncRetrying, Retrying, retry_if_result, stop_after_delay, wait_fixed
 from tqdm.auto import tqdm
 
+from tbrl_lib.sandbox.backend import EngineOutage, EngineUnavailable
+
 DOCKERD_LOG = Path("/tmp/tbrl-dockerd.log")
-
-
-class EngineUnavailable(RuntimeError):
-    """No Docker engine answers; the message says how to get one."""
-
-
-class EngineOutage(EngineUnavailable):
-    """The engine stopped answering mid-run and did not come back within the wait. An
-    `EngineUnavailable`, so `tbrl` ends it in one line (what happened, how to resume)."""
 
 
 @dataclass(frozen=True)

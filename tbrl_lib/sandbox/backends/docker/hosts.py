@@ -28,9 +28,9 @@ import docker
 from docker.errors import DockerException
 from requests.exceptions import ConnectionError as RequestsConnectionError
 
+from tbrl_lib.sandbox.backends.docker.slots import Slot, SlotFiles
 from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.sandbox.config import DockerHost
-from tbrl_lib.sandbox.slots import Slot, SlotFiles
 
 T = TypeVar("T")
 

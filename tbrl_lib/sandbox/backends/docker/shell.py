@@ -57,8 +57,8 @@ from dataclasses import dataclass
 
 from docker.errors import DockerException
 
+from tbrl_lib.sandbox.backends.docker.hosts import _EXECUTOR, Host
 from tbrl_lib.sandbox.base import CommandResult, SandboxError
-from tbrl_lib.sandbox.hosts import _EXECUTOR, Host
 
 TRAILER_FD = 87
 PIDS_EVENTS_READ = (

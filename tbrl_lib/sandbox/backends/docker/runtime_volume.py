@@ -38,24 +38,10 @@ import threading
 import docker
 from docker.errors import NotFound
 
+from tbrl_lib.sandbox.backends.docker.base_images import RUNTIME_SOURCE
+from tbrl_lib.sandbox.backends.docker.hosts import Host
 from tbrl_lib.sandbox.base import SandboxError
-from tbrl_lib.sandbox.base_images import RUNTIME_SOURCE
-from tbrl_lib.sandbox.hosts import Host
-
-RUNTIME_MOUNT = "/.tbrl-rt"
-"""Where the runtime volume is mounted (read-only) in every sandbox container."""
-
-
-def loader_argv(runtime_dir: str = RUNTIME_MOUNT) -> list[str]:
-    """Argv prefix that runs a runtime binary through the runtime's own loader and libraries."""
-    rt = runtime_dir + "/rt"
-    return [rt + "/lib/ld.so", "--inhibit-cache", "--library-path", rt + "/lib"]
-
-
-def interpreter_argv(runtime_dir: str = RUNTIME_MOUNT) -> list[str]:
-    """The runtime's Python 3.13 (add `-I -S` to keep the container's paths out)."""
-    return [*loader_argv(runtime_dir), runtime_dir + "/rt/usr/bin/interp"]
-
+from tbrl_lib.sandbox.runtime import RUNTIME_MOUNT, interpreter_argv, loader_argv
 
 INTERPRETER = interpreter_argv()
 BASH = [*loader_argv(), RUNTIME_MOUNT + "/rt/usr/bin/bash"]

@@ -22,8 +22,8 @@ from typing import Any
 
 import docker
 
+from tbrl_lib.sandbox.backends.docker.runtime_volume import BASH
 from tbrl_lib.sandbox.base import ExecResult
-from tbrl_lib.sandbox.runtime_volume import BASH
 
 MAX_STDOUT = 32 * 1024 * 1024
 """Stdout kept (the tail); a runner that floods is cut, not allowed to fill memory."""

@@ -38,11 +38,16 @@ from pathlib import Path
 
 from docker.errors import APIError, ImageNotFound
 
+from tbrl_lib.sandbox.backends.docker.base_images import (
+    FAMILIES,
+    REVISION,
+    SubstituteError,
+    resolve,
+)
+from tbrl_lib.sandbox.backends.docker.build_log import BuildLog
+from tbrl_lib.sandbox.backends.docker.hosts import Host, get_host
 from tbrl_lib.sandbox.base import SandboxError
-from tbrl_lib.sandbox.base_images import FAMILIES, REVISION, SubstituteError, resolve
-from tbrl_lib.sandbox.build_log import BuildLog
 from tbrl_lib.sandbox.config import DockerHost
-from tbrl_lib.sandbox.hosts import Host, get_host
 from tbrl_lib.slow_notice import SLOW_AFTER_S, slow_notice
 from tbrl_lib.tasks.dockerfile import base_images, rewrite_bases
 from tbrl_lib.tasks.model import Task
