@@ -7,12 +7,15 @@
 - a worker killed mid-evaluation (its whole process group: raylet and host actor): its
   rollouts come back as `node_lost` infra errors, are rerun on the other node, the results
   are complete; once the node is back, its engine's leftovers are reaped: 0 containers on
-  either engine.
+  either engine. The tasks' reference solutions start with a `sleep` there, so the kill
+  lands inside an episode by construction: an oracle episode takes well under a second, and
+  a kill that came after the rollout's last call would leave no rollout to see the node go.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -25,6 +28,7 @@ from tests.cluster.conftest import ROOT, UNITS, run_containers
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker, pytest.mark.slow]
 EVAL_S = 600
+SLEEP_S = 20  # how long each reference solution waits in the killed-worker test
 
 
 class Sampler(threading.Thread):
@@ -50,10 +54,12 @@ class Sampler(threading.Thread):
             time.sleep(0.2)
 
 
-def start_eval(cluster, out: Path, policy: str, limit: int) -> subprocess.Popen:
+def start_eval(
+    cluster, out: Path, policy: str, limit: int, tasks: Path = ROOT / "data" / "tasks"
+) -> subprocess.Popen:
     args = [
         sys.executable, "-m", "tbrl_lib.cli", "eval", "run", "--policy", policy,
-        "--tasks", str(ROOT / "data" / "tasks"), "--limit", str(limit),
+        "--tasks", str(tasks), "--limit", str(limit),
         "--concurrency", str(limit), "--judge", "none", "--out", str(out),
         "--set", "sandbox.backend=ray",
     ]  # fmt: skip
@@ -97,7 +103,7 @@ def test_a_worker_killed_mid_eval_leaves_complete_results_and_no_containers(
 ):
     out = tmp_path / "killed"
     run_id = f"eval-{out.name}"
-    process = start_eval(cluster, out, "oracle", 6)
+    process = start_eval(cluster, out, "oracle", 6, slow_solutions(tmp_path / "tasks", SLEEP_S))
     deadline = time.monotonic() + EVAL_S
     while not any(c["State"] == "running" for c in run_containers(engines["b"], run_id)):
         assert process.poll() is None and time.monotonic() < deadline, "b never ran a sandbox"
@@ -119,6 +125,16 @@ def test_a_worker_killed_mid_eval_leaves_complete_results_and_no_containers(
     )  # fmt: skip
     assert reap.returncode == 0, reap.stderr[-3000:]
     assert run_containers(engines["a"], run_id) == [] and run_containers(engines["b"], run_id) == []
+
+
+def slow_solutions(folder: Path, seconds: int) -> Path:
+    """A copy of the bundled tasks whose reference solutions first sleep `seconds` (the images
+    are unchanged: a task image's hash covers its environment, not its solution)."""
+    shutil.copytree(ROOT / "data" / "tasks", folder)
+    for solve in folder.glob("*/solution/solve.sh"):
+        shebang, _, rest = solve.read_text().partition("\n")
+        solve.write_text(f"{shebang}\nsleep {seconds}\n{rest}")
+    return folder
 
 
 REAP = (
