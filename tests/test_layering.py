@@ -16,6 +16,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "tbrl_lib"
 
 LAYERS: list[set[str]] = [
+    {"run_folder"},  # a run's folder and summary.json: the notebooks' helpers re-export it
     {
         "aio",
         "console",
@@ -25,6 +26,7 @@ LAYERS: list[set[str]] = [
         "notebook_tools",
         "fake_llm_server",
         "slow_notice",
+        "trl_vllm",
     },  # fmt: skip
     {"llm_api"},  # the SDK clients and one Usage: policies, judges and synthesis call them
     {"tasks"},

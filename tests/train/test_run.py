@@ -11,20 +11,23 @@ import pytest
 @pytest.mark.docker
 @pytest.mark.slow
 def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
+    from tbrl_lib.train.config.presets import load_preset
     from tbrl_lib.train.grpo.run import train
     from tbrl_lib.train.report.reporting import load_metrics, rollouts_frame
 
     out = tmp_path / "run"
     summary = train(
-        "cpu-smoke",
-        {
-            "grpo.max_steps": 1,
-            "data.task_ids": ["count-error-lines"],
-            "grpo.num_generations": 2,
-            "grpo.gradient_accumulation_steps": 2,
-            "rollout.episode.max_tokens_per_turn": 16,
-            "rollout.episode.max_turns": 1,
-        },
+        load_preset(
+            "cpu-smoke",
+            {
+                "grpo.max_steps": 1,
+                "data.task_ids": ["count-error-lines"],
+                "grpo.num_generations": 2,
+                "grpo.gradient_accumulation_steps": 2,
+                "rollout.episode.max_tokens_per_turn": 16,
+                "rollout.episode.max_turns": 1,
+            },
+        ),
         out,
     )
     assert summary["steps"] == 1 and summary["rollouts"] == 2
