@@ -7,10 +7,12 @@ import json
 
 import pytest
 
+from tbrl_lib.trl_vllm import installed_note
+
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
+def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image, capfd):
     from tbrl_lib.train.config.presets import load_preset
     from tbrl_lib.train.grpo.run import train
     from tbrl_lib.train.report.reporting import load_metrics, rollouts_frame
@@ -31,6 +33,10 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
         out,
     )
     assert summary["steps"] == 1 and summary["rollouts"] == 2
+    console = capfd.readouterr()  # TRL's vLLM-range warning: one line when it applies, once
+    notes = [line for line in console.out.splitlines() if line.startswith("note: vLLM ")]
+    assert len(notes) == (1 if installed_note() else 0), notes
+    assert "TRL currently supports" not in console.err
     assert 0.0 <= summary["mean_reward"] <= 1.0
     for name in ["config.json", "metrics.jsonl", "reward.png", "summary.json", "memory_plan.txt"]:
         assert (out / name).is_file(), name
