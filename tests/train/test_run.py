@@ -80,3 +80,11 @@ def test_reward_trend_compares_the_first_and_last_steps_and_the_flat_share():
     assert trend["rise"] == pytest.approx(0.4)
     assert trend["zero_std_share"] == pytest.approx(0.2)
     assert reward_trend([]) == {} and sampling_totals([]) == {}
+
+
+def test_train_takes_the_callers_config_not_a_preset_name(tmp_path):
+    from tbrl_lib.train.grpo.run import train
+
+    with pytest.raises(TypeError, match="load_preset"):  # the old train(preset, overrides, out)
+        train("cpu-smoke", {"grpo.max_steps": 1}, tmp_path)  # type: ignore[arg-type]
+    assert not any(tmp_path.iterdir())  # refused before any run folder is made
