@@ -18,8 +18,7 @@ import re
 import warnings
 
 TRL_VLLM_WARNING = r"TRL currently supports vLLM versions"
-"""The start of TRL's message (`trl.import_utils.is_vllm_available`); matched, never parsed
-for anything but the range."""
+"""The start of TRL's message (`trl.import_utils.is_vllm_available`): what the filter matches."""
 _RANGE = re.compile(r"from (\S+) to (\S+?)\. You have version (\S+) installed")
 
 
@@ -54,7 +53,7 @@ def range_note(trl: str, vllm: str, low: str, high: str) -> str | None:
         return None
     return (
         f"vLLM {vllm} is outside the versions TRL {trl} is tested with ({low} to {high}); "
-        "TRL's import warnings about it are silenced, this line is said once"
+        "TRL's own warnings about it are silenced"
     )
 
 
