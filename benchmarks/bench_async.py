@@ -29,6 +29,7 @@ from rich.table import Table
 
 from tbrl_lib.console import console
 from tbrl_lib.overrides import merge, parse_overrides
+from tbrl_lib.train.config.presets import load_preset
 from tbrl_lib.train.grpo.run import train
 from tbrl_lib.train.report.reporting import load_metrics
 
@@ -77,7 +78,7 @@ def run_mode(seed: int, mode: str, preset: str, overrides: dict, out: Path, reus
     if not (reuse and (folder / "summary.json").is_file()):
         settings = merge(overrides, {"seed": seed, "grpo": {"async_rollouts": MODES[mode]}})
         with CpuBusy(folder):
-            train(preset, settings, folder)
+            train(load_preset(preset, settings), folder)
     return folder
 
 

@@ -31,7 +31,7 @@ from tbrl_lib.models import resolve_model
 from tbrl_lib.policies.hf import HFPolicy
 from tbrl_lib.policies.vllm_engine import VLLMPolicy
 from tbrl_lib.train.config.presets import load_preset
-from tbrl_lib.train.warm_start.heldout import evaluate_policy, heldout_tasks
+from tbrl_lib.train.heldout.split import evaluate_policy, heldout_tasks
 
 
 def measure(backend: str, args: argparse.Namespace, out: Path) -> dict[str, float | str]:

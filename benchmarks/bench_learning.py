@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO))  # `benchmarks.bench_async`, for a plain `python b
 from benchmarks.bench_async import CpuBusy  # noqa: E402
 from tbrl_lib.console import console  # noqa: E402
 from tbrl_lib.overrides import parse_overrides  # noqa: E402
+from tbrl_lib.train.config.presets import load_preset  # noqa: E402
 from tbrl_lib.train.grpo.run import train  # noqa: E402
 
 RISE_GOAL, ZERO_STD_GOAL = 0.15, 0.5
@@ -55,7 +56,7 @@ PHASES = ("base evaluation", "warm start", "warm start evaluation", "grpo", "fin
 def _train_seed(preset: str, settings: dict, folder: Path) -> None:
     """The child process's work: one run, its summary written to `folder`."""
     with CpuBusy(folder):
-        train(preset, settings, folder)
+        train(load_preset(preset, settings), folder)
 
 
 def run_seed(seed: int, preset: str, overrides: dict, out: Path, reuse: bool) -> dict:

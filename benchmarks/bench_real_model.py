@@ -37,6 +37,7 @@ from tbrl_lib.evaluate.harness import run_eval
 from tbrl_lib.evaluate.results import RunConfig, RunResults
 from tbrl_lib.models import fetch, models_dir
 from tbrl_lib.tasks import load_tasks
+from tbrl_lib.train.config.presets import load_preset
 from tbrl_lib.train.grpo.run import train
 
 MODEL = "smollm2-135m"
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> dict:
             "sft": {"demos": args.demos, "epochs": args.sft_epochs},
             "heldout": {"instances": args.heldout},
         }
-        summary = train("cpu-smollm2", overrides, out / "train")
+        summary = train(load_preset("cpu-smollm2", overrides), out / "train")
     run = Path(summary["run_dir"])
     heldout = {"base": "base", "sft": "sft", "sft+grpo": "final"}
     for name, folder in heldout.items():

@@ -4,7 +4,7 @@
 
 The rule, so the count is the same for anyone who runs it:
 
-1. notebook 04's training cell, `train(config.preset, out_dir=run, config=config)`, runs on
+1. notebook 04's training cell, `train(config, out_dir=run, resume=resume)`, runs on
    `cpu-smoke` shrunk to one step of one group of two rollouts (`STEP_SETTINGS`), under
    `sys.setprofile` (and `threading.setprofile`, for the threads the step starts);
 2. the step is TRL's `trainer.train()`: with `grpo.max_steps=1` its whole call is one GRPO
@@ -114,7 +114,7 @@ def trace(out_dir: Path) -> StepTrace:
     threading.setprofile(seen.profile)
     sys.setprofile(seen.profile)
     try:
-        train(config.preset, out_dir=out_dir, config=config)
+        train(config, out_dir)
     finally:
         sys.setprofile(None)
         threading.setprofile(None)

@@ -23,6 +23,7 @@ from rich.table import Table
 
 from tbrl_lib.sandbox import SandboxConfig, backend_for
 from tbrl_lib.sandbox.backends.docker import base_images, engine
+from tbrl_lib.trl_vllm import installed_note
 
 EXTRAS = {
     "notebooks": ["jupyterlab", "papermill", "ipywidgets", "nbconvert", "matplotlib"],
@@ -58,6 +59,8 @@ class Check:
     """When not ok: what it disables, then how to fix it."""
     required: bool = False
     """A failed required check makes `tbrl doctor` exit non-zero."""
+    note: bool = False
+    """Not a failure: something worth knowing (shown as `note`)."""
 
 
 def mask(secret: str) -> str:
@@ -230,6 +233,16 @@ def check_gpu_libs() -> list[Check]:
     return rows
 
 
+def check_trl_vllm() -> list[Check]:
+    """One row when the installed vLLM is outside the versions TRL is tested with (TRL's own
+    warning about it is silenced in training: `tbrl_lib/trl_vllm.py`)."""
+    note = installed_note()
+    if note is None:
+        return []
+    fix = "nothing disabled; to match TRL's range, install a vLLM inside it"
+    return [Check("trl + vllm versions", False, note, fix, note=True)]
+
+
 def check_judges() -> list[Check]:
     rows = []
     for key, use in JUDGE_KEYS.items():
@@ -266,8 +279,17 @@ def run_checks() -> list[Check]:
         *check_ray_cluster(),
         *check_gpu(),
         *check_gpu_libs(),
+        *check_trl_vllm(),
         *check_judges(),
     ]
+
+
+def _status(check: Check) -> str:
+    if check.ok:
+        return "[green]ok[/]"
+    if check.required:
+        return "[red]FAIL[/]"
+    return "[yellow]note[/]" if check.note else "[yellow]missing[/]"
 
 
 def print_report() -> int:
@@ -277,9 +299,6 @@ def print_report() -> int:
     for col in ("component", "status", "found", "if missing: disables / fix"):
         table.add_column(col, overflow="fold")
     for c in checks:
-        status = (
-            "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]missing[/]")
-        )
-        table.add_row(escape(c.component), status, escape(c.found), escape(c.fix))
+        table.add_row(escape(c.component), _status(c), escape(c.found), escape(c.fix))
     Console(width=max(120, shutil.get_terminal_size().columns)).print(table)
     return 1 if any(c.required and not c.ok for c in checks) else 0

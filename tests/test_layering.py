@@ -16,6 +16,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "tbrl_lib"
 
 LAYERS: list[set[str]] = [
+    {"run_folder"},  # a run's folder and summary.json: the notebooks' helpers re-export it
     {
         "aio",
         "console",
@@ -25,6 +26,7 @@ LAYERS: list[set[str]] = [
         "notebook_tools",
         "fake_llm_server",
         "slow_notice",
+        "trl_vllm",
     },  # fmt: skip
     {"llm_api"},  # the SDK clients and one Usage: policies, judges and synthesis call them
     {"tasks"},
@@ -285,3 +287,53 @@ def test_the_confinement_check_fails_on_an_import_outside_the_backend(tmp_path):
     assert confinement_offenders(pkg, "docker", home) == [
         "tbrl_lib/train/outage.py:3 imports docker"
     ]
+
+
+# Inside `train`, the rooms stand in one order too (`tbrl_lib/train/__init__.py`): a room
+# imports only those before it, so the spine (`grpo`) is the one room that sees them all.
+TRAIN_ROOMS = [
+    "config",
+    "plan",
+    "model",
+    "vllm",
+    "rollouts",
+    "report",
+    "pipeline",
+    "heldout",
+    "warm_start",
+    "grpo",
+]
+
+
+def room_imports(path: Path) -> set[tuple[str, int]]:
+    """(room of tbrl_lib.train, line) of every import in `path`, at any depth."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+        else:
+            continue
+        for module in modules:
+            parts = module.split(".")
+            if parts[:2] == ["tbrl_lib", "train"] and len(parts) > 2:
+                found.add((parts[2], node.lineno))
+    return found
+
+
+def test_every_train_room_has_a_place_in_the_order():
+    rooms = {p.name for p in (PKG / "train").iterdir() if (p / "__init__.py").exists()}
+    assert rooms == set(TRAIN_ROOMS), "give it a place in TRAIN_ROOMS"
+
+
+@pytest.mark.parametrize("room", TRAIN_ROOMS)
+def test_a_train_room_imports_only_the_rooms_before_it(room):
+    later = set(TRAIN_ROOMS[TRAIN_ROOMS.index(room) + 1 :])
+    offenders = [
+        f"{path.relative_to(PKG.parent)}:{line} imports tbrl_lib.train.{other}"
+        for path in sorted((PKG / "train" / room).rglob("*.py"))
+        for other, line in sorted(room_imports(path))
+        if other in later
+    ]
+    assert not offenders, "\n".join(offenders)

@@ -14,6 +14,7 @@ import json
 import pytest
 
 from tbrl_lib import upstream
+from tbrl_lib.notebook_tools.execute import render_html
 from tbrl_lib.notebook_tools.layout import layout_problems
 from tests.conftest import REPO
 
@@ -87,6 +88,11 @@ def test_notebook_runs_headless(notebook, tmp_path, monkeypatch):
         assert len(steps) == 1 and steps[0].startswith("grpo step 1/1") and " reward " in steps[0]
         held = [line.split(":")[0] for line in lines if line.startswith("held-out ")]
         assert held[:2] == ["held-out base", "held-out warm start"] and len(held) >= 3, held
+        # TRL's vLLM-range warning: at most one note line, none of TRL's five warnings, and
+        # the shared report shows no library warning (venv paths)
+        assert sum(line.startswith("note: vLLM ") for line in lines) <= 1
+        assert "TRL currently supports" not in (tmp_path / notebook.name).read_text()
+        assert "site-packages" not in render_html(tmp_path / notebook.name).read_text()
     if notebook.stem in OFFLINE_TRAJECTORIES:
         assert_report_shows_trajectories(notebook.stem, tmp_path / notebook.name, out_dir)
     if notebook.stem in LEADS_WITH_RESULT:  # headline and plot before any table, each cell's
@@ -114,8 +120,6 @@ def assert_report_shows_trajectories(name: str, executed, out_dir) -> None:
     """Render the executed notebook as `tbrl demo` does and read the report as a browser
     offline would: the turns are in the page itself (02) or in static pages it links (05)."""
     import re
-
-    from tbrl_lib.notebook_tools.execute import render_html
 
     report = render_html(executed).read_text()
     if name == "02_tool_design":

@@ -133,7 +133,7 @@ def run_cmd(
     import_early(config)  # unsloth, when this run uses it, before transformers/TRL load
     from tbrl_lib.train.grpo.run import train  # torch and TRL: only once the engine answers
 
-    summary = train(config.preset, out_dir=out, config=config, resume=checkpoint or "")
+    summary = train(config, out_dir=out, resume=checkpoint or "")
     for key, value in summary.items():
         typer.echo(f"{key}: {value}")
 

@@ -11,6 +11,7 @@ which cell failed, how, and where both files are.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -86,17 +87,49 @@ def _failure_message(name: str, exc: Any, executed: Path, report: Path | None) -
 
 
 def render_html(notebook: Path) -> Path:
-    """Render an executed notebook to a self-contained HTML report without code cells."""
+    """Render an executed notebook to a self-contained HTML report without code cells, and
+    without the warnings third-party libraries printed (`drop_library_warnings`)."""
     import nbformat  # the notebooks extra, as papermill
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(
         exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True
     )
-    body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
+    node = nbformat.read(notebook, as_version=4)
+    drop_library_warnings(node)
+    body, _ = exporter.from_notebook_node(node)
     target = notebook.with_suffix(".html")
     target.write_text(body, encoding="utf-8")
     return target
+
+
+LIBRARY_WARNING = re.compile(r"^\S*[/\\](?:site|dist)-packages[/\\]\S*:\d+: \w+: ")
+"""The first line of a warning Python printed for a module of an installed package:
+`<venv>/site-packages/trl/import_utils.py:105: UserWarning: ...`."""
+
+
+def drop_library_warnings(notebook: Any) -> None:
+    """Remove, in place, the warnings installed packages printed on a cell's stderr (each one's
+    first line and the indented source lines under it): a shared report shows its results, not
+    the machine's venv paths. tbrl's own warnings and everything else on stderr stay; so does
+    the executed notebook itself (only the report is filtered)."""
+    for cell in notebook.cells:
+        kept, skipping = [], False  # a warning's source line may arrive in the next output
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                lines = []
+                for line in output["text"].splitlines(keepends=True):
+                    skipping = bool(LIBRARY_WARNING.match(line)) or (
+                        skipping and line[:1] in (" ", "\t")
+                    )
+                    if not skipping:
+                        lines.append(line)
+                output["text"] = "".join(lines)
+                if not lines:
+                    continue
+            kept.append(output)
+        if "outputs" in cell:
+            cell["outputs"] = kept
 
 
 def read_summary(run: Path) -> dict[str, Any]:

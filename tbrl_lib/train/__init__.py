@@ -3,7 +3,8 @@
 Public API:
 - `config.config.TrainConfig` (its sections), `config.presets.load_preset(name, overrides)`,
   `config.presets.preset_names()`
-- `grpo.run.train(preset, overrides, out_dir) -> summary dict` (also `tbrl train run`)
+- `grpo.run.train(config, out_dir, resume) -> summary dict` (also `tbrl train run`; the
+  config from `load_preset`)
 - `grpo.session.TrainingSession` (tasks, model, policy, rollout runner, curriculum, evaluators),
   `grpo.trainer.SessionTrainer` (TRL's GRPOTrainer over it), `grpo.trainer.grpo_args(config, out)`
 - `rollouts.step_rollouts.RolloutRunner` (a step's rollouts over `tbrl_lib.rollout.run_rollout`),
@@ -16,5 +17,11 @@ Public API:
   `report.callbacks.heldout_line(name, metrics)`
 
 Sub-packages, each importing only those listed before it: `config`, `plan`, `model`, `vllm`,
-`rollouts`, `report`, `pipeline`, `warm_start`, `grpo`.
+`rollouts`, `report`, `pipeline`, `heldout`, `warm_start`, `grpo`.
 """
+
+from tbrl_lib.trl_vllm import silence_trl_vllm_warning
+
+# Every module that loads TRL sits below this package, so this runs before TRL's import-time
+# vLLM-range check: its five identical warnings become one line (`tbrl_lib/trl_vllm.py`).
+silence_trl_vllm_warning()

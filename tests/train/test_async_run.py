@@ -11,22 +11,25 @@ import pytest
 @pytest.mark.docker
 @pytest.mark.slow
 def test_async_cpu_smoke_run(tmp_path, docker_client, base_image):
+    from tbrl_lib.train.config.presets import load_preset
     from tbrl_lib.train.grpo.run import train
     from tbrl_lib.train.report.reporting import load_metrics
 
     out = tmp_path / "run"
     summary = train(
-        "cpu-smoke",
-        {
-            "grpo.async_rollouts": True,
-            "grpo.max_steps": 3,
-            "data.task_ids": ["count-error-lines"],
-            "grpo.num_generations": 2,
-            "grpo.gradient_accumulation_steps": 2,
-            "rollout.episode.max_tokens_per_turn": 16,
-            "rollout.episode.max_turns": 1,
-            "curriculum.filter_after_groups": 0,
-        },
+        load_preset(
+            "cpu-smoke",
+            {
+                "grpo.async_rollouts": True,
+                "grpo.max_steps": 3,
+                "data.task_ids": ["count-error-lines"],
+                "grpo.num_generations": 2,
+                "grpo.gradient_accumulation_steps": 2,
+                "rollout.episode.max_tokens_per_turn": 16,
+                "rollout.episode.max_turns": 1,
+                "curriculum.filter_after_groups": 0,
+            },
+        ),
         out,
     )
     assert summary["steps"] == 3 and summary["rollouts"] == 6

@@ -38,8 +38,8 @@ def test_teacher_rollout_is_token_exact_and_solves(tmp_path, docker_client, base
 
 
 def test_weaker_teacher_slips_at_its_accuracy_by_writing_to_the_wrong_folder():
+    from tbrl_lib.train.heldout.split import training_tasks
     from tbrl_lib.train.warm_start.demos import ShortOracle, demo_teachers
-    from tbrl_lib.train.warm_start.heldout import training_tasks
 
     tasks = training_tasks("write_word", 200, distinct=False)
     teachers = demo_teachers(tasks, 0.5, seed=3)

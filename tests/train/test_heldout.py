@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tbrl_lib.synth.generate import make_task
-from tbrl_lib.train.warm_start.heldout import (
+from tbrl_lib.train.heldout.split import (
     HELDOUT_BUCKETS,
     heldout_tasks,
     is_heldout,
@@ -60,7 +60,7 @@ def test_a_task_that_was_not_generated_cannot_be_split():
 
 
 def test_several_families_interleave_and_share_a_count():
-    from tbrl_lib.train.warm_start.heldout import family_of, mixed_training_tasks, shares
+    from tbrl_lib.train.heldout.split import family_of, mixed_training_tasks, shares
 
     assert shares(48, 3) == [16, 16, 16] and shares(7, 3) == [3, 2, 2] and shares(2, 3) == [1, 1, 0]
     tasks = mixed_training_tasks(["write_word", "count_matches", "fix_script"], [2, 3, 1])
@@ -94,7 +94,7 @@ def _evaluation(solved: dict[str, bool]) -> dict:
 
 
 def test_the_family_table_reports_each_family_and_the_pool_with_paired_gains():
-    from tbrl_lib.train.warm_start.heldout_eval import family_table
+    from tbrl_lib.train.heldout.evaluator import family_table
 
     tasks = heldout_tasks("write_word", 4) + heldout_tasks("count_matches", 4)
     ww, cm = [t.id for t in tasks[:4]], [t.id for t in tasks[4:]]

@@ -13,8 +13,8 @@ from tbrl_lib.sandbox import DockerHost
 from tbrl_lib.sandbox.backends.docker import engine
 from tbrl_lib.sandbox.backends.docker.hosts import get_host
 from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.heldout.evaluator import HeldoutDuringTraining, HeldoutEvaluator
 from tbrl_lib.train.plan.resume import write_state
-from tbrl_lib.train.warm_start.heldout_eval import HeldoutDuringTraining, HeldoutEvaluator
 
 
 @pytest.fixture

@@ -21,18 +21,20 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
 
     out = tmp_path / "run"
     summary = train(
-        "cpu-demo",
-        {
-            "sft.demos": 16,
-            # 24 epochs (48 SFT steps) make the tiny policy act: after 3 it only emits a few
-            # tokens with no action, every reward is 0 under a judge that pays nothing for an
-            # empty reply, and GRPO has no group with variance to learn from
-            "sft.epochs": 24,
-            "data.family_tasks": 8,
-            "grpo.max_steps": 2,
-            "heldout.every": 1,
-            "heldout.instances": 4,
-        },
+        load_preset(
+            "cpu-demo",
+            {
+                "sft.demos": 16,
+                # 24 epochs (48 SFT steps) make the tiny policy act: after 3 it only emits a few
+                # tokens with no action, every reward is 0 under a judge that pays nothing for an
+                # empty reply, and GRPO has no group with variance to learn from
+                "sft.epochs": 24,
+                "data.family_tasks": 8,
+                "grpo.max_steps": 2,
+                "heldout.every": 1,
+                "heldout.instances": 4,
+            },
+        ),
         out,
     )
     warm = summary["warm_start"]

@@ -8,27 +8,36 @@ import os
 
 import pytest
 
+from tbrl_lib.trl_vllm import installed_note
+
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image):
+def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image, capfd):
+    from tbrl_lib.train.config.presets import load_preset
     from tbrl_lib.train.grpo.run import train
     from tbrl_lib.train.report.reporting import load_metrics, rollouts_frame
 
     out = tmp_path / "run"
     summary = train(
-        "cpu-smoke",
-        {
-            "grpo.max_steps": 1,
-            "data.task_ids": ["count-error-lines"],
-            "grpo.num_generations": 2,
-            "grpo.gradient_accumulation_steps": 2,
-            "rollout.episode.max_tokens_per_turn": 16,
-            "rollout.episode.max_turns": 1,
-        },
+        load_preset(
+            "cpu-smoke",
+            {
+                "grpo.max_steps": 1,
+                "data.task_ids": ["count-error-lines"],
+                "grpo.num_generations": 2,
+                "grpo.gradient_accumulation_steps": 2,
+                "rollout.episode.max_tokens_per_turn": 16,
+                "rollout.episode.max_turns": 1,
+            },
+        ),
         out,
     )
     assert summary["steps"] == 1 and summary["rollouts"] == 2
+    console = capfd.readouterr()  # TRL's vLLM-range warning: one line when it applies, once
+    notes = [line for line in console.out.splitlines() if line.startswith("note: vLLM ")]
+    assert len(notes) == (1 if installed_note() else 0), notes
+    assert "TRL currently supports" not in console.err
     assert 0.0 <= summary["mean_reward"] <= 1.0
     for name in ["config.json", "metrics.jsonl", "reward.png", "summary.json", "memory_plan.txt"]:
         assert (out / name).is_file(), name
@@ -71,3 +80,11 @@ def test_reward_trend_compares_the_first_and_last_steps_and_the_flat_share():
     assert trend["rise"] == pytest.approx(0.4)
     assert trend["zero_std_share"] == pytest.approx(0.2)
     assert reward_trend([]) == {} and sampling_totals([]) == {}
+
+
+def test_train_takes_the_callers_config_not_a_preset_name(tmp_path):
+    from tbrl_lib.train.grpo.run import train
+
+    with pytest.raises(TypeError, match="load_preset"):  # the old train(preset, overrides, out)
+        train("cpu-smoke", {"grpo.max_steps": 1}, tmp_path)  # type: ignore[arg-type]
+    assert not any(tmp_path.iterdir())  # refused before any run folder is made

@@ -84,7 +84,7 @@ def test_one_grpo_step_on_a_public_style_task_set(tmp_path, base_image):
             "rollout.episode.max_turns=1",
         ]
     )
-    summary = train("cpu-smoke", overrides, out)
+    summary = train(load_preset("cpu-smoke", overrides), out)
     assert summary["steps"] == 1 and list(summary["task_defects"]) == ["broken-test-deps"]
     rollouts = rollouts_frame(out)
     assert set(rollouts.task_id) == {"sales-by-region", "word-count-py313"}

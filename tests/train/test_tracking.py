@@ -89,7 +89,7 @@ def test_a_short_run_logs_everything_to_tensorboard_and_one_console_line_per_ste
         "grpo.report_to": "tensorboard",
         "grpo.log_completions": True,
     }
-    summary = train("cpu-smoke", settings, out)
+    summary = train(load_preset("cpu-smoke", settings), out)
     assert summary["steps"] == 2
     scalars = _scalars(out)
     # TRL's loggers put every key of a training step's log under train/ (transformers'

@@ -106,7 +106,7 @@ class DataSettings(Section):
     families: list[str] = Field(default_factory=list)
     """Train on instances of these procedural families (`tbrl synth families`; a list, or
     names joined by commas) instead of `tasks`; held-out instances
-    (`train/warm_start/heldout.py`) are never among them. Empty: train on `tasks`."""
+    (`train/heldout/split.py`) are never among them. Empty: train on `tasks`."""
     family_difficulty: Difficulty = Difficulty.easy
     """Difficulty of the families' instances (training, demonstrations and held-out)."""
     family_tasks: int = Field(default=32, ge=1)
@@ -325,7 +325,7 @@ class SFTSettings(Section):
 
 
 class HeldoutSettings(Section):
-    """Evaluations on held-out instances of `data.families` (`train/warm_start/heldout_eval.py`)."""
+    """Evaluations on held-out instances of `data.families` (`train/heldout/evaluator.py`)."""
 
     instances: int = Field(default=0, ge=0)
     """Held-out instances of each family per evaluation; 0: no evaluation. With instances > 0

@@ -1,9 +1,11 @@
-"""`train(preset, overrides, out_dir)`: one GRPO run with TRL, from a preset to a run folder.
+"""`train(config, out_dir)`: one GRPO run with TRL, from a training config to a run folder.
 
     tbrl train run --preset cpu-smoke                      # laptop: minutes, real sandboxes
     tbrl train run --preset cpu-smoke --out RUN --resume latest   # continue RUN's newest checkpoint
     accelerate launch --config_file acc.yaml -m tbrl_lib.cli train run --preset 8xh100  # what `tbrl train launch` writes
+    train(load_preset("cpu-demo", {"grpo.max_steps": 4}), "outputs/run")   # notebook 04, tests
 
+The caller builds the config (`load_preset(name, overrides)`: a preset and its `--set` items);
 `train()` reads top to bottom: the plan (config.json, memory_plan.txt), the base model and
 its held-out evaluation, the warm start (`sft.demos` > 0: SFT on teacher demonstrations,
 then its evaluation), the session (`session.py`: tasks, model, policy, rollout runner,
@@ -37,44 +39,35 @@ from pathlib import Path
 from typing import Any
 
 from tbrl_lib.models import resolve_model, tiny_size
-from tbrl_lib.notebook_tools import run_dir
 from tbrl_lib.policies.vllm_engine import check_cpu_attention
+from tbrl_lib.run_folder import run_dir
 from tbrl_lib.train.config.config import TrainConfig
-from tbrl_lib.train.config.presets import load_preset
 from tbrl_lib.train.grpo.async_trainer import AsyncSessionTrainer
 from tbrl_lib.train.grpo.session import TrainingSession
 from tbrl_lib.train.grpo.summary import summarize_run
 from tbrl_lib.train.grpo.task_set import close_sandboxes
 from tbrl_lib.train.grpo.trainer import SessionTrainer
+from tbrl_lib.train.heldout.evaluator import HeldoutEvaluator
 from tbrl_lib.train.plan.gpu_memory import plan_text
 from tbrl_lib.train.plan.resume import checkpoint_step, find_checkpoint, run_folder_of
 from tbrl_lib.train.report.callbacks import heldout_line
 from tbrl_lib.train.report.reporting import write_config
 from tbrl_lib.train.rollouts.hooks import process_state
 from tbrl_lib.train.vllm.vllm_server import serving
-from tbrl_lib.train.warm_start.heldout_eval import HeldoutEvaluator
 from tbrl_lib.train.warm_start.sft import warm_start
+from tbrl_lib.trl_vllm import installed_note
 
 
-def train(
-    preset: str = "cpu-smoke",
-    overrides: dict[str, Any] | None = None,
-    out_dir: str | Path = "",
-    config: TrainConfig | None = None,
-    resume: str | Path = "",
-) -> dict[str, Any]:
-    """Run GRPO for `preset` (+ `overrides`); returns the summary also written to summary.json.
+def train(config: TrainConfig, out_dir: str | Path = "", resume: str | Path = "") -> dict[str, Any]:
+    """Run GRPO as `config` says; returns the summary also written to summary.json.
     `resume`: `latest` (the newest checkpoint of `out_dir`) or a checkpoint folder to continue."""
-    config = config or load_preset(preset, overrides)
-    checkpoint = find_checkpoint(resume, out_dir, config) if resume else None
-    out = run_dir(
-        out_dir or (run_folder_of(checkpoint) if checkpoint else ""), f"train-{config.preset}"
-    )
+    if not isinstance(config, TrainConfig):  # the old train(preset, overrides, out_dir)
+        raise TypeError(f"train() takes a TrainConfig, not {config!r}: see load_preset")
+    out, checkpoint = run_folder(config, out_dir, resume)
     started, processes = time.monotonic(), process_state(cpu=config.launch.cpu)
     main = processes.is_main_process
     if main:  # the plan: what was asked for, and whether it fits
-        write_config(out / "config.json", config)
-        (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
+        write_plan(config, out)
     rollout = config.rollout.for_run(f"train-{config.preset}-{os.getpid()}")
     heldout = HeldoutEvaluator.for_run(config, rollout, out / "eval", out)
     evals: dict[str, Any] = {}
@@ -104,13 +97,7 @@ def train(
         resume_step = checkpoint_step(checkpoint) if checkpoint else None
         session = TrainingSession(config, out, model_path, rollout, heldout, resume_step)
         with serving(config, model_path, out / "vllm_server.log"):  # vllm-server on one machine
-            trainer = (AsyncSessionTrainer if config.grpo.async_rollouts else SessionTrainer)(
-                session
-            )
-            if checkpoint:
-                trainer.restore(checkpoint)
-            if main:
-                write_config(out / "config.json", config, trainer.args)
+            trainer = build_trainer(session, checkpoint, main)
             with timed(phases, "grpo"):
                 trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.grpo.save_steps or tiny_size(config.model.name) or heldout:
@@ -123,6 +110,37 @@ def train(
         close_sandboxes()
     phases["total"] = round(time.monotonic() - started, 1)
     return summarize_run(session, trainer.state.global_step, evals, warm, phases, main)
+
+
+def run_folder(
+    config: TrainConfig, out_dir: str | Path, resume: str | Path
+) -> tuple[Path, Path | None]:
+    """The run folder (`out_dir`, the resumed run's, or a new `outputs/train-<preset>-<time>`)
+    and the checkpoint to continue from (None: a fresh run)."""
+    checkpoint = find_checkpoint(resume, out_dir, config) if resume else None
+    folder = out_dir or (run_folder_of(checkpoint) if checkpoint else "")
+    return run_dir(folder, f"train-{config.preset}"), checkpoint
+
+
+def write_plan(config: TrainConfig, out: Path) -> None:
+    """config.json and memory_plan.txt (what was asked for, whether it fits), and the one line
+    about TRL's tested vLLM range when this machine is outside it."""
+    write_config(out / "config.json", config)
+    (out / "memory_plan.txt").write_text(plan_text(config) + "\n")
+    if note := installed_note():
+        say(f"note: {note}", True)
+
+
+def build_trainer(session: TrainingSession, checkpoint: Path | None, main: bool) -> SessionTrainer:
+    """TRL's trainer over the session (the asynchronous one with `grpo.async_rollouts`),
+    restored from `checkpoint` when resuming; config.json gains the GRPOConfig it became."""
+    config = session.config
+    trainer = (AsyncSessionTrainer if config.grpo.async_rollouts else SessionTrainer)(session)
+    if checkpoint:
+        trainer.restore(checkpoint)
+    if main:
+        write_config(session.out / "config.json", config, trainer.args)
+    return trainer
 
 
 @contextmanager

@@ -37,6 +37,7 @@ from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.grpo.task_set import dataset_rows, prebuild_images, select_tasks
+from tbrl_lib.train.heldout.evaluator import HeldoutDuringTraining, HeldoutEvaluator
 from tbrl_lib.train.model.model_loader import load_policy
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
 from tbrl_lib.train.report.callbacks import CurriculumStop, MetricsWriter
@@ -55,7 +56,6 @@ from tbrl_lib.train.rollouts.step_rollouts import (
     RunnerSettings,
     TaskIndex,
 )
-from tbrl_lib.train.warm_start.heldout_eval import HeldoutDuringTraining, HeldoutEvaluator
 
 
 class TrainingSession:

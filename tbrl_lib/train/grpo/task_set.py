@@ -4,9 +4,9 @@ image does not build is skipped, one line each and a count), and the run's warm 
 removed at the end (`close_sandboxes`).
 
 A run trains on the training instances of procedural families (`data.families`, interleaved:
-held-out instances are never among them, `heldout.py`), or on a task source (`data.tasks`: a
-Harbor/TB1 dir, an upstream CSV or a tasks parquet, read leniently with `data.lenient`)
-narrowed by `task_ids` and `max_tasks`.
+held-out instances are never among them, `heldout/split.py`), or on a task source
+(`data.tasks`: a Harbor/TB1 dir, an upstream CSV or a tasks parquet, read leniently with
+`data.lenient`) narrowed by `task_ids` and `max_tasks`.
 A dataset row is the parquet format's: the task's first prompt (rendered with the run's own
 episode limits, which the prompt states) and the task JSON. Left out: weighting tasks
 (the curriculum orders them).
@@ -26,7 +26,7 @@ from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.parquet_format import task_to_record
 from tbrl_lib.train.config.config import DataSettings
-from tbrl_lib.train.warm_start.heldout import mixed_training_tasks
+from tbrl_lib.train.heldout.split import mixed_training_tasks
 
 
 def select_tasks(data: DataSettings) -> list[Task]:

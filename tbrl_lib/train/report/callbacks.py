@@ -9,7 +9,7 @@
 The session (`grpo/session.py`) makes the first three, the trainer (`grpo/trainer.py`) adds
 `CheckpointState` and puts `StepLines` in place of its own display; the warm start
 (`warm_start/sft.py`) takes `SFTLines`. Left out: the held-out evaluation during training
-(`warm_start/heldout_eval.py`: it runs the harness), and what is drawn or read back from a
+(`heldout/evaluator.py`: it runs the harness), and what is drawn or read back from a
 run folder (`reporting.py`).
 
 The console lines

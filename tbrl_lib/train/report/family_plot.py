@@ -3,8 +3,9 @@ families shows, per family and pooled, the solve rate of each evaluated model (b
 start, final) side by side, with Wilson 95% intervals and the final model's paired difference
 against the warm start written above its bar.
 
-It draws `summary.json`'s `heldout_by_family` rows (`heldout_eval.family_table`) and computes
-nothing. Left out: evaluations during training (the reward plot's right panel has them).
+It draws `summary.json`'s `heldout_by_family` rows (`heldout/evaluator.py`'s `family_table`)
+and computes nothing. Left out: evaluations during training (the reward plot's right panel
+has them).
 """
 
 from __future__ import annotations

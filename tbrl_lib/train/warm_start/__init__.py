@@ -1,1 +1,2 @@
-"""Around GRPO: oracle demonstrations, the SFT warm start, and held-out evaluation."""
+"""Before GRPO: oracle demonstrations and the SFT warm start on them (the held-out
+evaluation that measures it is `train/heldout/`)."""

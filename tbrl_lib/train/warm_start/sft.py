@@ -38,10 +38,10 @@ from tbrl_lib.aio import run_sync
 from tbrl_lib.rewards.judges import make_judge
 from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.train.config.config import SFTSettings, TrainConfig
+from tbrl_lib.train.heldout.split import mixed_training_tasks, shares
 from tbrl_lib.train.model.trl_compat import install_torch_logprob_head
 from tbrl_lib.train.report.callbacks import SFTLines, use_progress_lines
 from tbrl_lib.train.warm_start.demos import demo_rows, demo_teachers, record_demos, write_demos
-from tbrl_lib.train.warm_start.heldout import mixed_training_tasks, shares
 
 
 def sft_dataset(rows: Sequence[dict[str, Any]]) -> Dataset:

@@ -1,7 +1,7 @@
 """Held-out evaluation around and during a GRPO run on procedural families.
 
 `HeldoutEvaluator` holds what every evaluation of one run shares: the held-out instances of
-every family (`heldout.heldout_tasks`), optionally the easiest bundled tasks
+every family (`split.heldout_tasks`), optionally the easiest bundled tasks
 (`heldout.bundled`, a transfer check run as an evaluation of its own, `<name>-bundled`), the
 run's `RolloutConfig` (same episode and reward as training) and the sampling temperature
 (the training one, so an evaluation measures the policy GRPO samples from).
@@ -37,8 +37,8 @@ from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Difficulty, Task
 from tbrl_lib.train.config.config import TrainConfig
+from tbrl_lib.train.heldout.split import evaluate_policy, family_of, heldout_tasks
 from tbrl_lib.train.rollouts.engine_outage import WHO, EngineWait
-from tbrl_lib.train.warm_start.heldout import evaluate_policy, family_of, heldout_tasks
 
 BUNDLED = "bundled"
 """The name the bundled tasks go by beside the families (folder suffix, table rows)."""
