@@ -18,7 +18,8 @@ import torch
 from datasets import Dataset
 
 from tbrl_lib.agent.trajectory import Termination, Trajectory
-from tbrl_lib.rewards import RewardConfig, combine
+from tbrl_lib.rewards import combine
+from tbrl_lib.rewards.parts import Missing
 from tbrl_lib.rollout import RolloutConfig, RolloutResult
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
@@ -245,7 +246,7 @@ def sampling_episode(max_new_tokens: int = 6):
             env_mask=[1] * len(ids),
             logprobs=logprobs,
         )
-        reward = combine(share, None, RewardConfig(), judge_missing_reason="none")
+        reward = combine({"tests": share, "judge": Missing("none")})
         return RolloutResult(task.id, traj, reward=reward, termination="finished")
 
     return episode
