@@ -34,7 +34,6 @@ async def score_rollout(
     judged: JudgeResult | JudgeMissing | None = None
     if config.judged and judge is None:
         judged = JudgeMissing(reason="no judge configured")
-    judge_call = asyncio.sleep(0, judged)
     if config.judged and judge is not None:
         item = JudgeInput.from_messages(
             [m for m in trajectory.messages if m.get("role") != "system"],
@@ -43,6 +42,8 @@ async def score_rollout(
             task_id=task.id,
         )
         judge_call = judge.score(item)
+    else:
+        judge_call = asyncio.sleep(0, judged)
     tests, judged = await asyncio.gather(verify(task, sandbox, timeout=test_timeout), judge_call)
     evidence = Evidence(task=task, trajectory=trajectory, tests=tests, judged=judged)
     scores = {name: PARTS[name].score(evidence) for name in config.weights}

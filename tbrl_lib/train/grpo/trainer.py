@@ -21,6 +21,7 @@ callbacks) and adds these of its own:
   batch, `_generate_and_score_completions` replaces TRL's advantages by the estimator's over
   the same rewards (TRL's, captured in `_calculate_rewards`: every process's, masked rows
   NaN). The asynchronous trainer is this class underneath, so both call the one estimator.
+  Their mean size over the scored rollouts is logged (`train/advantages/abs_mean`).
 
 `grpo_args(config, out)` is the `GRPOConfig`: each section's own keys (`trl_kwargs` of
 `grpo`, `model`, `launch`) and the few that belong to the run. Left out: TRL's asynchronous
@@ -131,6 +132,10 @@ class SessionTrainer(GRPOTrainer):
         rewards[torch.isnan(per_func).all(dim=1)] = torch.nan  # masked by every function
         n = self.num_generations if self.model.training else self.num_generations_eval
         every = advantages(rewards, n, self.session.config.grpo)
+        scored = every[~torch.isnan(rewards)]
+        mode = "train" if self.model.training else "eval"
+        size = scored.abs().mean().item() if scored.numel() else 0.0
+        self._metrics[mode]["advantages/abs_mean"].append(size)
         first = self.accelerator.process_index * len(inputs)  # this process's rows
         output["advantages"] = every[first : first + len(inputs)]
         logged = self._logs["advantages"]  # the completions table's column: these, not TRL's
