@@ -9,10 +9,9 @@ import math
 
 import pytest
 import torch
-from trl.trainer.utils import nanstd as trl_nanstd
 
 from tbrl_lib.train.config.config import GRPOSettings
-from tbrl_lib.train.grpo.advantages import ESTIMATORS, advantages, estimator, grpo, nanstd, rloo
+from tbrl_lib.train.grpo.trainer import ESTIMATORS, advantages, estimator, grpo, rloo
 
 NAN = float("nan")
 
@@ -47,24 +46,14 @@ def test_rloo_is_dr_grpo_scaled_by_n_over_n_minus_1():
     assert torch.allclose(rloo(rewards, GRPOSettings()), dr_grpo * 8 / 7, atol=1e-6)
 
 
-def test_the_std_is_trls_bit_for_bit():
-    generator = torch.Generator().manual_seed(1)
-    for _ in range(50):
-        rewards = torch.rand(4, 8, generator=generator)
-        rewards[rewards < 0.15] = NAN
-        group = trl_nanstd(rewards, dim=1).repeat_interleave(8)
-        assert torch.equal(
-            group.nan_to_num(-1.0), nanstd(rewards, 1).expand(4, 8).reshape(-1).nan_to_num(-1.0)
-        )
-        batch = trl_nanstd(rewards.reshape(-1))
-        assert torch.equal(
-            batch.nan_to_num(-1.0), nanstd(rewards, None).reshape(()).nan_to_num(-1.0)
-        )
+def test_an_unknown_estimator_names_the_known_ones(tmp_path):
+    from tbrl_lib.train.config.presets import load_preset
+    from tbrl_lib.train.grpo.trainer import grpo_args
 
-
-def test_an_unknown_estimator_names_the_known_ones():
     with pytest.raises(ValueError, match="choose one of grpo, rloo"):
         estimator("ppo")
+    with pytest.raises(ValueError, match="grpo.advantage='ppo' is not an advantage estimator"):
+        grpo_args(load_preset("cpu-smoke", {"grpo.advantage": "ppo"}), tmp_path)
 
 
 @pytest.mark.docker

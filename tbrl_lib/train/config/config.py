@@ -170,7 +170,7 @@ class GRPOSettings(Section):
     beta: float = Field(default=0.0, ge=0)
     """KL coefficient against the reference model (0: no reference model is loaded)."""
     advantage: str = "grpo"
-    """How a group's rewards become advantages (`train/grpo/advantages.py`, `ESTIMATORS`):
+    """How a group's rewards become advantages (`ESTIMATORS` in `train/grpo/trainer.py`):
     `grpo`, each reward minus the group's mean, scaled as `scale_rewards` says; `rloo`, each
     reward minus the mean of the others in its group (REINFORCE leave-one-out), unscaled."""
     scale_rewards: Literal["group", "batch", "none"] = "group"

@@ -33,7 +33,6 @@ from tbrl_lib.models import ModelNotFound, is_local, model_kind, resolve_model
 from tbrl_lib.sandbox import EngineUnavailable, backend_for
 from tbrl_lib.sandbox.backends.docker import engine
 from tbrl_lib.train.config.config import TrainConfig
-from tbrl_lib.train.grpo.advantages import ESTIMATORS
 from tbrl_lib.train.model.model_loader import import_early
 from tbrl_lib.train.plan.gpu_memory import plan_memory
 from tbrl_lib.train.plan.launch import launch_commands, run_starts_server
@@ -290,10 +289,6 @@ def preflight(config: TrainConfig) -> list[str]:
         problems.append(
             f"model {config.model.name}: not in a local folder or the HF cache, and the hub is "
             "not reachable"
-        )
-    if config.grpo.advantage not in ESTIMATORS:
-        problems.append(
-            f"grpo.advantage={config.grpo.advantage!r}: choose one of {list(ESTIMATORS)}"
         )
     return problems + capacity_problems(config) + sandbox_problems(config)
 
