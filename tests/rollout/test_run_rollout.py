@@ -31,8 +31,9 @@ def test_the_reward_is_65_tests_35_judge_with_its_parts_kept(base_image):
     result = rollout(OraclePolicy(), judge=make_judge("rule"))
     assert result.infra_error is None and result.termination == "finished" and result.resolved
     reward = result.reward
-    assert reward.tests == 1.0 and reward.judge is not None
-    assert reward.total == pytest.approx(0.65 * reward.tests + 0.35 * reward.judge)
+    tests, judge = reward.scores["tests"], reward.scores["judge"]
+    assert tests == 1.0 and judge is not None
+    assert reward.total == pytest.approx(0.65 * tests + 0.35 * judge)
     assert set(result.timings) >= {"sandbox_start", "episode", "scoring", "total"}
     assert result.sandbox["commands"] >= 1
 
