@@ -105,18 +105,25 @@ def test_a_registered_part_and_estimator_reach_the_run_and_grpo_is_trls(
             "rollout.episode.max_tokens_per_turn": 16,
             "rollout.episode.max_turns": 1,
             "rollout.reward.weights.turns": 0.5,
+            "rollout.reward.weights.budget": 0.1,  # the example part, beside the throw-away
             "grpo.advantage": "ones",
         },
         out,
     )
     metrics = load_metrics(out).iloc[0]
-    assert 0.0 <= metrics["reward/turns"] <= 1.0
+    assert 0.0 <= metrics["reward/turns"] <= 1.0 and 0.0 <= metrics["reward/budget"] <= 1.0
+    assert metrics["reward/budget_missing_rate"] == 0.0
     assert metrics["train/rewards/tbrl_turns/mean"] == pytest.approx(metrics["reward/turns"])
     rows = [json.loads(line) for f in (out / "trajectories").glob("*.jsonl") for line in f.open()]
     scored_rows = [r for r in rows if not r["infra_error"]]
     for row in scored_rows:
         b = row["breakdown"]
         assert b["weights"]["turns"] == 0.5 and b["scores"]["turns"] == 1 / (1 + row["turns"])
+        parts = [p for p, w in b["weights"].items() if w > 0 and b["scores"][p] is not None]
+        expected = sum(b["weights"][p] * b["scores"][p] for p in parts) / sum(
+            b["weights"][p] for p in parts
+        )
+        assert row["reward"] == pytest.approx(expected)
     # the estimator saw the step's rewards (one group of 2; masked rollouts NaN) ...
     assert len(seen) == 1 and seen[0][0].shape == (1, 2)
     totals = [NAN if r["infra_error"] else r["reward"] for r in rows]
