@@ -11,7 +11,7 @@ Running the same `run` command again on the same --out resumes the run: finished
 are kept, trials that ended in an infra error are redone, and a different policy, task
 source, timeout scale, judge, episode limits or reward weights is refused. `--set` takes
 any `RunConfig` setting by dotted path (`episode.max_turns=20`,
-`episode.tools.bash_default_timeout=60`, `reward.w_judge=0`). --attempts and --limit may grow on resume (to add
+`episode.tools.bash_default_timeout=60`, `reward.weights.judge=0`). --attempts and --limit may grow on resume (to add
 attempts for pass@k); the summary covers every finished trial in the folder.
 """
 

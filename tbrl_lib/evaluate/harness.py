@@ -316,7 +316,7 @@ class TrialRunner:
         assert report is not None and result.reward is not None
         turns = traj.turns if traj is not None else []
         resolved = result.resolved
-        judge = result.reward.judge
+        judge = result.reward.scores.get("judge")
         return TrialResult(
             task_id=task.id,
             attempt=attempt,

@@ -166,7 +166,7 @@ def _rollout_config(config: ValidationConfig, repeats: int = 1):
         episode["time_limit_s"] = config.solution_timeout_s
     return RolloutConfig(
         episode=episode,
-        reward=RewardConfig(w_tests=1.0, w_judge=0.0),
+        reward=RewardConfig(weights={"tests": 1.0, "judge": 0.0}),
         sandbox=SandboxConfig(run_id=config.run_id, start_timeout_s=config.start_timeout_s),
         verify_timeout_s=config.test_timeout_s,
         verify_repeats=repeats,

@@ -36,7 +36,9 @@ async def record_case(
     limits: EpisodeLimits | None = None,
     extra: dict | None = None,
 ) -> Path:
-    config = RolloutConfig(episode=limits or EpisodeLimits(), reward=RewardConfig(w_judge=0.0))
+    config = RolloutConfig(
+        episode=limits or EpisodeLimits(), reward=RewardConfig(weights={"judge": 0.0})
+    )
     result = await run_rollout(task, policy, config)
     if result.infra_error or result.trajectory is None:
         raise RuntimeError(

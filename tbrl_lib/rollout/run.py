@@ -105,7 +105,7 @@ async def _score(
     bound = test_limit + config.grace_s
     try:
         breakdown, tests, judged = await asyncio.wait_for(
-            score_rollout(task, sandbox, trajectory.messages, judge, config.reward, test_limit),
+            score_rollout(task, sandbox, trajectory, judge, config.reward, test_limit),
             bound,
         )
         result.tests, result.judge = tests, judged
@@ -125,8 +125,9 @@ async def _score(
         result.timings["scoring"] = time.monotonic() - t0
     if tests.infra_error:
         result.infra_error, result.infra_kind = f"verifier: {tests.error}", "verifier"
-    elif breakdown.infra_error:
-        result.infra_error, result.infra_kind = f"judge: {breakdown.judge_missing_reason}", "judge"
+    elif breakdown.infra_error:  # a weighted part had no score (every judge failed)
+        part, why = breakdown.flagged_by()
+        result.infra_error, result.infra_kind = f"{part}: {why}", part
     else:
         result.reward = breakdown
 

@@ -8,7 +8,7 @@ Public API:
 - `grpo.session.TrainingSession` (tasks, model, policy, rollout runner, curriculum, evaluators),
   `grpo.trainer.SessionTrainer` (TRL's GRPOTrainer over it), `grpo.trainer.grpo_args(config, out)`
 - `rollouts.step_rollouts.RolloutRunner` (a step's rollouts over `tbrl_lib.rollout.run_rollout`),
-  `rollouts.step_rollouts.RolloutFunc` (TRL's `rollout_func`), `rollouts.step_rollouts.reward_funcs()`
+  `rollouts.step_rollouts.RolloutFunc` (TRL's `rollout_func`), `rollouts.step_rollouts.reward_funcs(reward)`
 - `plan.gpu_memory.plan_memory(config) -> MemoryPlan` (`.table()`),
   `plan.launch.accelerate_config/launch_commands`
 - `rollouts.curriculum.Curriculum`, `rollouts.curriculum.CurriculumSampler`,

@@ -96,8 +96,13 @@ def _table(rows: Mapping[str, Any]) -> str:
             return ", ".join(map(str, value)) or "-"
         return "-" if value is None else str(value)
 
+    flat = {  # a nested mapping (a breakdown's scores, weights) as `scores.tests` rows
+        f"{k}.{sub}" if isinstance(v, Mapping) else k: inner
+        for k, v in rows.items()
+        for sub, inner in (v.items() if isinstance(v, Mapping) else [(None, v)])
+    }
     body = "".join(
         f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(cell(v))}</td></tr>"
-        for k, v in rows.items()
+        for k, v in flat.items()
     )
     return f"<table>{body}</table>"

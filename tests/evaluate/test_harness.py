@@ -132,13 +132,13 @@ def test_settings_by_dotted_path_reach_the_rollout_and_bad_ones_are_named():
     from tbrl_lib.cli.evaluate import run_config
 
     config = run_config(
-        ["episode.max_turns=3", "episode.tools.bash_default_timeout=5", "reward.w_judge=0"],
+        ["episode.max_turns=3", "episode.tools.bash_default_timeout=5", "reward.weights.judge=0"],
         policy="oracle",
     )
     rollout = config.rollout_config()
     assert rollout.episode.max_turns == 3 and rollout.episode.tools.bash_default_timeout == 5
     assert (
-        rollout.reward.w_judge == 0 and rollout.episode.time_limit_s is None
+        rollout.reward.weights["judge"] == 0 and rollout.episode.time_limit_s is None
     )  # the task's own timeout
     with pytest.raises(typer.BadParameter, match="max_turnz"):
         run_config(["episode.max_turnz=3"], policy="oracle")

@@ -78,9 +78,9 @@ def test_agent_caused_failures_are_scored(name):
     result = asyncio.run(run_rollout(task, policy, config))
     assert result.infra_error is None, f"{name}: {result.infra_kind}: {result.infra_error}"
     assert result.reward is not None and result.tests is not None and not result.tests.infra_error
-    assert result.reward.tests <= 0.5
+    assert result.reward.scores["tests"] <= 0.5
     if expected is not None:
-        assert result.reward.tests == expected, result.tests
+        assert result.reward.scores["tests"] == expected, result.tests
     assert result.termination, result
     if name == "bash_removed":  # no new shell can start: the agent broke its sandbox
         assert result.termination == "sandbox_broken", result.trajectory.termination_message

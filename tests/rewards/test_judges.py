@@ -34,6 +34,7 @@ from tbrl_lib.rewards.judges.prompt import (
     truncate_middle,
 )
 from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge, extract_features
+from tbrl_lib.rewards.parts import PARTS, Evidence
 from tbrl_lib.rewards.reward import RewardConfig, combine
 
 GOOD = {
@@ -365,13 +366,10 @@ def test_all_judges_down_gives_missing_never_zero_or_nan(policy):
         )
         outcome = run(chain.score(item()))
     assert isinstance(outcome, JudgeMissing) and len(outcome.failures) == 2
-    reward = combine(
-        0.8,
-        outcome.score,
-        RewardConfig(on_judge_missing=policy),
-        judge_missing_reason=outcome.reason,
-    )
-    assert reward.judge is None and not math.isnan(reward.total)
+    judge = PARTS["judge"].score(Evidence(task=None, trajectory=None, tests=None, judged=outcome))
+    reward = combine({"tests": 0.8, "judge": judge}, RewardConfig(on_judge_missing=policy))
+    assert reward.scores["judge"] is None and not math.isnan(reward.total)
+    assert reward.missing["judge"] == outcome.reason
     assert reward.total == pytest.approx(0.8)
     assert reward.infra_error == (policy == "infra_error")
 

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tbrl_lib.agent.trajectory import Trajectory
 from tbrl_lib.rewards import verifier
 from tbrl_lib.rewards.verifier import _score, expected_tree_hash, verify
 from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
@@ -188,6 +189,7 @@ def test_score_rollout_combines_verifier_and_judge():
         {"role": "user", "content": "x"},
         {"role": "assistant", "content": "<bash>\ncmd: ls /app\n</bash>"},
     ]
+    trajectory = Trajectory(task_id=TASK.id, policy="scripted", messages=messages)
 
     async def go(server):
         down = JudgeChain(
@@ -198,9 +200,9 @@ def test_score_rollout_combines_verifier_and_judge():
             ]
         )
         async with open_sandbox(TASK) as sb:
-            judged = await score_rollout(TASK, sb, messages, make_judge("rule"))
+            judged = await score_rollout(TASK, sb, trajectory, make_judge("rule"))
             missing = await score_rollout(
-                TASK, sb, messages, down, RewardConfig(on_judge_missing="infra_error")
+                TASK, sb, trajectory, down, RewardConfig(on_judge_missing="infra_error")
             )
         return judged, missing
 
@@ -209,8 +211,8 @@ def test_score_rollout_combines_verifier_and_judge():
     assert tests.score == 1.0 and j1.judge == "rule"
     assert b1.total == pytest.approx(0.65 + 0.35 * j1.score)
     assert (
-        b2.judge is None
+        b2.scores["judge"] is None
         and b2.infra_error
         and b2.total == 1.0
-        and "every judge failed" in b2.judge_missing_reason
+        and "every judge failed" in b2.missing["judge"]
     )

@@ -18,7 +18,8 @@ import torch
 from datasets import Dataset
 
 from tbrl_lib.agent.trajectory import Termination, Trajectory
-from tbrl_lib.rewards import RewardConfig, combine
+from tbrl_lib.rewards import combine
+from tbrl_lib.rewards.parts import Missing
 from tbrl_lib.rollout import RolloutConfig, RolloutResult
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
@@ -245,14 +246,22 @@ def sampling_episode(max_new_tokens: int = 6):
             env_mask=[1] * len(ids),
             logprobs=logprobs,
         )
-        reward = combine(share, None, RewardConfig(), judge_missing_reason="none")
+        reward = combine({"tests": share, "judge": Missing("none")})
         return RolloutResult(task.id, traj, reward=reward, termination="finished")
 
     return episode
 
 
 def async_trainer(
-    tmp_path, tokenizer, model, *, max_staleness=1, steps=3, ahead_class=None, save_steps=0
+    tmp_path,
+    tokenizer,
+    model,
+    *,
+    max_staleness=1,
+    steps=3,
+    ahead_class=None,
+    save_steps=0,
+    advantage="grpo",
 ):
     """An `AsyncSessionTrainer` over a session of scripted-but-sampling rollouts."""
     from tbrl_lib.train.grpo import async_trainer
@@ -273,6 +282,7 @@ def async_trainer(
             "max_grad_norm": 10.0,
             "temperature": 1.0,
             "save_steps": save_steps,
+            "advantage": advantage,
         },
         curriculum={"filter_after_groups": 0, "dynamic_sampling": False},
         launch={"gpus_per_node": 0, "generation_backend": "hf", "sandbox_concurrency": 4},
@@ -345,6 +355,27 @@ def test_one_step_ahead_trains_on_batches_one_version_old_with_the_ratio_logged(
     assert not ahead.worker._thread.is_alive()  # stopped when training ended
     assert trainer.session.runner.calls == 3
     assert len(list((tmp_path / "traj").glob("*.jsonl"))) == 3
+
+
+@pytest.mark.slow
+def test_the_async_trainer_calls_the_runs_advantage_estimator(
+    tmp_path, tiny_tokenizer, tiny_model, monkeypatch
+):
+    """The asynchronous trainer is the synchronous one underneath: the estimator
+    `grpo.advantage` names turns each step's rewards into its advantages, once per step."""
+    from tbrl_lib.train.grpo import trainer as trainers
+
+    calls = []
+
+    def probe(rewards, settings):
+        calls.append(tuple(rewards.shape))
+        return trainers.rloo(rewards, settings)
+
+    monkeypatch.setitem(trainers.ESTIMATORS, "probe", probe)
+    trainer = async_trainer(tmp_path, tiny_tokenizer, tiny_model, steps=2, advantage="probe")
+    trainer.train()
+    assert calls == [(2, 2), (2, 2)]  # each step: 2 groups of 2 rollouts
+    assert all("advantages/abs_mean" in h for h in step_logs(trainer))
 
 
 class LaggingAhead(AheadRolloutFunc):

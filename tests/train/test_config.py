@@ -54,7 +54,7 @@ def test_every_setting_is_documented_where_tbrl_train_settings_shows_it():
 
 def test_an_old_eval_results_file_reads_its_judge_into_the_reward():
     old = RunConfig.model_validate({"policy": "oracle", "judge": "none", "reward": {"w_judge": 0}})
-    assert old.reward.judge == "none" and old.reward.w_judge == 0
+    assert old.reward.judge == "none" and old.reward.weights["judge"] == 0
 
 
 # --- asynchronous rollouts: what can generate while the step trains --------------------------

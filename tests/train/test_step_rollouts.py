@@ -14,6 +14,7 @@ import pytest
 
 from tbrl_lib.agent.trajectory import Termination, Trajectory
 from tbrl_lib.rewards import RewardConfig, combine
+from tbrl_lib.rewards.parts import Missing
 from tbrl_lib.rewards.verifier import TestReport
 from tbrl_lib.rollout import RolloutConfig, RolloutResult
 from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
@@ -27,7 +28,6 @@ from tbrl_lib.train.rollouts.hooks import (
     gather_across,
 )
 from tbrl_lib.train.rollouts.step_rollouts import (
-    REWARD_WEIGHTS,
     Rollout,
     RolloutFunc,
     RolloutRunner,
@@ -84,9 +84,7 @@ def scripted_result(
     return RolloutResult(
         task.id,
         traj,
-        reward=combine(
-            tests, judge, RewardConfig(), judge_missing_reason=None if judge is not None else "down"
-        ),
+        reward=combine({"tests": tests, "judge": Missing("down") if judge is None else judge}),
         tests=TestReport(score=tests, outcomes={"test_ok": tests >= 1.0}),
         termination="finished",
     )
@@ -156,12 +154,16 @@ def test_the_reward_is_the_missions_mix_and_infra_rows_get_none_from_every_funct
     bad.prompt_ids, bad.completion_ids, bad.env_mask = [3], [1], [0]
     out = to_trl_output([good, no_judge, bad])
     assert set(out["env_mask"][2]) == {0} and out["reward_breakdowns"][2] is None
-    total, tests, judge = (f(completions=["x"] * 3, **out) for f in reward_funcs())
+    funcs, trl_weights = reward_funcs(RewardConfig())
+    total, tests, judge = (f(completions=["x"] * 3, **out) for f in funcs)
     assert (
         total[:2] == pytest.approx([0.825, 0.5]) and total[2] is None
     )  # missing judge: renormalised
     assert tests == [1.0, 0.5, None] and judge == [0.5, None, None]
-    assert REWARD_WEIGHTS == [1.0, 0.0, 0.0]  # total is the reward; the parts are logged
+    assert trl_weights == [1.0, 0.0, 0.0]  # total is the reward; the parts are logged
+    funcs, trl_weights = reward_funcs(RewardConfig(weights={"budget": 0.1}))
+    assert [f.__name__ for f in funcs] == ["tbrl_total", "tbrl_tests", "tbrl_judge", "tbrl_budget"]
+    assert trl_weights == [1.0, 0.0, 0.0, 0.0]
 
 
 def test_logprobs_are_none_when_no_rollout_has_them_and_zero_filled_otherwise():
@@ -319,11 +321,11 @@ def test_grpo_trainer_step_honours_env_mask_and_masks_infra_errors(
         logging_steps=1,
         disable_tqdm=True,
         max_completion_length=64,
-        reward_weights=REWARD_WEIGHTS,
+        reward_weights=reward_funcs(RewardConfig())[1],
     )
     trainer = Capturing(
         model=tiny_model,
-        reward_funcs=reward_funcs(),
+        reward_funcs=reward_funcs(RewardConfig())[0],
         args=args,
         processing_class=tiny_tokenizer,
         train_dataset=Dataset.from_list(rows),

@@ -67,12 +67,10 @@ def test_page_is_self_contained():
 
 def test_reward_breakdown_is_shown_when_given(tmp_path):
     reward = RewardBreakdown(
-        tests=1.0,
-        judge=None,
         total=1.0,
-        w_tests=0.65,
-        w_judge=0.35,
-        judge_missing_reason="every judge failed",
+        scores={"tests": 1.0, "judge": None},
+        weights={"tests": 0.65, "judge": 0.35},
+        missing={"judge": "every judge failed"},
     )
     path = write_trajectory_page(_traj(), tmp_path / "deep" / "t.html", reward)
     page = path.read_text()

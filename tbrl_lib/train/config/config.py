@@ -169,11 +169,15 @@ class GRPOSettings(Section):
     """TRL loss: token-level normalised `dapo` suits long multi-turn episodes."""
     beta: float = Field(default=0.0, ge=0)
     """KL coefficient against the reference model (0: no reference model is loaded)."""
+    advantage: str = "grpo"
+    """How a group's rewards become advantages (`ESTIMATORS` in `train/grpo/trainer.py`):
+    `grpo`, each reward minus the group's mean, scaled as `scale_rewards` says; `rloo`, each
+    reward minus the mean of the others in its group (REINFORCE leave-one-out), unscaled."""
     scale_rewards: Literal["group", "batch", "none"] = "group"
-    """How TRL scales advantages (reward - group mean): by the group's std (`group`, GRPO),
-    by the batch's (`batch`) or not at all (`none`, Dr. GRPO). With `group`, a group whose
-    rewards differ only by small judge noise gets advantages as large as one where half the
-    rollouts succeeded."""
+    """How the `grpo` estimator scales advantages (reward - group mean): by the group's std
+    (`group`, GRPO), by the batch's (`batch`) or not at all (`none`, Dr. GRPO). With `group`,
+    a group whose rewards differ only by small judge noise gets advantages as large as one
+    where half the rollouts succeeded. `rloo` does not scale: set with it, refused."""
     epsilon_high: float | None = Field(default=None, gt=0)
     """Upper clip bound of the policy ratio (DAPO's clip-higher: 0.28 lets unlikely tokens
     that earned a positive advantage grow faster); None: the lower bound, TRL's 0.2."""
@@ -232,6 +236,17 @@ class GRPOSettings(Section):
                 "2 (upstream: 16)"
             )
         return value
+
+    @model_validator(mode="after")
+    def _scaled_by_grpo_only(self) -> GRPOSettings:
+        scaled = "scale_rewards" in self.model_fields_set and self.scale_rewards != "none"
+        if self.advantage == "rloo" and scaled:
+            raise ValueError(
+                f"grpo.scale_rewards={self.scale_rewards} with grpo.advantage=rloo: the "
+                "leave-one-out advantage is not scaled; leave scale_rewards out, or use "
+                "grpo.advantage=grpo"
+            )
+        return self
 
     @field_validator("report_to", mode="before")
     @classmethod

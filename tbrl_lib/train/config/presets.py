@@ -41,8 +41,8 @@ OLD_KEYS: dict[str, str] = {
     "docker_hosts": "rollout.sandbox.docker.hosts",
     "sandbox_start_timeout_s": "rollout.sandbox.start_timeout_s",
     "judge": "rollout.reward.judge",
-    "reward_w_tests": "rollout.reward.w_tests",
-    "reward_w_judge": "rollout.reward.w_judge",
+    "reward_w_tests": "rollout.reward.weights.tests",
+    "reward_w_judge": "rollout.reward.weights.judge",
     "on_judge_missing": "rollout.reward.on_judge_missing",
     **{
         k: f"grpo.{k}"

@@ -2,8 +2,9 @@
 
 The session's `rollout_func` becomes an `AheadRolloutFunc` (`async_pipeline.py`) over the
 session's own runner, index and curriculum, with a second `TrainerPolicy` for the worker's
-copy of the weights. After TRL has scored a batch, `_generate_and_score_completions` weighs
-it by the importance ratio of the training policy over the one that sampled it
+copy of the weights. After TRL has scored a batch and `SessionTrainer` has put the run's
+estimator's advantages in it (`grpo.advantage`: one estimator for both trainers),
+`_generate_and_score_completions` weighs it by the importance ratio of the training policy over the one that sampled it
 (`async_pipeline.importance_weights`, TRL's truncated IS with `grpo.vllm_is_level` and
 `grpo.vllm_is_cap`): one no-grad forward gives the training policy's log-probs, the batch
 carries the sampler's. TRL multiplies the per-token loss by that ratio on its vLLM path only,

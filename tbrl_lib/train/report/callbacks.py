@@ -33,13 +33,14 @@ metrics.jsonl
 Metric names (one line per logging step):
 
     train/…       TRL's own numbers (loss, grad_norm, learning_rate, entropy, completions/…,
-                  rewards/tbrl_total/mean, rewards/tbrl_tests/mean, rewards/tbrl_judge/mean,
+                  rewards/tbrl_total/mean, rewards/tbrl_<part>/mean for each reward part,
                   frac_reward_zero_std, step_time, …)
     rollout/…     episodes: count, turns, seconds, completion/assistant tokens,
                   infra_error_rate, termination/<reason> shares
-    reward/…      total (the reward: 65% tests + 35% judge by default), tests (weighted test
-                  score), judge, judge_missing_rate, solved_rate (all tests passed); scored
-                  rollouts only
+    reward/…      total (the reward: 65% tests + 35% judge by default), each reward part
+                  the run weighs (`rewards/parts`: tests, the weighted test score; judge;
+                  budget, ...), <part>_missing_rate for parts that can be missing,
+                  solved_rate (all tests passed); scored rollouts only
     judge/…       cost_usd (judge spend of the step's rollouts)
     sandbox/…     per-rollout container numbers (startup_seconds, commands, command_seconds, …)
     curriculum/…  active_tasks, skipped_tasks, retried_tasks, mean_solve_rate
@@ -67,6 +68,7 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils.notebook import NotebookProgressCallback
 
+from tbrl_lib.rewards import PARTS
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.plan.resume import write_state
 from tbrl_lib.train.rollouts.curriculum import Curriculum
@@ -115,14 +117,8 @@ def step_line(step: int, total: int, logs: dict[str, Any], seconds: float | None
     parts = [f"grpo step {step}/{total}"]
     reward = _num(logs.get("reward"))
     if reward is not None:
-        pieces = [
-            f"{name} {value:.2f}"
-            for name, value in (
-                ("tests", _num(logs.get("reward/tests"))),
-                ("judge", _num(logs.get("reward/judge"))),
-            )
-            if value is not None
-        ]
+        scores = ((name, _num(logs.get(f"reward/{name}"))) for name in PARTS)
+        pieces = [f"{name} {value:.2f}" for name, value in scores if value is not None]
         parts.append(f"reward {reward:.2f}" + (f" ({', '.join(pieces)})" if pieces else ""))
     for label, key, fmt in (
         ("solved", "reward/solved_rate", "{:.2f}"),

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from tbrl_lib.rewards import PARTS, RewardBreakdown
 from tbrl_lib.train.config.config import TrainConfig
 
 
@@ -26,19 +27,27 @@ def write_config(path: Path, config: TrainConfig, grpo_args: Any = None) -> None
     path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str))
 
 
+PART_STYLES = (
+    {"color": "C1", "linestyle": "--", "marker": "^", "linewidth": 2.5},
+    {"color": "C2", "linestyle": ":", "marker": "s"},
+    {"color": "C4", "linestyle": (0, (5, 1)), "marker": "d"},
+    {"color": "C5", "linestyle": (0, (3, 1, 1, 1)), "marker": "v"},
+    {"color": "C6", "linestyle": (0, (1, 2)), "marker": "P"},
+)
+"""Line styles of the reward parts, in `PARTS` order (`tests`, `judge`, `budget`, ...);
+cycled past the last."""
 CURVES = (
     ("reward/total", "reward (total)", {"color": "C0", "linestyle": "-", "marker": "o"}),
-    ("reward/tests", "tests", {"color": "C1", "linestyle": "--", "marker": "^", "linewidth": 2.5}),
-    ("reward/judge", "judge", {"color": "C2", "linestyle": ":", "marker": "s"}),
+    *((f"reward/{name}", name, PART_STYLES[i % len(PART_STYLES)]) for i, name in enumerate(PARTS)),
     (
         "reward/solved_rate",
         "solved share",
         {"color": "C3", "linestyle": "-.", "marker": "x", "markersize": 7, "linewidth": 1},
     ),
 )
-"""Metric, label and line style of the reward panel: each line its own colour, dash and
-marker, so a component equal to another (tests and solved share, when every test counts
-alike) still shows."""
+"""Metric, label and line style of the reward panel: the total, each reward part a run
+logged, the solved share; each line its own colour, dash and marker, so a component equal to
+another (tests and solved share, when every test counts alike) still shows."""
 
 
 class HeldoutPoint(NamedTuple):
@@ -156,7 +165,8 @@ def load_metrics(run_dir: Path):
 
 
 def rollouts_frame(run_dir: Path, reply_chars: int = 160):
-    """Every saved rollout: task, reward, termination, turns, tokens, the first reply's start."""
+    """Every saved rollout: task, reward and its parts, termination, turns, tokens, the first
+    reply's start."""
     rows = []
     for path in sorted((Path(run_dir) / "trajectories").glob("*.jsonl")):
         for line in path.read_text().splitlines():
@@ -169,8 +179,7 @@ def rollouts_frame(run_dir: Path, reply_chars: int = 160):
                     "file": path.name,
                     "task_id": r["task_id"],
                     "reward": r["reward"],
-                    "tests": (r.get("breakdown") or {}).get("tests"),
-                    "judge": (r.get("breakdown") or {}).get("judge"),
+                    **_part_scores(r.get("breakdown")),
                     "infra_error": r["infra_error"],
                     "termination": r["termination"],
                     "turns": r["turns"],
@@ -180,3 +189,10 @@ def rollouts_frame(run_dir: Path, reply_chars: int = 160):
                 }
             )
     return pd.DataFrame(rows)
+
+
+def _part_scores(breakdown: dict[str, Any] | None) -> dict[str, float | None]:
+    """Each reward part's score of a saved rollout (None when masked), also from a rollout
+    saved before the parts were data; a column per registered part."""
+    scores = {} if breakdown is None else RewardBreakdown.from_dict(breakdown).scores
+    return {**dict.fromkeys(PARTS), **scores}

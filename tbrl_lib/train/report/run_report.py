@@ -29,6 +29,7 @@ from tbrl_lib.agent.trajectory import Trajectory
 from tbrl_lib.evaluate.results import RunResults, TrialResult
 from tbrl_lib.notebook_tools.display import value_text
 from tbrl_lib.notebook_tools.tables import number_text, tidy
+from tbrl_lib.rewards import PARTS
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.plan.launch import launch_commands
 from tbrl_lib.train.report.reporting import rollouts_frame
@@ -37,14 +38,13 @@ from tbrl_lib.viewers.trajectory_html import trajectory_html
 REWARD_COLUMNS = {
     "step": "step",
     "train/reward": "reward",
-    "reward/tests": "tests",
-    "reward/judge": "judge",
+    **{f"reward/{name}": name for name in PARTS},
     "reward/solved_rate": "solved share",
     "train/frac_reward_zero_std": "flat groups",
     "sampling/refilled_groups": "groups refilled",
     "eval/solve_rate": "held-out solve rate",
 }
-"""Per-step reward table: metric -> column header."""
+"""Per-step reward table: metric -> column header (each reward part the run logged)."""
 HEALTH_COLUMNS = {
     "step": "step",
     "train/loss": "loss",
@@ -142,7 +142,7 @@ def key_settings(config: TrainConfig) -> pd.DataFrame:
         "optimizer": f"{grpo.optimizer}, lr {grpo.learning_rate:g} ({grpo.lr_scheduler})",
         "loss": f"{grpo.loss_type}, beta {grpo.beta:g}",
         "sampling temperature": grpo.temperature,
-        "reward": f"{reward.w_tests:.0%} tests + {reward.w_judge:.0%} judge ({reward.judge})",
+        "reward": reward.describe(),
         "episode": f"{episode.max_turns} turns, {episode.max_total_tokens:,} tokens, "
         f"{episode.time_limit_s:g} s",
         "warm start": f"{sft.demos} demonstrations x {_plural(sft.epochs, 'epoch')}, lr {sft.learning_rate:g}"
@@ -282,8 +282,7 @@ def rollouts_by_task(run: str | Path) -> pd.DataFrame:
         {
             "rollouts": grouped.size(),
             "reward": grouped["reward"].mean(),
-            "tests": grouped["tests"].mean(),
-            "judge": grouped["judge"].mean(),
+            **{name: grouped[name].mean() for name in PARTS if name in frame},
             "solved share": grouped["solved"].mean(),
             "turns": grouped["turns"].mean(),
             "infra errors": grouped["infra_error"].sum(),

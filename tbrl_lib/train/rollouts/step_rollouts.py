@@ -31,8 +31,9 @@ tests/train/test_step_rollouts.py pins what it actually does.) `RolloutFunc`:
 3. returns `prompt_ids` (the first prompt), `completion_ids` (everything after it: assistant
    tokens with env_mask 1, observations and chat scaffolding with env_mask 0, exactly as
    generated), `env_mask`, `logprobs`, and `reward_breakdowns`, which the reward functions
-   (`tbrl_lib.rewards.reward_function`) hand back to TRL: `tbrl_total` (weight 1) is the
-   reward; `tbrl_tests` and `tbrl_judge` (weight 0) are logged beside it. `tbrl_total` also
+   (`tbrl_lib.rewards.reward_function`) hand back to TRL: `tbrl_total` (TRL weight 1) is the
+   reward; one function per reward part (`tbrl_tests`, `tbrl_judge`, ...; TRL weight 0) is
+   logged beside it (`reward_funcs`). `tbrl_total` also
    hands TRL's completions table (`grpo.log_completions`) each rollout's `TABLE_COLUMNS`
    (task id, solved, turns, termination) beside the episode text and the reward parts.
 
@@ -86,10 +87,10 @@ every process logs the same):
 
     rollout/…   count, infra_error_rate, turns, seconds, completion_tokens, assistant_tokens,
                 termination/<reason> shares
-    reward/…    total, tests, solved_rate (share whose tests all passed:
-                `RolloutResult.resolved`, as `eval/solve_rate` counts), judge_missing_rate,
-                judge (scored rollouts only;
-                absent when none was scored: a 0.0 there would read as a failing model)
+    reward/…    total, each part (`tests`, `judge`, ...: `rewards.reward.step_metrics`, a
+                part absent when no rollout has a score for it: a 0.0 there would read as a
+                failing model) and `<part>_missing_rate`, solved_rate (share whose tests all
+                passed: `RolloutResult.resolved`, as `eval/solve_rate` counts)
     judge/…     cost_usd of the step's rollouts
     sandbox/…   per-rollout container numbers (startup_seconds, commands, ...)
 
@@ -113,7 +114,8 @@ from tqdm.auto import tqdm
 
 from tbrl_lib.aio import run_sync
 from tbrl_lib.policies.base import Policy
-from tbrl_lib.rewards import reward_function
+from tbrl_lib.rewards import RewardConfig, reward_function
+from tbrl_lib.rewards.reward import step_metrics
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.train.rollouts.curriculum import Curriculum
@@ -133,7 +135,7 @@ class Rollout:
     reward: float | None
     """The combined reward (`RewardBreakdown.total`); None for an infra error (masked)."""
     breakdown: dict[str, Any] | None = None
-    """`RewardBreakdown.to_dict()`: tests, judge, weights, notes; None when masked."""
+    """`RewardBreakdown.to_dict()`: each part's score and weight, notes; None when masked."""
     solved: bool = False
     """Every test passed (`RolloutResult.resolved`: what `eval/solve_rate` counts); the
     curriculum's notion of solved, never a reward threshold."""
@@ -237,19 +239,8 @@ def metrics_of_rows(rows: list[dict[str, Any]]) -> dict[str, float]:
         "judge/cost_usd": sum(r["judge_cost_usd"] for r in rows),
     }
     if ok:
-        judged = [b["judge"] for b in ok if b["judge"] is not None]
-        metrics.update(
-            {
-                "reward/total": mean(b["total"] for b in ok),
-                "reward/tests": mean(b["tests"] for b in ok),
-                "reward/solved_rate": mean(float(r["solved"]) for r in scored),
-                "reward/judge_missing_rate": mean(
-                    float(b["judge"] is None and b["w_judge"] > 0) for b in ok
-                ),
-            }
-        )
-        if judged:
-            metrics["reward/judge"] = mean(judged)
+        metrics.update(step_metrics(ok))
+        metrics["reward/solved_rate"] = mean(float(r["solved"]) for r in scored)
     for reason, count in Counter(r["termination"] for r in rows).items():
         metrics[f"rollout/termination/{reason}"] = count / n
     keys = sorted({k for r in rows for k in r["sandbox"]})
@@ -577,20 +568,21 @@ class RolloutFunc:
         return to_trl_output(done.rollouts)
 
 
-REWARD_FUNCS = ("total", "tests", "judge")
-"""The reward functions handed to TRL, in order; `REWARD_WEIGHTS` makes `total` the reward."""
-REWARD_WEIGHTS = [1.0, 0.0, 0.0]
-
-
 TABLE_COLUMNS = ("task_id", "solved", "turns", "termination")
 """Per-rollout fields `to_trl_output` returns that TRL's completions table shows."""
 
 
-def reward_funcs() -> list[Callable[..., list[float | None]]]:
-    """TRL reward functions over `reward_breakdowns` (see the module docstring)."""
-    return [with_table_columns(reward_function(REWARD_FUNCS[0]))] + [
-        reward_function(key) for key in REWARD_FUNCS[1:]
-    ]
+def reward_funcs(
+    reward: RewardConfig,
+) -> tuple[list[Callable[..., list[float | None]]], list[float]]:
+    """TRL's reward functions over `reward_breakdowns`, and TRL's weights of them (its
+    `reward_weights`): `tbrl_total` with TRL weight 1 is the reward TRL's advantages come
+    from; one function per part of `reward.weights` with TRL weight 0 is logged beside it.
+    These are TRL's weights of its functions, not the reward's weights of its parts
+    (`rollout.reward.weights`), which are already inside `total`."""
+    funcs = [with_table_columns(reward_function("total"))]
+    funcs += [reward_function(name) for name in reward.weights]
+    return funcs, [1.0] + [0.0] * len(reward.weights)
 
 
 def with_table_columns(func: Callable[..., list[float | None]]) -> Callable[..., Any]:
