@@ -69,6 +69,7 @@ def test_a_registered_part_and_estimator_reach_the_run_and_grpo_is_trls(
     from trl import GRPOTrainer
 
     from tbrl_lib.rewards.parts import PARTS, Part
+    from tbrl_lib.train.config.presets import load_preset
     from tbrl_lib.train.grpo.run import train
     from tbrl_lib.train.report.reporting import load_metrics
 
@@ -96,18 +97,20 @@ def test_a_registered_part_and_estimator_reach_the_run_and_grpo_is_trls(
     monkeypatch.setattr(GRPOTrainer, "_compute_loss", keep_trained)
     out = tmp_path / "run"
     train(
-        "cpu-smoke",
-        {
-            "grpo.max_steps": 1,
-            "data.task_ids": ["count-error-lines"],
-            "grpo.num_generations": 2,
-            "grpo.gradient_accumulation_steps": 2,
-            "rollout.episode.max_tokens_per_turn": 16,
-            "rollout.episode.max_turns": 1,
-            "rollout.reward.weights.turns": 0.5,
-            "rollout.reward.weights.budget": 0.1,  # the example part, beside the throw-away
-            "grpo.advantage": "ones",
-        },
+        load_preset(
+            "cpu-smoke",
+            {
+                "grpo.max_steps": 1,
+                "data.task_ids": ["count-error-lines"],
+                "grpo.num_generations": 2,
+                "grpo.gradient_accumulation_steps": 2,
+                "rollout.episode.max_tokens_per_turn": 16,
+                "rollout.episode.max_turns": 1,
+                "rollout.reward.weights.turns": 0.5,
+                "rollout.reward.weights.budget": 0.1,  # the example part, beside the throw-away
+                "grpo.advantage": "ones",
+            },
+        ),
         out,
     )
     metrics = load_metrics(out).iloc[0]
