@@ -100,10 +100,10 @@ def run(
         typer.echo(f"{task.id}: infrastructure error, not scored: {result.infra_error}", err=True)
         raise typer.Exit(1)
     traj, reward = result.trajectory, result.reward
-    judged = f", judge {reward.judge:.3f}" if reward.judge is not None else ""
+    parts = ", ".join(f"{name} {s:.3f}" for name, s in reward.scores.items() if s is not None)
     typer.echo(
         f"{task.id}: {result.termination} after {len(traj.turns)} turns in {traj.wall_seconds:.1f}s; "
-        f"reward {reward.total:.3f} (tests {reward.tests:.3f}{judged}) -> {out}"
+        f"reward {reward.total:.3f} ({parts}) -> {out}"
     )
 
 

@@ -56,9 +56,9 @@ class RewardConfig(BaseModel):
     weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     """Weight of each reward part (`rewards/parts`: `tests`, `judge`, `budget`); the ones
     given are merged into the default `{tests: 0.65, judge: 0.35}` (`--set
-    rollout.reward.weights.budget=0.1` adds one; `judge: 0` turns the judge off). A part of
-    weight 0 is scored and reported, not trained on. The older `w_tests` / `w_judge` keys are
-    still read."""
+    rollout.reward.weights.budget=0.1` adds one; `judge: 0` turns the judge off). A part
+    listed with weight 0 is scored and reported, not trained on (the judge is not called).
+    The older `w_tests` / `w_judge` keys are still read."""
     judge: str = "rule"
     """Judge spec (`tbrl_lib.rewards.judges.make_judge`): `rule` (offline), `anthropic:MODEL`,
     a comma-separated fallback chain, `config:PATH` (hot-reloaded), or `none` (tests only:

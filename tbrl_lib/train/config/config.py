@@ -177,7 +177,7 @@ class GRPOSettings(Section):
     """How the `grpo` estimator scales advantages (reward - group mean): by the group's std
     (`group`, GRPO), by the batch's (`batch`) or not at all (`none`, Dr. GRPO). With `group`,
     a group whose rewards differ only by small judge noise gets advantages as large as one
-    where half the rollouts succeeded. `rloo` does not scale: set with it, refused."""
+    where half the rollouts succeeded. `rloo` does not scale: `group` or `batch` set with it is refused."""
     epsilon_high: float | None = Field(default=None, gt=0)
     """Upper clip bound of the policy ratio (DAPO's clip-higher: 0.28 lets unlikely tokens
     that earned a positive advantage grow faster); None: the lower bound, TRL's 0.2."""
