@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +45,7 @@ from tbrl_lib.train.grpo.summary import summarize_run
 from tbrl_lib.train.grpo.task_set import close_sandboxes
 from tbrl_lib.train.grpo.trainer import SessionTrainer
 from tbrl_lib.train.plan.gpu_memory import plan_text
+from tbrl_lib.train.plan.phase_memory import RunClock, StepMemory, return_freed_memory, timed
 from tbrl_lib.train.plan.resume import checkpoint_step, find_checkpoint, run_folder_of
 from tbrl_lib.train.report.callbacks import heldout_line
 from tbrl_lib.train.report.reporting import write_config
@@ -79,7 +78,8 @@ def train(
     heldout = HeldoutEvaluator.for_run(config, rollout, out / "eval", out)
     evals: dict[str, Any] = {}
     warm: dict[str, Any] | None = None
-    phases: dict[str, float] = {}  # seconds per part of the run (summary.json `phase_seconds`)
+    return_freed_memory()  # freed activations back to the kernel, not kept by malloc
+    phases = RunClock()  # seconds and peak memory per part of the run (summary.json)
     try:
         with processes.local_main_process_first():  # one process per node builds the tiny model
             model_path = resolve_model(config.model.name)
@@ -107,6 +107,7 @@ def train(
             trainer = (AsyncSessionTrainer if config.grpo.async_rollouts else SessionTrainer)(
                 session
             )
+            trainer.add_callback(StepMemory(phases))
             if checkpoint:
                 trainer.restore(checkpoint)
             if main:
@@ -123,16 +124,6 @@ def train(
         close_sandboxes()
     phases["total"] = round(time.monotonic() - started, 1)
     return summarize_run(session, trainer.state.global_step, evals, warm, phases, main)
-
-
-@contextmanager
-def timed(phases: dict[str, float], name: str) -> Iterator[None]:
-    """Add the seconds the block takes to `phases[name]`."""
-    started = time.monotonic()
-    try:
-        yield
-    finally:
-        phases[name] = round(phases.get(name, 0.0) + time.monotonic() - started, 1)
 
 
 def say(line: str, main: bool) -> None:
