@@ -62,6 +62,8 @@ def grpo_micro_batch(model, batch: int, tokens: int, vocab: int) -> tuple[float,
     labels = ids.clone()
     labels[:, :SCORED_FROM] = -100
     advantages = torch.randn(batch, 1, generator=gen)
+    with torch.no_grad():  # the weights are mapped from their file: read them in first
+        model(input_ids=ids[:, :8])
     gc.collect()
     reset_peak()
     loaded = peak_gib()  # the mark just reset: what is resident now
@@ -221,12 +223,14 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("batch", type=int)
     one.add_argument("tokens", type=int)
     one.add_argument("--checkpointing", action="store_true")
+    one.add_argument("--allocator", action="store_true", help="return_freed_memory() first")
     runs = sub.add_parser("runs", help="train() of each CPU preset, plan vs peak per phase")
     runs.add_argument("--presets", nargs="+", default=list(SHORTENED), help="presets to run")
     runs.add_argument("--steps", type=int, default=None, help="GRPO steps (default: SHORTENED)")
     args = parser.parse_args(argv)
     if args.mode == "head-one":
-        print(json.dumps(one_variant(args.head, args.checkpointing, args.batch, args.tokens)))
+        variant = (args.head, args.checkpointing, args.allocator, args.batch, args.tokens)
+        print(json.dumps(one_variant(*variant)))
         return
     OUT.mkdir(parents=True, exist_ok=True)
     if args.mode == "head":

@@ -28,10 +28,10 @@ training dtype):
   `HFBackend` takes their log-softmax one step at a time; until 2026-12-06 it stacked them
   and took the log-softmax of the stack, three copies, and this row counted 3x). With
   `vllm-server` the generation runs on the server's own GPUs: nothing is added.
-- On CPU (`launch.gpus_per_node: 0`) the plan is of the process's resident memory, and
-  attention has no flash kernel: a layer's working set adds `ATTENTION_COPIES` score rows
-  per head over the sequence (heads x max_total_tokens x 4 B a token). TRL's fused head is
-  replaced by `trl_compat.TorchChunkedLogProb`, which holds one chunk of logits at a time
+- On CPU (`launch.gpus_per_node: 0`) the plan is of the process's resident memory, with
+  the same activations (measured: torch's CPU attention keeps no T^2 scores; without
+  checkpointing SmolLM2 kept 1.14 MiB a token, the formula says 1.08, once the allocator
+  returns freed memory: `phase_memory.return_freed_memory`). TRL's fused head is replaced by `trl_compat.TorchChunkedLogProb`, which holds one chunk of logits at a time
   (`HEAD_CHUNK_ELEMENTS` x 4 B, `HEAD_CHUNK_COPIES` times) beside the scored hidden states
   and their gradient; the process itself (Python, torch, transformers, TRL, the Docker
   client, the tokenizer) adds `CPU_RUNTIME_GIB`.
@@ -200,9 +200,6 @@ HEAD_CHUNK_ELEMENTS = 2**24
 HEAD_CHUNK_COPIES = 4
 """Chunk-sized fp32 tensors alive at once in that head's backward (logits, log-probs,
 probabilities, their gradient)."""
-ATTENTION_COPIES = 1
-"""Attention-score rows per head and token a layer keeps on CPU (torch's attention without
-flash kernels)."""
 FUSED_TILE_TOKENS, FUSED_TILE_VOCAB = 4096, 32768
 """TRL 1.15's chunked log-prob kernel tile (trl.kernels.chunked_logprob)."""
 
@@ -259,8 +256,7 @@ def training_rows(
         opt_bytes, opt_basis = 12, "fp32 master + 2 fp32 moments"
     else:
         opt_bytes, opt_basis = 2 * b, "2 moments in param dtype"
-    sequence = config.rollout.episode.max_total_tokens
-    per_token = layer_bytes_per_token(shape, b, sequence if launch.cpu else 0)
+    per_token = layer_bytes_per_token(shape, b)
     if model.gradient_checkpointing:
         activations = shape.layers * tokens * shape.hidden * b + tokens * per_token
         act_basis = f"checkpointed, {tokens:,} tokens"
@@ -268,7 +264,7 @@ def training_rows(
         activations = shape.layers * tokens * per_token
         act_basis = f"all layers kept, {tokens:,} tokens"
     if launch.cpu:
-        logits = (cpu_head_bytes(shape, tokens, trainable_head=not model.use_lora), "torch head")
+        logits = (cpu_head_bytes(shape, tokens), "chunked torch head")
     else:
         logits = (logits_bytes(shape, tokens, b), "fused head tiles")
     return [
@@ -297,7 +293,7 @@ def phase_plan(
     runtime = CPU_RUNTIME_GIB if launch.cpu else 0.0
     trained = sum(gib for _, gib, _ in fixed)
     step = sum(gib for _, gib, _ in rows)
-    generate = sum(generation_parts(shape, launch.sandbox_concurrency, episode, b, launch.cpu)[:2])
+    generate = sum(generation_parts(shape, launch.sandbox_concurrency, episode, b)[:2])
     generate /= GIB
     phases = {"grpo": step}
     if launch.generation_backend == "hf" and not config.grpo.async_rollouts:
@@ -319,24 +315,22 @@ def phase_plan(
     return {name: round(gib, 2) for name, gib in phases.items()}
 
 
-def layer_bytes_per_token(shape: ModelShape, b: int, sequence: int = 0) -> int:
-    """One layer's working set per token: 8 hidden-sized and 3 intermediate-sized values, and
-    on CPU (`sequence` > 0: no flash attention) `ATTENTION_COPIES` rows of attention scores
-    per head over the sequence."""
-    attention = ATTENTION_COPIES * shape.heads * sequence
-    return b * (8 * shape.hidden + 3 * shape.intermediate + attention)
+def layer_bytes_per_token(shape: ModelShape, b: int) -> int:
+    """One layer's working set per token: 8 hidden-sized and 3 intermediate-sized values."""
+    return b * (8 * shape.hidden + 3 * shape.intermediate)
 
 
-def cpu_head_bytes(shape: ModelShape, tokens: int, trainable_head: bool) -> int:
+def cpu_head_bytes(shape: ModelShape, tokens: int) -> int:
     """`trl_compat.TorchChunkedLogProb`: a chunk's fp32 logits `HEAD_CHUNK_COPIES` times, the
-    scored hidden states and their gradient, and the head's fp32 gradient when it trains."""
+    scored hidden states and their gradient, and one head-sized fp32 buffer (the head's
+    gradient when it trains; measured with a frozen head too: SmolLM2 with LoRA, 1 x 1,024
+    tokens, 0.48 GiB over the loaded model, 0.38 planned without it)."""
     chunk = min(HEAD_CHUNK_ELEMENTS, tokens * shape.vocab) * 4 * HEAD_CHUNK_COPIES
-    head = shape.vocab * shape.hidden * 4 if trainable_head else 0
-    return chunk + 2 * tokens * shape.hidden * 4 + head
+    return chunk + 2 * tokens * shape.hidden * 4 + shape.vocab * shape.hidden * 4
 
 
 def generation_parts(
-    shape: ModelShape, batch: int, episode: EpisodeLimits, b: int, cpu: bool
+    shape: ModelShape, batch: int, episode: EpisodeLimits, b: int
 ) -> tuple[int, int, str]:
     """`HFBackend.generate` over `batch` episodes at full context: (KV cache bytes, working
     set bytes, its basis); the working set is the larger of the prefill (one layer's working
@@ -344,7 +338,7 @@ def generation_parts(
     their log-softmax one step at a time, so once, plus a step's)."""
     context = episode.max_total_tokens
     kv = batch * context * 2 * shape.layers * shape.kv_heads * shape.head_dim * b
-    prefill = batch * context * layer_bytes_per_token(shape, b, context if cpu else 0)
+    prefill = batch * context * layer_bytes_per_token(shape, b)
     scores = batch * (episode.max_tokens_per_turn + 2) * shape.vocab * 4
     basis = "sampling scores" if scores >= prefill else "prefill, one layer"
     return kv, max(prefill, scores), basis
@@ -358,7 +352,7 @@ def worker_rows(config: TrainConfig, shape: ModelShape, b: int) -> list[tuple[st
     adapter = shape.lora_parameters(model.lora_rank) * 4 if model.use_lora else 0
     copy = shape.parameters() * b + adapter
     what = "async: the policy's copy" + (" + fp32 LoRA" if adapter else "")
-    kv, working, basis = generation_parts(shape, batch, episode, b, config.launch.cpu)
+    kv, working, basis = generation_parts(shape, batch, episode, b)
     return [
         ("worker copy", copy / GIB, what),
         ("worker kv", kv / GIB, f"{batch} episodes x {episode.max_total_tokens:,} tokens"),
