@@ -383,7 +383,9 @@ def memory_report(config: TrainConfig, clock: RunClock | None = None) -> dict[st
         "plan_gib": round(plan.peak_gib, 2) if plan else None,
         **{k: round(v, 2) for k, v in measured_peak_gib().items()},
     }
-    if clock is not None:
+    if clock is not None:  # its resets lower ru_maxrss too: the run's peak is its phases'
+        peaks = [report["peak_rss_gib"], *clock.peaks.values(), *clock.steps]
+        report["peak_rss_gib"] = round(max(peaks), 2)
         report["phases"] = phase_table(plan.phases if plan else {}, clock)
         report["steps"] = clock.steps
         report["over_plan"] = over_plan(report["phases"])
