@@ -91,8 +91,15 @@ class HFBackend:
                 self.model.train(was_training)
         new = out.sequences[:, width:]
         # Scores are the processed (tempered, top-p filtered) logits: the sampling distribution.
-        logps = torch.stack(out.scores, dim=1).float().log_softmax(-1)
-        picked = logps.gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        # One step at a time, so no batch x tokens x vocab copy is made beside `generate`'s own.
+        picked = torch.stack(
+            [
+                step.float().log_softmax(-1).gather(-1, new[:, t, None]).squeeze(-1)
+                for t, step in enumerate(out.scores)
+            ],
+            dim=1,
+        )
+        del out
         results = []
         for row, row_logps in zip(new.tolist(), picked.tolist(), strict=True):
             end = next((i + 1 for i, tok in enumerate(row) if tok in self.eos_ids), None)

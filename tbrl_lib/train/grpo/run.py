@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +47,7 @@ from tbrl_lib.train.grpo.task_set import close_sandboxes
 from tbrl_lib.train.grpo.trainer import SessionTrainer
 from tbrl_lib.train.heldout.evaluator import HeldoutEvaluator
 from tbrl_lib.train.plan.gpu_memory import plan_text
+from tbrl_lib.train.plan.phase_memory import RunClock, StepMemory, return_freed_memory, timed
 from tbrl_lib.train.plan.resume import checkpoint_step, find_checkpoint, run_folder_of
 from tbrl_lib.train.report.callbacks import heldout_line
 from tbrl_lib.train.report.reporting import write_config
@@ -72,7 +71,8 @@ def train(config: TrainConfig, out_dir: str | Path = "", resume: str | Path = ""
     heldout = HeldoutEvaluator.for_run(config, rollout, out / "eval", out)
     evals: dict[str, Any] = {}
     warm: dict[str, Any] | None = None
-    phases: dict[str, float] = {}  # seconds per part of the run (summary.json `phase_seconds`)
+    return_freed_memory()  # freed activations back to the kernel, not kept by malloc
+    phases = RunClock()  # seconds and peak memory per part of the run (summary.json)
     try:
         with processes.local_main_process_first():  # one process per node builds the tiny model
             model_path = resolve_model(config.model.name)
@@ -98,6 +98,7 @@ def train(config: TrainConfig, out_dir: str | Path = "", resume: str | Path = ""
         session = TrainingSession(config, out, model_path, rollout, heldout, resume_step)
         with serving(config, model_path, out / "vllm_server.log"):  # vllm-server on one machine
             trainer = build_trainer(session, checkpoint, main)
+            trainer.add_callback(StepMemory(phases))
             with timed(phases, "grpo"):
                 trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.grpo.save_steps or tiny_size(config.model.name) or heldout:
@@ -141,16 +142,6 @@ def build_trainer(session: TrainingSession, checkpoint: Path | None, main: bool)
     if main:
         write_config(session.out / "config.json", config, trainer.args)
     return trainer
-
-
-@contextmanager
-def timed(phases: dict[str, float], name: str) -> Iterator[None]:
-    """Add the seconds the block takes to `phases[name]`."""
-    started = time.monotonic()
-    try:
-        yield
-    finally:
-        phases[name] = round(phases.get(name, 0.0) + time.monotonic() - started, 1)
 
 
 def say(line: str, main: bool) -> None:

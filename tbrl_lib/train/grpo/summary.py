@@ -13,7 +13,8 @@ the tests read back), `reward.png`, and `families.png` when several families wer
     heldout           base, warm start, final on the held-out instances, with paired intervals
     heldout_by_family the same per family and pooled (`all`), numbers and intervals
     heldout_bundled   base, warm start, final on the easiest bundled tasks (`heldout.bundled`)
-    memory            the memory plan beside the peak resident memory the run reached
+    memory            the memory plan beside the peak resident memory the run reached, per
+                      phase (`phases`: planned and peak GiB) and per GRPO step (`steps`)
 
 Left out: per-step numbers (metrics.jsonl has them).
 """
@@ -72,12 +73,14 @@ def summarize_run(
         "heldout": before_after_table(evals) if evals else [],
         "heldout_by_family": family_table(evals, session.heldout.tasks) if evals else [],
         "heldout_bundled": bundled_table(evals),
-        "memory": memory_report(session.config),
+        "memory": memory_report(session.config, phases),
         "wall_seconds": phases["total"],
         "phase_seconds": phases,
         "run_dir": str(session.out),
     }
     if main:
+        for line in summary["memory"].get("over_plan", []):
+            print(line, flush=True)
         before = {n: e["metrics"] for n, e in evals.items() if n != "grpo"}
         plot_rewards(records, session.out / "reward.png", before)
         if len({r["family"] for r in summary["heldout_by_family"]}) > 1:

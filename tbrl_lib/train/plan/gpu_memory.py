@@ -24,14 +24,26 @@ training dtype):
   of a batch of B = launch.sandbox_concurrency episodes at full context (B x
   max_total_tokens x 2 x layers x kv_heads x head_dim x b), and the larger of the batch's
   prefill (one layer's working set over B x max_total_tokens tokens) and its sampling
-  scores (B x max_tokens_per_turn x vocab x 4 B, three times: `generate` keeps each token's
-  fp32 scores, `HFBackend` stacks them and takes their log-softmax). With `vllm-server` the
-  generation runs on the server's own GPUs: nothing is added.
-- On CPU (`launch.gpus_per_node: 0`) the plan is of the process's memory: TRL's fused head is
-  replaced by `trl_compat.TorchChunkedLogProb`, which keeps, for backward, the fp32 logits,
-  log-probs and probabilities of every token (C x vocab x 12 B), and the process itself
-  (Python, torch, tokenizer) adds `CPU_RUNTIME_GIB`. `measured_peak_gib()` is what a run
-  then reports beside it (peak RSS on CPU, peak allocated CUDA memory on a GPU).
+  scores (B x max_tokens_per_turn x vocab x 4 B: `generate` keeps each token's fp32 scores,
+  `HFBackend` takes their log-softmax one step at a time; until 2026-12-06 it stacked them
+  and took the log-softmax of the stack, three copies, and this row counted 3x). With
+  `vllm-server` the generation runs on the server's own GPUs: nothing is added.
+- On CPU (`launch.gpus_per_node: 0`) the plan is of the process's resident memory, with
+  the same activations (measured: torch's CPU attention keeps no T^2 scores; without
+  checkpointing SmolLM2 kept 1.14 MiB a token, the formula says 1.08, once the allocator
+  returns freed memory: `phase_memory.return_freed_memory`). TRL's fused head is replaced by `trl_compat.TorchChunkedLogProb`, which holds one chunk of logits at a time
+  (`HEAD_CHUNK_ELEMENTS` x 4 B, `HEAD_CHUNK_COPIES` times) beside the scored hidden states
+  and their gradient; the process itself (Python, torch, transformers, TRL, the Docker
+  client, the tokenizer) adds `CPU_RUNTIME_GIB`.
+
+Phases (`MemoryPlan.phases`, the names `train()` times): `grpo` is the step above, or on a
+synchronous HF run the trainer's fixed rows plus the rollouts' generation where that is
+larger; an evaluation (`base evaluation`, `warm start evaluation`) is the runtime, a model
+loaded from its checkpoint and its generation over launch.sandbox_concurrency episodes;
+`final evaluation` adds the trainer's weights, gradients and optimizer, still held; `warm
+start` is a training step over sft.batch_size demonstrations at full length. `phase_memory`
+measures each phase's peak in a run (the kernel's high-water mark), summary.json `memory`
+puts it beside this plan, and a phase more than 15% over its plan prints one line.
 
 It is an estimate to catch presets that cannot fit, not a promise that one does: CUDA
 context, allocator fragmentation and NCCL buffers (a few GB) are not counted. What is left
@@ -46,10 +58,13 @@ from __future__ import annotations
 
 import resource
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.models import PACKAGED, model_config
 from tbrl_lib.train.config.config import TrainConfig
+from tbrl_lib.train.plan.phase_memory import RunClock, over_plan, phase_table
 
 GIB = 2**30
 
@@ -136,16 +151,24 @@ def model_shape(model: str) -> ModelShape:
 class MemoryPlan:
     preset: str
     rows: list[tuple[str, float, str]]
-    """(component, GiB per GPU, how it was counted)."""
+    """(component, GiB per GPU, how it was counted) of a GRPO step."""
     capacity_gib: float
+    phases: dict[str, float] = field(default_factory=dict)
+    """Planned peak GiB of each phase of `train()` (`phase_plan`)."""
 
     @property
     def total_gib(self) -> float:
+        """The GRPO step's total."""
         return sum(gib for _, gib, _ in self.rows)
 
     @property
+    def peak_gib(self) -> float:
+        """The largest phase (the step's total where no phase is planned)."""
+        return max([self.total_gib, *self.phases.values()])
+
+    @property
     def fits(self) -> bool:
-        return self.capacity_gib <= 0 or self.total_gib <= self.capacity_gib
+        return self.capacity_gib <= 0 or self.peak_gib <= self.capacity_gib
 
     def table(self) -> str:
         lines = [
@@ -159,13 +182,24 @@ class MemoryPlan:
             if self.fits
             else "DOES NOT FIT: shard (zero3/fsdp2), use LoRA, or shorten context"
         )
-        lines.append(f"{'total':<12} {self.total_gib:>9.2f}  capacity {cap}: {verdict}")
+        lines.append(f"{'total':<12} {self.total_gib:>9.2f}  a GRPO step")
+        lines += [f"{'phase':<12} {'GiB':>9}", *self._phase_lines()]
+        lines.append(f"{'peak':<12} {self.peak_gib:>9.2f}  capacity {cap}: {verdict}")
         return "\n".join(lines)
 
+    def _phase_lines(self) -> list[str]:
+        return [f"  {name:<22} {gib:>6.2f}" for name, gib in self.phases.items()]
 
-CPU_RUNTIME_GIB = 0.5
-"""Resident memory of a training process before the model (Python, torch, transformers, TRL,
-the tokenizer; measured here: 0.51 GiB after those imports and loading SmolLM2's tokenizer)."""
+
+CPU_RUNTIME_GIB = 0.8
+"""Resident memory of a training process before the model (measured here, 2026-12-06: 0.82
+GiB after importing `train()` with torch, transformers, TRL and datasets, loading SmolLM2's
+tokenizer and opening a Docker client; 0.51 before the Docker client and the rest of tbrl)."""
+HEAD_CHUNK_ELEMENTS = 2**24
+"""Logits per chunk of the CPU log-prob head (`trl_compat`; 64 MiB in fp32)."""
+HEAD_CHUNK_COPIES = 4
+"""Chunk-sized fp32 tensors alive at once in that head's backward (logits, log-probs,
+probabilities, their gradient)."""
 FUSED_TILE_TOKENS, FUSED_TILE_VOCAB = 4096, 32768
 """TRL 1.15's chunked log-prob kernel tile (trl.kernels.chunked_logprob)."""
 
@@ -185,50 +219,100 @@ def plan_text(config: TrainConfig) -> str:
 
 
 def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryPlan:
-    """Per-GPU memory estimate of `config` (see the module docstring for the rules)."""
+    """Per-GPU memory estimate of `config` (see the module docstring for the rules): the rows
+    of a GRPO step, and the peak of each phase of `train()`."""
     model, launch = config.model, config.launch
     shape = shape or model_shape(model.name)
-    b = 4 if model.dtype == "fp32" else 2
+    b = 4 if model.dtype == "fp32" or launch.cpu else 2
     shards = launch.num_processes if launch.distributed in ("zero3", "fsdp2") else 1
+    tokens = config.rollout.episode.max_total_tokens * config.grpo.per_device_batch_size
+    rows = training_rows(config, shape, b, shards, tokens)
+    fixed = [r for r in rows if r[0] not in ("activations", "logits")]
+    if launch.cpu:
+        rows.append(("runtime", CPU_RUNTIME_GIB, "Python, torch, Docker client... (process)"))
+    if launch.generation_backend == "vllm-colocate":
+        share = launch.vllm_gpu_memory_utilization
+        rows.append(("vllm", share * launch.gpu_memory_gb, f"colocate, {share:.0%} of GPU"))
+    if config.grpo.async_rollouts and launch.generation_backend == "hf":
+        rows += worker_rows(config, shape, b)
+    phases = phase_plan(config, shape, b, shards, rows, fixed)
+    return MemoryPlan(config.preset, rows, launch.gpu_memory_gb, phases)
+
+
+def training_rows(
+    config: TrainConfig, shape: ModelShape, b: int, shards: int, tokens: int
+) -> list[tuple[str, float, str]]:
+    """Weights, gradients, optimizer, activations and the log-prob head of a training step
+    over micro-batches of `tokens` tokens (GRPO's, or the warm start's)."""
+    model, launch = config.model, config.launch
     params = shape.parameters()
     trainable = shape.lora_parameters(model.lora_rank) if model.use_lora else params
     if config.grpo.optimizer == "sgd":  # torch's SGD without momentum keeps no state
-        mixed = model.dtype != "fp32" and (shards > 1 or model.use_lora)
+        mixed = b == 2 and (shards > 1 or model.use_lora)
         opt_bytes, opt_basis = (4, "fp32 master, SGD") if mixed else (0, "none (SGD)")
-    elif model.dtype == "fp32":
+    elif b == 4:
         opt_bytes, opt_basis = 8, "2 fp32 moments"
     elif shards > 1 or model.use_lora:
         opt_bytes, opt_basis = 12, "fp32 master + 2 fp32 moments"
     else:
         opt_bytes, opt_basis = 2 * b, "2 moments in param dtype"
-    tokens = config.rollout.episode.max_total_tokens * config.grpo.per_device_batch_size
-    layer_set = tokens * layer_bytes_per_token(shape, b)
+    per_token = layer_bytes_per_token(shape, b)
     if model.gradient_checkpointing:
-        activations = shape.layers * tokens * shape.hidden * b + layer_set
+        activations = shape.layers * tokens * shape.hidden * b + tokens * per_token
         act_basis = f"checkpointed, {tokens:,} tokens"
     else:
-        activations = shape.layers * layer_set
+        activations = shape.layers * tokens * per_token
         act_basis = f"all layers kept, {tokens:,} tokens"
-    cpu = launch.cpu
-    if cpu:
-        logits = (tokens * shape.vocab * 12 + shape.vocab * shape.hidden * 4, "torch head")
+    if launch.cpu:
+        logits = (cpu_head_bytes(shape, tokens), "chunked torch head")
     else:
         logits = (logits_bytes(shape, tokens, b), "fused head tiles")
-    rows = [
+    return [
         ("weights", params * b / shards / GIB, f"{params / 1e9:.2f}B params / {shards} shard(s)"),
         ("gradients", trainable * b / shards / GIB, f"{trainable / 1e6:,.1f}M trainable"),
         ("optimizer", trainable * opt_bytes / shards / GIB, opt_basis),
         ("activations", activations / GIB, act_basis),
         ("logits", logits[0] / GIB, f"{logits[1]}, vocab {shape.vocab:,}"),
     ]
-    if cpu:
-        rows.append(("runtime", CPU_RUNTIME_GIB, "Python, torch, tokenizer (process)"))
-    if launch.generation_backend == "vllm-colocate":
-        share = launch.vllm_gpu_memory_utilization
-        rows.append(("vllm", share * launch.gpu_memory_gb, f"colocate, {share:.0%} of GPU"))
-    if config.grpo.async_rollouts and launch.generation_backend == "hf":
-        rows += worker_rows(config, shape, b)
-    return MemoryPlan(config.preset, rows, launch.gpu_memory_gb)
+
+
+def phase_plan(
+    config: TrainConfig,
+    shape: ModelShape,
+    b: int,
+    shards: int,
+    rows: list[tuple[str, float, str]],
+    fixed: list[tuple[str, float, str]],
+) -> dict[str, float]:
+    """The planned peak (GiB) of each phase `train()` runs (`run.py`'s names): the GRPO step
+    (`rows`), or the rollouts' generation on the trainer's model where that is larger; an
+    evaluation: a model loaded from a checkpoint and its generation batch (the final one
+    beside the trainer's state, `fixed`); the warm start: a training step over
+    `sft.batch_size` demonstrations at full length."""
+    launch, episode = config.launch, config.rollout.episode
+    runtime = CPU_RUNTIME_GIB if launch.cpu else 0.0
+    trained = sum(gib for _, gib, _ in fixed)
+    step = sum(gib for _, gib, _ in rows)
+    generate = sum(generation_parts(shape, launch.sandbox_concurrency, episode, b)[:2])
+    generate /= GIB
+    phases = {"grpo": step}
+    if launch.generation_backend == "hf" and not config.grpo.async_rollouts:
+        working = sum(gib for name, gib, _ in rows if name in ("activations", "logits"))
+        phases["grpo"] = max(step, step - working + generate)
+    evaluated = config.data.families and config.heldout.instances
+    evaluation = runtime + shape.parameters() * b / GIB + generate
+    if evaluated:
+        phases["base evaluation"] = evaluation
+    if config.sft.demos:
+        sft_tokens = config.sft.batch_size * episode.max_total_tokens
+        phases["warm start"] = runtime + sum(
+            gib for _, gib, _ in training_rows(config, shape, b, shards, sft_tokens)
+        )
+        if evaluated:
+            phases["warm start evaluation"] = evaluation
+    if evaluated:
+        phases["final evaluation"] = evaluation + trained
+    return {name: round(gib, 2) for name, gib in phases.items()}
 
 
 def layer_bytes_per_token(shape: ModelShape, b: int) -> int:
@@ -236,22 +320,43 @@ def layer_bytes_per_token(shape: ModelShape, b: int) -> int:
     return b * (8 * shape.hidden + 3 * shape.intermediate)
 
 
-def worker_rows(config: TrainConfig, shape: ModelShape, b: int) -> list[tuple[str, float, str]]:
-    """The asynchronous HF worker's rows: its copy of the policy, the KV cache of its batch,
-    and the larger of the batch's prefill and its sampling scores (module docstring)."""
-    model, episode = config.model, config.rollout.episode
-    batch, context = config.launch.sandbox_concurrency, episode.max_total_tokens
-    adapter = shape.lora_parameters(model.lora_rank) * 4 if model.use_lora else 0
-    copy = shape.parameters() * b + adapter
+def cpu_head_bytes(shape: ModelShape, tokens: int) -> int:
+    """`trl_compat.TorchChunkedLogProb`: a chunk's fp32 logits `HEAD_CHUNK_COPIES` times, the
+    scored hidden states and their gradient, and one head-sized fp32 buffer (the head's
+    gradient when it trains; measured with a frozen head too: SmolLM2 with LoRA, 1 x 1,024
+    tokens, 0.48 GiB over the loaded model, 0.38 planned without it)."""
+    chunk = min(HEAD_CHUNK_ELEMENTS, tokens * shape.vocab) * 4 * HEAD_CHUNK_COPIES
+    return chunk + 2 * tokens * shape.hidden * 4 + shape.vocab * shape.hidden * 4
+
+
+def generation_parts(
+    shape: ModelShape, batch: int, episode: EpisodeLimits, b: int
+) -> tuple[int, int, str]:
+    """`HFBackend.generate` over `batch` episodes at full context: (KV cache bytes, working
+    set bytes, its basis); the working set is the larger of the prefill (one layer's working
+    set) and the sampled tokens' fp32 scores (`generate` keeps each step's; `HFBackend` takes
+    their log-softmax one step at a time, so once, plus a step's)."""
+    context = episode.max_total_tokens
     kv = batch * context * 2 * shape.layers * shape.kv_heads * shape.head_dim * b
     prefill = batch * context * layer_bytes_per_token(shape, b)
-    scores = 3 * batch * episode.max_tokens_per_turn * shape.vocab * 4
-    basis = "sampling scores x3" if scores >= prefill else "prefill, one layer"
+    scores = batch * (episode.max_tokens_per_turn + 2) * shape.vocab * 4
+    basis = "sampling scores" if scores >= prefill else "prefill, one layer"
+    return kv, max(prefill, scores), basis
+
+
+def worker_rows(config: TrainConfig, shape: ModelShape, b: int) -> list[tuple[str, float, str]]:
+    """The asynchronous HF worker's rows: its copy of the policy, the KV cache of its batch
+    of `launch.sandbox_concurrency` episodes and its working set (`generation_parts`)."""
+    model, episode = config.model, config.rollout.episode
+    batch = config.launch.sandbox_concurrency
+    adapter = shape.lora_parameters(model.lora_rank) * 4 if model.use_lora else 0
+    copy = shape.parameters() * b + adapter
     what = "async: the policy's copy" + (" + fp32 LoRA" if adapter else "")
+    kv, working, basis = generation_parts(shape, batch, episode, b)
     return [
         ("worker copy", copy / GIB, what),
-        ("worker kv", kv / GIB, f"{batch} episodes x {context:,} tokens"),
-        ("worker gen", max(prefill, scores) / GIB, f"{basis}, {batch} episodes"),
+        ("worker kv", kv / GIB, f"{batch} episodes x {episode.max_total_tokens:,} tokens"),
+        ("worker gen", working / GIB, f"{basis}, {batch} episodes"),
     ]
 
 
@@ -266,10 +371,22 @@ def measured_peak_gib() -> dict[str, float]:
     return peak
 
 
-def memory_report(config: TrainConfig) -> dict[str, float | None]:
-    """The plan's total beside the measured peak (summary.json `memory`)."""
+def memory_report(config: TrainConfig, clock: RunClock | None = None) -> dict[str, Any]:
+    """summary.json `memory`: the plan's peak beside the measured peak; with the run's
+    `clock`, per phase (`phases`: planned and peak GiB), the peak of GRPO's steps (`steps`)
+    and a line for each phase over its plan by more than 15% (`over_plan`)."""
     try:
-        planned: float | None = round(plan_memory(config).total_gib, 2)
+        plan: MemoryPlan | None = plan_memory(config)
     except ValueError:
-        planned = None
-    return {"plan_gib": planned, **{k: round(v, 2) for k, v in measured_peak_gib().items()}}
+        plan = None
+    report: dict[str, Any] = {
+        "plan_gib": round(plan.peak_gib, 2) if plan else None,
+        **{k: round(v, 2) for k, v in measured_peak_gib().items()},
+    }
+    if clock is not None:  # its resets lower ru_maxrss too: the run's peak is its phases'
+        peaks = [report["peak_rss_gib"], *clock.peaks.values(), *clock.steps]
+        report["peak_rss_gib"] = round(max(peaks), 2)
+        report["phases"] = phase_table(plan.phases if plan else {}, clock)
+        report["steps"] = clock.steps
+        report["over_plan"] = over_plan(report["phases"])
+    return report

@@ -7,7 +7,7 @@ summary, config or folder into one block of the report.
 - `launch_table(presets)`: the command each role runs, per preset.
 - `step_table(records, columns)`: per-step metrics, step as the index, long runs thinned.
 - `heldout_table`, `family_heldout_table`, `warm_start_table`, `sampling_table`,
-  `filtering_table`: the summary's parts as tidy tables.
+  `filtering_table`, `memory_table`: the summary's parts as tidy tables.
 - `rollouts_by_task(run)`: the saved rollouts, one row per task.
 - `deciding_turn(traj)`, `episode_pair(run, summary)`: one held-out instance under the final
   policy beside the same instance under the warm start, each open at its deciding turn.
@@ -255,6 +255,22 @@ def sampling_table(summary: Mapping[str, Any]) -> pd.DataFrame:
         "refill_rollouts": "extra rollouts",
     }
     return _one_row(summary.get("dynamic_sampling"), labels, "over the run")
+
+
+def memory_table(summary: Mapping[str, Any]) -> pd.DataFrame:
+    """Each phase's planned and measured peak memory (GiB), phase as the index."""
+    phases = (summary.get("memory") or {}).get("phases") or {}
+    if not phases:
+        return pd.DataFrame()
+    frame = pd.DataFrame.from_dict(phases, orient="index")
+    frame["ratio"] = frame["peak_gib"] / frame["planned_gib"].astype(float)
+    labels = {
+        "planned_gib": "plan GiB",
+        "peak_gib": "peak GiB",
+        "ratio": "peak / plan",
+        "children_peak_gib": "children GiB",
+    }
+    return tidy(frame, labels=labels)
 
 
 def _one_row(values: Mapping[str, Any] | None, labels: dict[str, str], name: str) -> pd.DataFrame:

@@ -79,9 +79,11 @@ def train_sft(
     settings: SFTSettings,
     seed: int = 0,
     peft_config: Any = None,
+    gradient_checkpointing: bool = False,
 ) -> dict[str, Any]:
     """Fine-tune on `rows` (all weights, or the LoRA adapter `peft_config` describes, merged
-    before saving); saves model + tokenizer to `out_dir/checkpoint`; returns a summary."""
+    before saving); saves model + tokenizer to `out_dir/checkpoint`; returns a summary.
+    `gradient_checkpointing`: recompute activations in backward (the run's model setting)."""
     out = Path(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
@@ -102,6 +104,7 @@ def train_sft(
         lr_scheduler_type="constant",
         warmup_steps=0,
         dataset_num_proc=None,
+        gradient_checkpointing=gradient_checkpointing,
     )
     install_torch_logprob_head()  # CPU torch has no Triton kernel for TRL's fused LM head
     trainer = SFTTrainer(
@@ -180,4 +183,7 @@ def warm_start(
             f"({[r.infra_error or r.termination for r in results][:3]}); check Docker and the family"
         )
     write_demos(rows, out / "demos.parquet")
-    return train_sft(rows, base_model, out, sft, config.seed, config.model.peft_config())
+    model = config.model
+    return train_sft(
+        rows, base_model, out, sft, config.seed, model.peft_config(), model.gradient_checkpointing
+    )

@@ -1,0 +1,245 @@
+"""Memory: what one GRPO micro-batch costs with each log-prob head, and plan vs peak per phase.
+
+    python benchmarks/bench_memory.py head                   # SmolLM2, 4 x 1,024 tokens (~8 min)
+    python benchmarks/bench_memory.py head --batch 2 --tokens 512
+    python benchmarks/bench_memory.py runs                   # every CPU preset, shortened
+    python benchmarks/bench_memory.py runs --presets cpu-smoke cpu-demo --steps 3
+
+`head`: one forward and backward of GRPO's loss over a micro-batch of `--batch` sequences
+of `--tokens` tokens (the model scores all but the first 64 of each), through TRL's fused
+LM-head forward, in `VARIANTS`: the whole-batch head the CPU used before
+(`reference_logprobs`: fp32 log-probs and probabilities of every token kept for backward)
+or `TorchChunkedLogProb`, gradient checkpointing off or on, glibc's allocator as it comes or
+told to return freed memory (`return_freed_memory`); each in a fresh process, its peak
+resident memory (the kernel's high-water mark, reset after the model is loaded:
+`phase_memory.py`) and seconds. Baseline in the same run: the first variant (what
+`cpu-smollm2-learn` ran).
+
+`runs`: `train()` of each preset in its own process (`--steps` GRPO steps, held-out sets cut
+to `--heldout` instances so the evaluations fit the time), then per phase the plan beside the
+measured peak (`summary.json` `memory.phases`), and the peak of GRPO's step 2 beside its last
+(growth). Needs Docker (real sandboxes) and, for the smollm2 presets, `tbrl models fetch
+smollm2-135m`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from rich.table import Table
+
+from tbrl_lib.console import console
+from tbrl_lib.models import resolve_model
+from tbrl_lib.train.model.trl_compat import TorchChunkedLogProb, reference_logprobs
+from tbrl_lib.train.plan.phase_memory import peak_gib, reset_peak, return_freed_memory
+
+OUT = Path("outputs/bench_memory")
+SCORED_FROM = 64
+"""Tokens at the start of each sequence that are prompt (not scored), as in an episode."""
+
+
+class WholeBatchHead:
+    """The head before this benchmark's fix: autograd over the whole micro-batch's logits."""
+
+    @staticmethod
+    def apply(hidden, weight, bias, targets, temperature, *_args, outputs=("entropy",), **_kw):
+        logps, entropy = reference_logprobs(hidden, weight, bias, targets, temperature)
+        return logps, entropy if "entropy" in outputs else None, None, None, None
+
+
+def grpo_micro_batch(model, batch: int, tokens: int, vocab: int) -> tuple[float, float, float]:
+    """One forward and backward of a GRPO-shaped loss; (GiB resident before, peak GiB,
+    seconds)."""
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, vocab, (batch, tokens), generator=gen)
+    labels = ids.clone()
+    labels[:, :SCORED_FROM] = -100
+    advantages = torch.randn(batch, 1, generator=gen)
+    with torch.no_grad():  # the weights are mapped from their file: read them in first
+        model(input_ids=ids[:, :8])
+    gc.collect()
+    reset_peak()
+    loaded = peak_gib()  # the mark just reset: what is resident now
+    started = time.monotonic()
+    out = model(
+        input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels, fused_lm_head=True
+    )
+    mask = out.label_mask.float()
+    loss = -((out.log_probs * advantages + 0.0 * out.entropy) * mask).sum() / mask.sum()
+    loss.backward()
+    seconds = time.monotonic() - started
+    peak = peak_gib()
+    model.zero_grad(set_to_none=True)
+    del out, loss
+    return loaded, peak, seconds
+
+
+HEADS = {"whole batch": WholeBatchHead, "chunked": TorchChunkedLogProb}
+VARIANTS = [  # (head, checkpointing, allocator returns freed memory), one fix added at a time
+    ("whole batch", False, False),
+    ("whole batch", False, True),
+    ("chunked", False, True),
+    ("chunked", True, True),
+    ("whole batch", True, True),
+]
+"""The first is what `cpu-smollm2-learn` ran before 2026-12-06; the fourth is the fix; the
+last shows the head alone (what the guard test catches)."""
+
+
+def one_variant(head: str, checkpointing: bool, allocator: bool, batch: int, tokens: int) -> dict:
+    """One micro-batch with `head`, in this process (`bench_head` runs each in its own: what
+    one frees can stay resident and raise the next one's peak)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+    from trl.trainer import utils
+
+    from tbrl_lib.train.config.config import LORA_TARGETS
+
+    if allocator:
+        return_freed_memory()
+    base = AutoModelForCausalLM.from_pretrained(resolve_model("smollm2-135m"), dtype=torch.float32)
+    utils.add_fused_lm_head(base, outputs=("log_probs", "entropy"))
+    lora = LoraConfig(r=8, lora_alpha=16, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM")
+    model = get_peft_model(base, lora)
+    model.train()
+    if checkpointing:
+        model.gradient_checkpointing_enable({"use_reentrant": False})
+    utils._ChunkedLogProbFunction = HEADS[head]
+    loaded, peak, seconds = grpo_micro_batch(model, batch, tokens, base.config.vocab_size)
+    return {
+        "head": head,
+        "checkpointing": checkpointing,
+        "allocator": allocator,
+        "loaded_gib": loaded,
+        "peak_gib": peak,
+        "seconds": seconds,
+    }
+
+
+def head_command(head: str, checkpointing: bool, allocator: bool, batch: int, tokens: int):
+    """The command line of one variant in a process of its own (`head-one`)."""
+    command = [sys.executable, __file__, "head-one", head, str(batch), str(tokens)]
+    return command + ["--checkpointing"] * checkpointing + ["--allocator"] * allocator
+
+
+def bench_head(batch: int, tokens: int) -> list[dict]:
+    """Each variant in a fresh process; the table."""
+    rows = []
+    for variant in VARIANTS:
+        done = subprocess.run(
+            head_command(*variant, batch, tokens), check=True, capture_output=True, text=True
+        )
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        console().print(rows[-1])
+    table = Table(title=f"one GRPO micro-batch: SmolLM2-135M LoRA, {batch} x {tokens:,} tokens")
+    for column in ("head", "checkpointing", "allocator", "peak GiB", "vs first", "seconds"):
+        table.add_column(column)
+    base_peak = rows[0]["peak_gib"]
+    for r in rows:
+        table.add_row(
+            r["head"],
+            "on" if r["checkpointing"] else "off",
+            "returns freed" if r["allocator"] else "glibc default",
+            f"{r['peak_gib']:.2f}",
+            f"{r['peak_gib'] / base_peak:.2f}x",
+            f"{r['seconds']:.0f}",
+        )
+    console().print(table)
+    return rows
+
+
+SHORTENED = {
+    "cpu-smoke": {},
+    "cpu-demo": {"grpo.max_steps": 4, "heldout.instances": 4},
+    "cpu-smollm2": {"grpo.max_steps": 3, "heldout.instances": 4},
+    "cpu-smollm2-learn": {"grpo.max_steps": 4, "heldout.instances": 2, "heldout.bundled": 0},
+}
+"""Per preset, what `runs` changes so every phase runs in minutes: fewer GRPO steps and
+held-out instances (the plan depends on neither)."""
+
+
+def run_preset(preset: str, overrides: dict, out: Path) -> dict:
+    """`tbrl train run` of `preset` in a process of its own; its summary."""
+    command = [sys.executable, "-m", "tbrl_lib.cli", "train", "run", "--preset", preset]
+    for key, value in overrides.items():
+        command += ["--set", f"{key}={value}"]
+    started = time.monotonic()
+    subprocess.run([*command, "--out", str(out)], check=True)
+    summary = json.loads((out / "summary.json").read_text())
+    summary["bench_seconds"] = time.monotonic() - started
+    return summary
+
+
+def bench_runs(presets: list[str], steps: int | None) -> list[dict]:
+    """Plan beside measured peak per phase, and step 2 beside the last step, per preset."""
+    rows = []
+    for preset in presets:
+        overrides = {**SHORTENED.get(preset, {})}
+        if steps:
+            overrides["grpo.max_steps"] = steps
+        summary = run_preset(preset, overrides, OUT / "runs" / preset)
+        memory = summary["memory"]
+        step_peaks = memory.get("steps", [])
+        for phase, row in memory["phases"].items():
+            rows.append({"preset": preset, "phase": phase, **row})
+        rows.append(
+            {
+                "preset": preset,
+                "phase": "grpo steps",
+                "step2_gib": step_peaks[1] if len(step_peaks) > 1 else None,
+                "last_gib": step_peaks[-1] if step_peaks else None,
+                "steps": len(step_peaks),
+                "seconds": summary["bench_seconds"],
+            }
+        )
+        console().print(rows[-1])
+    table = Table(title="memory per phase: plan vs measured peak (GiB, process resident)")
+    for column in ("preset", "phase", "plan", "peak", "peak / plan", "step 2", "last step"):
+        table.add_column(column)
+    for r in rows:
+        plan, peak = r.get("planned_gib"), r.get("peak_gib")
+        ratio = f"{peak / plan:.2f}" if plan and peak else ""
+        cells = [r["preset"], r["phase"], plan, peak, ratio, r.get("step2_gib"), r.get("last_gib")]
+        table.add_row(*("" if c is None else str(c) for c in cells))
+    console().print(table)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="mode", required=True)
+    head = sub.add_parser("head", help="one GRPO micro-batch with each log-prob head")
+    head.add_argument("--batch", type=int, default=4, help="sequences per micro-batch")
+    head.add_argument("--tokens", type=int, default=1024, help="tokens per sequence")
+    one = sub.add_parser("head-one", help="one variant of `head`, printed as JSON")
+    one.add_argument("head", choices=sorted(HEADS))
+    one.add_argument("batch", type=int)
+    one.add_argument("tokens", type=int)
+    one.add_argument("--checkpointing", action="store_true")
+    one.add_argument("--allocator", action="store_true", help="return_freed_memory() first")
+    runs = sub.add_parser("runs", help="train() of each CPU preset, plan vs peak per phase")
+    runs.add_argument("--presets", nargs="+", default=list(SHORTENED), help="presets to run")
+    runs.add_argument("--steps", type=int, default=None, help="GRPO steps (default: SHORTENED)")
+    args = parser.parse_args(argv)
+    if args.mode == "head-one":
+        variant = (args.head, args.checkpointing, args.allocator, args.batch, args.tokens)
+        print(json.dumps(one_variant(*variant)))
+        return
+    OUT.mkdir(parents=True, exist_ok=True)
+    if args.mode == "head":
+        rows = bench_head(args.batch, args.tokens)
+        (OUT / "head.json").write_text(json.dumps(rows, indent=2))
+    elif args.mode == "runs":
+        rows = bench_runs(args.presets, args.steps)
+        (OUT / "runs.json").write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
