@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # types only: the judges package imports `reward.py`, which imports parts
+if TYPE_CHECKING:  # types only; the judges' own modules, not their package, which imports
+    # `reward.py` (which imports the parts)
     from tbrl_lib.agent.trajectory import Trajectory
-    from tbrl_lib.rewards.judges import JudgeMissing, JudgeResult
+    from tbrl_lib.rewards.judges.base import JudgeResult
+    from tbrl_lib.rewards.judges.chain import JudgeMissing
     from tbrl_lib.rewards.verifier import TestReport
     from tbrl_lib.tasks.model import Task
 
