@@ -12,6 +12,7 @@ import torch
 
 from tbrl_lib.train.config.config import GRPOSettings
 from tbrl_lib.train.grpo.trainer import ESTIMATORS, advantages, estimator, grpo, rloo
+from tests.train.conftest import SHORT_RUN
 
 NAN = float("nan")
 
@@ -100,12 +101,7 @@ def test_a_registered_part_and_estimator_reach_the_run_and_grpo_is_trls(
         load_preset(
             "cpu-smoke",
             {
-                "grpo.max_steps": 1,
-                "data.task_ids": ["count-error-lines"],
-                "grpo.num_generations": 2,
-                "grpo.gradient_accumulation_steps": 2,
-                "rollout.episode.max_tokens_per_turn": 16,
-                "rollout.episode.max_turns": 1,
+                **SHORT_RUN,
                 "rollout.reward.weights.turns": 0.5,
                 "rollout.reward.weights.budget": 0.1,  # the example part, beside the throw-away
                 "grpo.advantage": "ones",

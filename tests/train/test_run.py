@@ -9,6 +9,7 @@ import os
 import pytest
 
 from tbrl_lib.trl_vllm import installed_note
+from tests.train.conftest import SHORT_RUN
 
 
 @pytest.mark.docker
@@ -19,20 +20,7 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image, 
     from tbrl_lib.train.report.reporting import load_metrics, rollouts_frame
 
     out = tmp_path / "run"
-    summary = train(
-        load_preset(
-            "cpu-smoke",
-            {
-                "grpo.max_steps": 1,
-                "data.task_ids": ["count-error-lines"],
-                "grpo.num_generations": 2,
-                "grpo.gradient_accumulation_steps": 2,
-                "rollout.episode.max_tokens_per_turn": 16,
-                "rollout.episode.max_turns": 1,
-            },
-        ),
-        out,
-    )
+    summary = train(load_preset("cpu-smoke", SHORT_RUN), out)
     assert summary["steps"] == 1 and summary["rollouts"] == 2
     console = capfd.readouterr()  # TRL's vLLM-range warning: one line when it applies, once
     notes = [line for line in console.out.splitlines() if line.startswith("note: vLLM ")]

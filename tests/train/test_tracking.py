@@ -13,16 +13,7 @@ import pytest
 from tbrl_lib.overrides import parse_overrides
 from tbrl_lib.train.config.presets import load_preset
 from tbrl_lib.train.grpo.trainer import grpo_args
-
-# test_run.py's one-step cpu-smoke shape (2 rollouts of one task, one short turn)
-SHORT_RUN = {
-    "grpo.max_steps": 1,
-    "data.task_ids": ["count-error-lines"],
-    "grpo.num_generations": 2,
-    "grpo.gradient_accumulation_steps": 2,
-    "rollout.episode.max_tokens_per_turn": 16,
-    "rollout.episode.max_turns": 1,
-}
+from tests.train.conftest import SHORT_RUN
 
 
 def test_report_to_defaults_to_none_and_takes_a_string_or_list():
