@@ -47,9 +47,9 @@ from tbrl_lib.train.grpo.task_set import close_sandboxes
 from tbrl_lib.train.grpo.trainer import SessionTrainer
 from tbrl_lib.train.heldout.evaluator import HeldoutEvaluator
 from tbrl_lib.train.plan.gpu_memory import plan_text
-from tbrl_lib.train.plan.phase_memory import RunClock, StepMemory, return_freed_memory, timed
+from tbrl_lib.train.plan.phase_memory import RunClock, return_freed_memory, timed
 from tbrl_lib.train.plan.resume import checkpoint_step, find_checkpoint, run_folder_of
-from tbrl_lib.train.report.callbacks import heldout_line
+from tbrl_lib.train.report.callbacks import StepMemory, heldout_line
 from tbrl_lib.train.report.reporting import write_config
 from tbrl_lib.train.rollouts.hooks import process_state
 from tbrl_lib.train.vllm.vllm_server import serving

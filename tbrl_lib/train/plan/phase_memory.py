@@ -4,11 +4,15 @@ plan; and the allocator told to give freed memory back (`return_freed_memory`).
 At a phase's start the process's high-water mark (`VmHWM`) is reset by writing `5` to
 `/proc/self/clear_refs`; at its end `VmHWM` in `/proc/self/status` is that phase's peak.
 The kernel keeps it at every page fault, so a spike of one step is caught exactly, with no
-sampler thread. Inside GRPO, `StepMemory` reads and resets it at the end of every optimizer
-step, so `RunClock.steps` holds each step's peak (growth: the last step beside step 2).
+sampler thread. Inside GRPO, `report.callbacks.StepMemory` reads and resets it at the end of
+every optimizer step, so `RunClock.steps` holds each step's peak (growth: the last step
+beside step 2).
 Child processes (a vLLM server the run started) are counted apart: the sum of their own
 `VmHWM` at the phase's end. Where the reset is not allowed (not Linux, a locked-down
 /proc), peaks are the process's peak so far (`ru_maxrss`), said by `RunClock.resettable`.
+
+No torch or transformers here: preflight imports the planner, which imports this, before
+unsloth (which must come before transformers).
 
 Left out: GPU memory (`gpu_memory.measured_peak_gib` reports torch's peak), memory of
 Docker sandboxes (not this process's).
@@ -25,7 +29,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
-from transformers import TrainerCallback
 
 GIB = 2**30
 STATUS, CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs")
@@ -135,16 +138,6 @@ def timed(phases: dict[str, float], name: str) -> Iterator[None]:
         phases[name] = round(phases.get(name, 0.0) + time.monotonic() - started, 1)
         if isinstance(phases, RunClock):
             phases.end_phase(name)
-
-
-class StepMemory(TrainerCallback):
-    """Records each optimizer step's peak resident memory in `clock.steps`."""
-
-    def __init__(self, clock: RunClock) -> None:
-        self.clock = clock
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.clock.mark_step()
 
 
 def phase_table(planned: dict[str, float], clock: RunClock) -> dict[str, dict[str, float]]:
