@@ -240,20 +240,21 @@ CONFINED = {
 """Third-party package -> the only folder of tbrl_lib whose modules may import it."""
 
 
+def absolute_imports(path: Path) -> list[tuple[str, int]]:
+    """(module, line) of every absolute import in `path`, at any depth."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+    return found
+
+
 def sdk_imports(path: Path, sdk: str) -> list[int]:
     """Lines of `path` that import `sdk` or one of its modules, at any depth."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    lines = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        else:
-            continue
-        if any(name == sdk or name.startswith(sdk + ".") for name in names):
-            lines.append(node.lineno)
-    return lines
+    lines = {line for name, line in absolute_imports(path) if name.split(".")[0] == sdk}
+    return sorted(lines)
 
 
 def confinement_offenders(pkg: Path, sdk: str, home: Path) -> list[str]:
@@ -308,17 +309,10 @@ TRAIN_ROOMS = [
 def room_imports(path: Path) -> set[tuple[str, int]]:
     """(room of tbrl_lib.train, line) of every import in `path`, at any depth."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules = [node.module]
-        else:
-            continue
-        for module in modules:
-            parts = module.split(".")
-            if parts[:2] == ["tbrl_lib", "train"] and len(parts) > 2:
-                found.add((parts[2], node.lineno))
+    for module, line in absolute_imports(path):
+        parts = module.split(".")
+        if parts[:2] == ["tbrl_lib", "train"] and len(parts) > 2:
+            found.add((parts[2], line))
     return found
 
 
