@@ -40,6 +40,7 @@ WARM_START_KEYS = (
     "loss_before",
     "loss_after",
     "seconds",
+    "batch_tokens",
 )
 
 
@@ -73,7 +74,7 @@ def summarize_run(
         "heldout": before_after_table(evals) if evals else [],
         "heldout_by_family": family_table(evals, session.heldout.tasks) if evals else [],
         "heldout_bundled": bundled_table(evals),
-        "memory": memory_report(session.config, phases),
+        "memory": memory_report(session.config, phases, warm and warm.get("batch_tokens")),
         "wall_seconds": phases["total"],
         "phase_seconds": phases,
         "run_dir": str(session.out),

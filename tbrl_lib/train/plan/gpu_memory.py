@@ -41,7 +41,9 @@ synchronous HF run the trainer's fixed rows plus the rollouts' generation where 
 larger; an evaluation (`base evaluation`, `warm start evaluation`) is the runtime, a model
 loaded from its checkpoint and its generation over launch.sandbox_concurrency episodes;
 `final evaluation` adds the trainer's weights, gradients and optimizer, still held; `warm
-start` is a training step over sft.batch_size demonstrations at full length. `phase_memory`
+start` is a training step over sft.batch_size demonstrations at full length before the run,
+and over its largest batch of recorded demonstrations in summary.json (they are known before
+the SFT trains; short demonstrations made the full-length plan 27-38% loose). `phase_memory`
 measures each phase's peak in a run (the kernel's high-water mark), summary.json `memory`
 puts it beside this plan, and a phase more than 15% over its plan prints one line.
 
@@ -218,9 +220,12 @@ def plan_text(config: TrainConfig) -> str:
         return f"no memory plan for {config.preset}: {exc}"
 
 
-def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryPlan:
+def plan_memory(
+    config: TrainConfig, shape: ModelShape | None = None, sft_tokens: int | None = None
+) -> MemoryPlan:
     """Per-GPU memory estimate of `config` (see the module docstring for the rules): the rows
-    of a GRPO step, and the peak of each phase of `train()`."""
+    of a GRPO step, and the peak of each phase of `train()`. `sft_tokens`: the warm start's
+    largest batch in tokens once its demonstrations are recorded (default: full length)."""
     model, launch = config.model, config.launch
     shape = shape or model_shape(model.name)
     b = 4 if model.dtype == "fp32" or launch.cpu else 2
@@ -235,7 +240,7 @@ def plan_memory(config: TrainConfig, shape: ModelShape | None = None) -> MemoryP
         rows.append(("vllm", share * launch.gpu_memory_gb, f"colocate, {share:.0%} of GPU"))
     if config.grpo.async_rollouts and launch.generation_backend == "hf":
         rows += worker_rows(config, shape, b)
-    phases = phase_plan(config, shape, b, shards, rows, fixed)
+    phases = phase_plan(config, shape, b, shards, rows, fixed, sft_tokens)
     return MemoryPlan(config.preset, rows, launch.gpu_memory_gb, phases)
 
 
@@ -283,12 +288,14 @@ def phase_plan(
     shards: int,
     rows: list[tuple[str, float, str]],
     fixed: list[tuple[str, float, str]],
+    sft_tokens: int | None = None,
 ) -> dict[str, float]:
     """The planned peak (GiB) of each phase `train()` runs (`run.py`'s names): the GRPO step
     (`rows`), or the rollouts' generation on the trainer's model where that is larger; an
     evaluation: a model loaded from a checkpoint and its generation batch (the final one
     beside the trainer's state, `fixed`); the warm start: a training step over
-    `sft.batch_size` demonstrations at full length."""
+    `sft.batch_size` demonstrations at full length (`sft_tokens`: the recorded ones' largest
+    batch)."""
     launch, episode = config.launch, config.rollout.episode
     runtime = CPU_RUNTIME_GIB if launch.cpu else 0.0
     trained = sum(gib for _, gib, _ in fixed)
@@ -304,7 +311,7 @@ def phase_plan(
     if evaluated:
         phases["base evaluation"] = evaluation
     if config.sft.demos:
-        sft_tokens = config.sft.batch_size * episode.max_total_tokens
+        sft_tokens = sft_tokens or config.sft.batch_size * episode.max_total_tokens
         phases["warm start"] = runtime + sum(
             gib for _, gib, _ in training_rows(config, shape, b, shards, sft_tokens)
         )
@@ -371,12 +378,15 @@ def measured_peak_gib() -> dict[str, float]:
     return peak
 
 
-def memory_report(config: TrainConfig, clock: RunClock | None = None) -> dict[str, Any]:
+def memory_report(
+    config: TrainConfig, clock: RunClock | None = None, sft_tokens: int | None = None
+) -> dict[str, Any]:
     """summary.json `memory`: the plan's peak beside the measured peak; with the run's
     `clock`, per phase (`phases`: planned and peak GiB), the peak of GRPO's steps (`steps`)
-    and a line for each phase over its plan by more than 15% (`over_plan`)."""
+    and a line for each phase over its plan by more than 15% (`over_plan`). `sft_tokens`:
+    the warm start's largest batch as recorded (its phase planned from it, not full length)."""
     try:
-        plan: MemoryPlan | None = plan_memory(config)
+        plan: MemoryPlan | None = plan_memory(config, sft_tokens=sft_tokens)
     except ValueError:
         plan = None
     report: dict[str, Any] = {
