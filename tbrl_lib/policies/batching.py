@@ -36,9 +36,19 @@ class BatchingGenerator:
     """Async front of a backend: requests arriving within `window_s` share one batch."""
 
     def __init__(
-        self, backend: GenerationBackend, max_batch: int = 64, window_s: float = 0.01
+        self,
+        backend: GenerationBackend,
+        max_batch: int = 64,
+        window_s: float = 0.01,
+        max_batch_tokens: int | None = None,
     ) -> None:
+        """`max_batch_tokens`: the most tokens a batch may hold, each request counted at the
+        batch's longest prompt plus its new tokens (what a padded batch holds); a request over
+        it alone still runs alone. The memory planner's `generation_token_budget`."""
         self.backend, self.max_batch, self.window_s = backend, max_batch, window_s
+        self.max_batch_tokens = max_batch_tokens
+        self._waiting: list[tuple] = []
+        """Requests taken from the queue that did not fit the last batch: first in the next."""
         self._queue: asyncio.Queue | None = None
         self._worker: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -53,7 +63,7 @@ class BatchingGenerator:
     ) -> Sample:
         loop = asyncio.get_running_loop()
         if self._worker is None or self._worker.done() or self._loop is not loop:
-            self._queue, self._loop = asyncio.Queue(), loop
+            self._queue, self._loop, self._waiting = asyncio.Queue(), loop, []
             self._worker = asyncio.create_task(self._serve())
         future: asyncio.Future = loop.create_future()
         await self._queue.put((prompt_ids, max_new_tokens, future, deadline))
@@ -68,10 +78,12 @@ class BatchingGenerator:
     async def _serve(self) -> None:
         assert self._queue is not None
         while True:
-            batch = [await self._queue.get()]
+            if not self._waiting:
+                self._waiting.append(await self._queue.get())
             await asyncio.sleep(self.window_s)
-            while not self._queue.empty() and len(batch) < self.max_batch:
-                batch.append(self._queue.get_nowait())
+            while not self._queue.empty():
+                self._waiting.append(self._queue.get_nowait())
+            batch = self._next_batch()
             # One call per max_new_tokens value keeps each backend call homogeneous.
             for budget in sorted({item[1] for item in batch}):
                 group = [item for item in batch if item[1] == budget]
@@ -92,6 +104,23 @@ class BatchingGenerator:
                 for (_, _, future, _), result in zip(group, results, strict=True):
                     if not future.done():
                         future.set_result(result)
+
+    def _next_batch(self) -> list[tuple]:
+        """The longest run of waiting requests, oldest first, within `max_batch` and
+        `max_batch_tokens` (at least one)."""
+        count, longest = 1, _tokens(self._waiting[0])
+        for item in self._waiting[1 : self.max_batch]:
+            longest = max(longest, _tokens(item))
+            if self.max_batch_tokens is not None and (count + 1) * longest > self.max_batch_tokens:
+                break
+            count += 1
+        batch, self._waiting = self._waiting[:count], self._waiting[count:]
+        return batch
+
+
+def _tokens(item: tuple) -> int:
+    """A request's prompt and new tokens: what it holds in a batch at its longest."""
+    return len(item[0]) + item[1]
 
 
 def _abandoned(group: list[tuple]) -> Callable[[], bool]:

@@ -123,9 +123,11 @@ class HFPolicy(TokenPolicy):
         seed: int | None = None,
         name: str | None = None,
         slow_after_s: float = SLOW_AFTER_S,
+        max_batch_tokens: int | None = None,
     ) -> None:
         """`name`: what trajectories record as the policy (default `hf:PATH`); a load that
-        takes over `slow_after_s` says so (`slow_notice`)."""
+        takes over `slow_after_s` says so (`slow_notice`); `max_batch_tokens`: the most tokens
+        one generation batch holds (`BatchingGenerator`; None: no bound)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy, as torch
 
         with slow_notice(f"loading model {path}", slow_after_s):
@@ -136,6 +138,6 @@ class HFPolicy(TokenPolicy):
         super().__init__(
             name or f"hf:{path}",
             TokenChat(tokenizer, enable_thinking),
-            BatchingGenerator(self.backend),
+            BatchingGenerator(self.backend, max_batch_tokens=max_batch_tokens),
             max_context=getattr(model.config, "max_position_embeddings", 32768),
         )

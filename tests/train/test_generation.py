@@ -53,6 +53,29 @@ def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
         )  # cut right after the first stop token
 
 
+def test_a_token_budget_splits_the_batch_and_serves_every_request(tiny_model, tiny_tokenizer):
+    # 4 prompts of 3-5 tokens + 6 new: two fit 2 x 11 <= 24 tokens, a third would not
+    backend = HFBackend(tiny_model, tiny_tokenizer, temperature=1.2)
+    sizes: list[int] = []
+    generate = backend.generate
+    backend.generate = lambda prompts, *rest: sizes.append(len(prompts)) or generate(prompts, *rest)
+    generator = BatchingGenerator(backend, window_s=0.05, max_batch_tokens=24)
+
+    async def main():
+        prompts = [[3, 5, 7], [3, 5, 8, 9, 10], [3, 6], [3, 5, 7, 7]]
+        try:
+            return await asyncio.gather(*(generator.sample(p, 6) for p in prompts))
+        finally:
+            await generator.aclose()
+
+    results = asyncio.run(main())
+    assert sizes == [2, 2] and generator.batched_requests == 4
+    assert all(1 <= len(r.ids) <= 6 for r in results)
+    lone = BatchingGenerator(backend, max_batch_tokens=4)  # one request over the budget: alone
+    result = asyncio.run(lone.sample([3, 5, 7], 6))
+    assert sizes[-1] == 1 and 1 <= len(result.ids) <= 6
+
+
 def test_a_backend_failure_reaches_every_waiting_episode():
     class Broken:
         def generate(self, prompts, max_new_tokens, abandoned=None):
@@ -148,3 +171,16 @@ def test_a_batch_nobody_waits_for_is_abandoned():
         return time.monotonic() - started
 
     assert asyncio.run(main()) < 4 and seen == [True]
+
+
+def test_the_runs_generation_batches_take_the_memory_budget(tmp_path, tiny_model, tiny_tokenizer):
+    from tbrl_lib.train.config.presets import load_preset
+    from tbrl_lib.train.heldout.evaluator import HeldoutEvaluator
+    from tbrl_lib.train.plan.gpu_memory import generation_token_budget
+
+    policy = TrainerPolicy(tiny_tokenizer, "hf", 1.0, 1.0, 512, max_batch_tokens=99)
+    policy.bind(SimpleNamespace(model=tiny_model))
+    assert policy.sampler.max_batch_tokens == 99
+    config = load_preset("cpu-smollm2-learn", {"heldout.instances": 1, "heldout.bundled": 0})
+    evaluator = HeldoutEvaluator.for_run(config, config.rollout, tmp_path)
+    assert evaluator.max_batch_tokens == generation_token_budget(config) >= 8 * 1024

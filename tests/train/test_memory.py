@@ -6,7 +6,16 @@ import pytest
 
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.config.presets import load_preset, preset_names
-from tbrl_lib.train.plan.gpu_memory import GIB, KNOWN_SHAPES, ModelShape, model_shape, plan_memory
+from tbrl_lib.train.plan.gpu_memory import (
+    GENERATION_HEADROOM,
+    GIB,
+    KNOWN_SHAPES,
+    ModelShape,
+    generation_batch,
+    generation_token_budget,
+    model_shape,
+    plan_memory,
+)
 
 
 @pytest.mark.parametrize(
@@ -144,11 +153,33 @@ def test_no_worker_rows_when_generation_has_gpus_of_its_own_or_runs_between_step
 
 
 def test_1xh200_async_runs_episodes_its_gpu_holds():
-    # 6 episodes: 102 GiB of 141; with the sampling scores held once (issue 46) 8 would plan
-    # 120 GiB, and 12 do not fit
+    # 6 episodes: 102 GiB of 141, one generation batch; 12 at once would need 10 x 32k
+    # tokens of KV cache beside the step: memory bounds the worker's batch to 8 episodes
+    # (the other 4 wait for the next batch) and the plan fits
     assert plan_memory(load_preset("1xh200-async")).fits
+    assert generation_batch(load_preset("1xh200-async")) == 6
     more = load_preset("1xh200-async", {"launch.sandbox_concurrency": 12})
-    assert not plan_memory(more).fits
+    rows = _rows(more)
+    assert generation_batch(more) == 8 and plan_memory(more).fits
+    assert rows["worker kv"] == pytest.approx(8 * 32_768 * 2 * 36 * 8 * 128 * 2 / GIB)
+
+
+def test_generation_budget_is_the_memory_left_over_a_tokens_cost_by_hand():
+    # SmolLM2 in fp32 on CPU: a token's KV cache 2 x 30 layers x 3 kv heads x 64 x 4 B and its
+    # prefill through one layer 4 B x (8 x 576 + 3 x 1536), which beats the sampling scores
+    # spread over the context (66 x 49,152 x 4 B / 1,024 tokens)
+    config = load_preset("cpu-smollm2-learn")
+    per_token = 2 * 30 * 3 * 64 * 4 + 4 * (8 * 576 + 3 * 1536)
+    assert 66 * 49_152 * 4 / 1024 < 4 * (8 * 576 + 3 * 1536)
+    one_more_gib = generation_token_budget(config, 9.0) - generation_token_budget(config, 8.0)
+    assert one_more_gib == pytest.approx(GENERATION_HEADROOM * GIB / per_token, abs=1)
+    # held: the runtime, the evaluated model and the trainer's weights, gradients, optimizer
+    held = plan_memory(config).phases["final evaluation"] - 8 * 1024 * per_token / GIB
+    budget = generation_token_budget(config, 4.0)
+    assert budget == pytest.approx((4.0 * GENERATION_HEADROOM - held) * GIB / per_token, rel=0.01)
+    # a machine too small for one more episode still runs one at a time; an unknown size: none
+    assert generation_token_budget(config, 1.0) == 1024
+    assert generation_token_budget(config, 0) is None
 
 
 def test_local_model_folder_shape_is_read_from_config_json(tmp_path):

@@ -51,6 +51,7 @@ class AsyncSessionTrainer(SessionTrainer):
             policy.top_p,
             session.rollout.episode.max_total_tokens,
             config.model.enable_thinking,
+            policy.max_batch_tokens,
         )
         self.ahead = AheadRolloutFunc(
             session.index,

@@ -40,6 +40,7 @@ from tbrl_lib.train.grpo.task_set import dataset_rows, prebuild_images, select_t
 from tbrl_lib.train.heldout.evaluator import HeldoutDuringTraining, HeldoutEvaluator
 from tbrl_lib.train.model.model_loader import load_policy
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
+from tbrl_lib.train.plan.gpu_memory import generation_token_budget
 from tbrl_lib.train.report.callbacks import CurriculumStop, MetricsWriter
 from tbrl_lib.train.rollouts.curriculum import Curriculum
 from tbrl_lib.train.rollouts.engine_outage import EngineWait
@@ -94,6 +95,7 @@ class TrainingSession:
             config.grpo.top_p,
             rollout.episode.max_total_tokens,
             config.model.enable_thinking,
+            generation_token_budget(config),
         )
         self.runner = RolloutRunner(
             RunnerSettings(

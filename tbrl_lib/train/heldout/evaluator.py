@@ -38,6 +38,7 @@ from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Difficulty, Task
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.heldout.split import evaluate_policy, family_of, heldout_tasks
+from tbrl_lib.train.plan.gpu_memory import generation_token_budget
 from tbrl_lib.train.rollouts.engine_outage import WHO, EngineWait
 
 BUNDLED = "bundled"
@@ -58,6 +59,8 @@ class HeldoutEvaluator:
     """The training run's outage handling (its resume command); None: evaluation's wording."""
     bundled: list[Task] | None = None
     """The easiest bundled tasks, evaluated with every checkpoint as `<name>-bundled`."""
+    max_batch_tokens: int | None = None
+    """A checkpoint's generation batch bound (`gpu_memory.generation_token_budget`)."""
 
     @classmethod
     def for_run(
@@ -82,6 +85,7 @@ class HeldoutEvaluator:
             config.model.enable_thinking,
             EngineWait.for_run(config, run_dir) if run_dir is not None else None,
             easiest_tasks(data.tasks, heldout.bundled) if heldout.bundled else None,
+            generation_token_budget(config),
         )
 
     def evaluate(self, policy: Policy, name: str) -> dict[str, Any]:
@@ -119,7 +123,11 @@ class HeldoutEvaluator:
         """The saved model at `path` on the held-out instances; on the bundled tasks too
         (`result["bundled"]`, None without them), with the same loaded policy."""
         policy = HFPolicy(
-            path, temperature=self.temperature, seed=seed, enable_thinking=self.enable_thinking
+            path,
+            temperature=self.temperature,
+            seed=seed,
+            enable_thinking=self.enable_thinking,
+            max_batch_tokens=self.max_batch_tokens,
         )
         return self.evaluate(policy, name) | {"bundled": self.evaluate_bundled(policy, name)}
 

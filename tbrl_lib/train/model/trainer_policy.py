@@ -38,10 +38,13 @@ class TrainerPolicy(TokenPolicy):
         top_p: float,
         max_context: int,
         enable_thinking: bool = True,
+        max_batch_tokens: int | None = None,
     ) -> None:
+        """`max_batch_tokens`: HF generation's batch bound (`BatchingGenerator`)."""
         chat = TokenChat(tokenizer, enable_thinking)
         super().__init__("trainer", chat, Unbound(), max_context)
         self.backend, self.temperature, self.top_p = backend, temperature, top_p
+        self.max_batch_tokens = max_batch_tokens
 
     def bind(self, trainer: Any) -> None:
         """Sample from `trainer`: its live model (`hf`) or its vLLM engine (`vllm-*`)."""
@@ -54,7 +57,8 @@ class TrainerPolicy(TokenPolicy):
         """Sample from `model` itself (HF generation): the trainer's live model, or an
         asynchronous rollout worker's copy of it."""
         self.sampler = BatchingGenerator(
-            HFBackend(model, self.tokenizer, self.temperature, self.top_p)
+            HFBackend(model, self.tokenizer, self.temperature, self.top_p),
+            max_batch_tokens=self.max_batch_tokens,
         )
 
 

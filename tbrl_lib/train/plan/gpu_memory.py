@@ -63,6 +63,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
+
 from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.models import PACKAGED, model_config
 from tbrl_lib.train.config.config import TrainConfig
@@ -228,8 +230,7 @@ def plan_memory(
     largest batch in tokens once its demonstrations are recorded (default: full length)."""
     model, launch = config.model, config.launch
     shape = shape or model_shape(model.name)
-    b = 4 if model.dtype == "fp32" or launch.cpu else 2
-    shards = launch.num_processes if launch.distributed in ("zero3", "fsdp2") else 1
+    b, shards = dtype_bytes(config), weight_shards(config)
     tokens = config.rollout.episode.max_total_tokens * config.grpo.per_device_batch_size
     rows = training_rows(config, shape, b, shards, tokens)
     fixed = [r for r in rows if r[0] not in ("activations", "logits")]
@@ -242,6 +243,17 @@ def plan_memory(
         rows += worker_rows(config, shape, b)
     phases = phase_plan(config, shape, b, shards, rows, fixed, sft_tokens)
     return MemoryPlan(config.preset, rows, launch.gpu_memory_gb, phases)
+
+
+def dtype_bytes(config: TrainConfig) -> int:
+    """Bytes a weight or activation takes: fp32 on CPU or when asked, else bf16/fp16."""
+    return 4 if config.model.dtype == "fp32" or config.launch.cpu else 2
+
+
+def weight_shards(config: TrainConfig) -> int:
+    """Processes the trainer's weights are sharded over (ZeRO-3, FSDP2), else 1."""
+    launch = config.launch
+    return launch.num_processes if launch.distributed in ("zero3", "fsdp2") else 1
 
 
 def training_rows(
@@ -300,8 +312,7 @@ def phase_plan(
     runtime = CPU_RUNTIME_GIB if launch.cpu else 0.0
     trained = sum(gib for _, gib, _ in fixed)
     step = sum(gib for _, gib, _ in rows)
-    generate = sum(generation_parts(shape, launch.sandbox_concurrency, episode, b)[:2])
-    generate /= GIB
+    generate = sum(generation_parts(shape, generation_batch(config), episode, b)[:2]) / GIB
     phases = {"grpo": step}
     if launch.generation_backend == "hf" and not config.grpo.async_rollouts:
         working = sum(gib for name, gib, _ in rows if name in ("activations", "logits"))
@@ -351,17 +362,70 @@ def generation_parts(
     return kv, max(prefill, scores), basis
 
 
+def generation_batch(config: TrainConfig) -> int:
+    """Episodes one HF generation batch holds at full length: `launch.sandbox_concurrency`,
+    fewer where `generation_token_budget` of the GPU's memory bounds it."""
+    launch, context = config.launch, config.rollout.episode.max_total_tokens
+    budget = None if launch.cpu else generation_token_budget(config, launch.gpu_memory_gb)
+    return (
+        launch.sandbox_concurrency
+        if budget is None
+        else min(launch.sandbox_concurrency, max(1, budget // context))
+    )
+
+
+GENERATION_HEADROOM = 0.9
+"""The share of the capacity a generation batch may fill beside what is already held."""
+
+
+def generation_token_budget(config: TrainConfig, capacity_gib: float | None = None) -> int | None:
+    """The most tokens (episodes x padded length) one batched HF generation may hold on a
+    machine of `capacity_gib` (default: the GPU's `launch.gpu_memory_gb`, on CPU this
+    machine's memory): `GENERATION_HEADROOM` of it, less what is held while it generates,
+    over what a token costs (KV cache and working set, `generation_parts` of one full-length
+    episode). Held: between steps and in an evaluation, the runtime, a loaded model and the
+    trainer's weights, gradients and optimizer (the final evaluation holds them all); with
+    `grpo.async_rollouts`, a whole training step and the worker's copy of the policy. At
+    least one full episode; None: no limit (a model of unknown shape, no capacity)."""
+    if capacity_gib is None:
+        launch = config.launch
+        capacity_gib = psutil.virtual_memory().total / GIB if launch.cpu else launch.gpu_memory_gb
+    try:
+        shape = model_shape(config.model.name)
+    except ValueError:
+        return None
+    if capacity_gib <= 0:
+        return None
+    b, episode = dtype_bytes(config), config.rollout.episode
+    tokens = episode.max_total_tokens * config.grpo.per_device_batch_size
+    rows = training_rows(config, shape, b, weight_shards(config), tokens)
+    held = CPU_RUNTIME_GIB if config.launch.cpu else 0.0
+    if config.grpo.async_rollouts:
+        held += sum(gib for _, gib, _ in rows) + worker_copy_bytes(config, shape, b) / GIB
+    else:
+        held += shape.parameters() * b / GIB + sum(gib for _, gib, _ in rows[:3])
+    per_token = sum(generation_parts(shape, 1, episode, b)[:2]) / episode.max_total_tokens
+    free = (capacity_gib * GENERATION_HEADROOM - held) * GIB
+    return max(int(free / per_token), episode.max_total_tokens)
+
+
+def worker_copy_bytes(config: TrainConfig, shape: ModelShape, b: int) -> int:
+    """The asynchronous HF worker's copy of the policy: every parameter, a LoRA adapter's in
+    fp32."""
+    model = config.model
+    adapter = shape.lora_parameters(model.lora_rank) * 4 if model.use_lora else 0
+    return shape.parameters() * b + adapter
+
+
 def worker_rows(config: TrainConfig, shape: ModelShape, b: int) -> list[tuple[str, float, str]]:
     """The asynchronous HF worker's rows: its copy of the policy, the KV cache of its batch
-    of `launch.sandbox_concurrency` episodes and its working set (`generation_parts`)."""
+    (`generation_batch` episodes) and its working set (`generation_parts`)."""
     model, episode = config.model, config.rollout.episode
-    batch = config.launch.sandbox_concurrency
-    adapter = shape.lora_parameters(model.lora_rank) * 4 if model.use_lora else 0
-    copy = shape.parameters() * b + adapter
-    what = "async: the policy's copy" + (" + fp32 LoRA" if adapter else "")
+    batch = generation_batch(config)
+    what = "async: the policy's copy" + (" + fp32 LoRA" if model.use_lora else "")
     kv, working, basis = generation_parts(shape, batch, episode, b)
     return [
-        ("worker copy", copy / GIB, what),
+        ("worker copy", worker_copy_bytes(config, shape, b) / GIB, what),
         ("worker kv", kv / GIB, f"{batch} episodes x {episode.max_total_tokens:,} tokens"),
         ("worker gen", working / GIB, f"{basis}, {batch} episodes"),
     ]
