@@ -1,6 +1,6 @@
 """Memory: what one GRPO micro-batch costs with each log-prob head, and plan vs peak per phase.
 
-    python benchmarks/bench_memory.py head                   # SmolLM2, 4 x 1,024 tokens (~8 min)
+    python benchmarks/bench_memory.py head                   # SmolLM2, 4 x 1,024 tokens (~10 min)
     python benchmarks/bench_memory.py head --batch 2 --tokens 512
     python benchmarks/bench_memory.py runs                   # every CPU preset, shortened
     python benchmarks/bench_memory.py runs --presets cpu-smoke cpu-demo --steps 3
@@ -10,7 +10,9 @@ of `--tokens` tokens (the model scores all but the first 64 of each), through TR
 LM-head forward, in `VARIANTS`: the whole-batch head the CPU used before
 (`reference_logprobs`: fp32 log-probs and probabilities of every token kept for backward)
 or `TorchChunkedLogProb`, gradient checkpointing off or on, glibc's allocator as it comes or
-told to return freed memory (`return_freed_memory`); each in a fresh process, its peak
+told to return freed memory (`return_freed_memory`), torch's large tensors on 4 KiB pages or
+on transparent huge pages (`THP_MEM_ALLOC_ENABLE`, which `import tbrl_lib` turns on); each
+in a fresh process, its peak
 resident memory (the kernel's high-water mark, reset after the model is loaded:
 `phase_memory.py`) and seconds. Baseline in the same run: the first variant (what
 `cpu-smollm2-learn` ran).
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
@@ -82,15 +85,18 @@ def grpo_micro_batch(model, batch: int, tokens: int, vocab: int) -> tuple[float,
 
 
 HEADS = {"whole batch": WholeBatchHead, "chunked": TorchChunkedLogProb}
-VARIANTS = [  # (head, checkpointing, allocator returns freed memory), one fix added at a time
-    ("whole batch", False, False),
-    ("whole batch", False, True),
-    ("chunked", False, True),
-    ("chunked", True, True),
-    ("whole batch", True, True),
+VARIANTS = [  # (head, checkpointing, allocator returns freed memory, huge pages), a fix at a time
+    ("whole batch", False, False, False),
+    ("whole batch", False, True, False),
+    ("chunked", False, True, False),
+    ("chunked", True, True, False),
+    ("chunked", True, True, True),
+    ("chunked", True, False, True),
+    ("whole batch", True, True, False),
 ]
-"""The first is what `cpu-smollm2-learn` ran before 2026-12-06; the fourth is the fix; the
-last shows the head alone (what the guard test catches)."""
+"""The first is what `cpu-smollm2-learn` ran before 2026-12-06; the fifth is the fix (the
+fourth before huge pages, the sixth huge pages without the allocator setting); the last
+shows the head alone (what the guard test catches)."""
 
 
 def one_variant(head: str, checkpointing: bool, allocator: bool, batch: int, tokens: int) -> dict:
@@ -129,17 +135,35 @@ def head_command(head: str, checkpointing: bool, allocator: bool, batch: int, to
     return command + ["--checkpointing"] * checkpointing + ["--allocator"] * allocator
 
 
+def huge_pages_env(on: bool) -> dict[str, str]:
+    """The environment of a variant's process: torch's huge pages on or off."""
+    return os.environ | {"THP_MEM_ALLOC_ENABLE": "1" if on else "0"}
+
+
 def bench_head(batch: int, tokens: int) -> list[dict]:
     """Each variant in a fresh process; the table."""
     rows = []
-    for variant in VARIANTS:
+    for *variant, huge_pages in VARIANTS:
         done = subprocess.run(
-            head_command(*variant, batch, tokens), check=True, capture_output=True, text=True
+            head_command(*variant, batch, tokens),
+            check=True,
+            capture_output=True,
+            text=True,
+            env=huge_pages_env(huge_pages),
         )
-        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]) | {"huge_pages": huge_pages})
         console().print(rows[-1])
     table = Table(title=f"one GRPO micro-batch: SmolLM2-135M LoRA, {batch} x {tokens:,} tokens")
-    for column in ("head", "checkpointing", "allocator", "peak GiB", "vs first", "seconds"):
+    columns = (
+        "head",
+        "checkpointing",
+        "allocator",
+        "huge pages",
+        "peak GiB",
+        "vs first",
+        "seconds",
+    )
+    for column in columns:
         table.add_column(column)
     base_peak = rows[0]["peak_gib"]
     for r in rows:
@@ -147,6 +171,7 @@ def bench_head(batch: int, tokens: int) -> list[dict]:
             r["head"],
             "on" if r["checkpointing"] else "off",
             "returns freed" if r["allocator"] else "glibc default",
+            "on" if r["huge_pages"] else "off",
             f"{r['peak_gib']:.2f}",
             f"{r['peak_gib'] / base_peak:.2f}x",
             f"{r['seconds']:.0f}",

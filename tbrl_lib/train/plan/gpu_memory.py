@@ -47,6 +47,14 @@ the SFT trains; short demonstrations made the full-length plan 27-38% loose). `p
 measures each phase's peak in a run (the kernel's high-water mark), summary.json `memory`
 puts it beside this plan, and a phase more than 15% over its plan prints one line.
 
+Generation is bounded by memory: one batched HF generation holds at most
+`generation_token_budget` tokens (what the capacity leaves beside the models and the
+trainer's state, over a token's KV cache and working set; on CPU the machine's memory), so
+more concurrent episodes than fit wait for the next batch instead of failing; a GPU plan
+counts the bounded batch (`generation_batch`: 1xh200-async at 12 episodes generates 8 at a
+time). CPU plans count `launch.sandbox_concurrency` episodes (the budget depends on the
+machine, the plan does not).
+
 It is an estimate to catch presets that cannot fit, not a promise that one does: CUDA
 context, allocator fragmentation and NCCL buffers (a few GB) are not counted. What is left
 out: CPU/NVMe offload, sequence parallelism, quantised (QLoRA) weights.
