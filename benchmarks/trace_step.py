@@ -5,7 +5,7 @@
 The rule, so the count is the same for anyone who runs it:
 
 1. notebook 04's training cell, `train(config, out_dir=run, resume=resume)`, runs on
-   `cpu-smoke` shrunk to one step of one group of two rollouts (`STEP_SETTINGS`), under
+   `cpu-smoke` shrunk to one step of one group of two rollouts (`presets.ONE_STEP`), under
    `sys.setprofile` (and `threading.setprofile`, for the threads the step starts);
 2. the step is TRL's `trainer.train()`: with `grpo.max_steps=1` its whole call is one GRPO
    step (sampler, rollouts, rewards, loss, optimizer, logging callbacks);
@@ -34,15 +34,6 @@ import tbrl_lib
 LIBRARY = Path(tbrl_lib.__file__).resolve().parent
 TRAIN = LIBRARY / "train"
 NOTEBOOK = "notebooks/04_train.ipynb"
-STEP_SETTINGS = {
-    "grpo.max_steps": 1,
-    "data.task_ids": ["count-error-lines"],
-    "grpo.num_generations": 2,
-    "grpo.gradient_accumulation_steps": 2,
-    "rollout.episode.max_tokens_per_turn": 16,
-    "rollout.episode.max_turns": 1,
-}
-"""cpu-smoke shrunk to one step (as tests/train/test_run.py runs it)."""
 
 
 def _step_frame(frame: FrameType) -> bool:
@@ -106,10 +97,10 @@ class StepTrace:
 
 def trace(out_dir: Path) -> StepTrace:
     """Run notebook 04's training cell for one cpu-smoke step under the profiler."""
-    from tbrl_lib.train.config.presets import load_preset
+    from tbrl_lib.train.config.presets import ONE_STEP, load_preset
     from tbrl_lib.train.grpo.run import train
 
-    config = load_preset("cpu-smoke", STEP_SETTINGS)
+    config = load_preset("cpu-smoke", ONE_STEP)
     seen = StepTrace()
     threading.setprofile(seen.profile)
     sys.setprofile(seen.profile)

@@ -1,20 +1,9 @@
 """A tiny Qwen3 model and a word-level tokenizer with a Qwen3-style chat template, built in
-memory (no hub), for the TRL contract tests. Token `t<i>` has id i. And `SHORT_RUN`, the
-smallest real cpu-smoke run the end-to-end tests train."""
+memory (no hub), for the TRL contract tests. Token `t<i>` has id i."""
 
 from __future__ import annotations
 
 import pytest
-
-# One GRPO step of cpu-smoke: 2 rollouts of one task, one short turn (`--set` items)
-SHORT_RUN = {
-    "grpo.max_steps": 1,
-    "data.task_ids": ["count-error-lines"],
-    "grpo.num_generations": 2,
-    "grpo.gradient_accumulation_steps": 2,
-    "rollout.episode.max_tokens_per_turn": 16,
-    "rollout.episode.max_turns": 1,
-}
 
 QWEN3_STYLE_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tbrl_lib.train.config.config import GRPOSettings
+from tbrl_lib.train.config.presets import ONE_STEP
 from tbrl_lib.train.grpo.trainer import ESTIMATORS, advantages, estimator, grpo, rloo
-from tests.train.conftest import SHORT_RUN
 
 NAN = float("nan")
 
@@ -101,7 +101,7 @@ def test_a_registered_part_and_estimator_reach_the_run_and_grpo_is_trls(
         load_preset(
             "cpu-smoke",
             {
-                **SHORT_RUN,
+                **ONE_STEP,
                 "rollout.reward.weights.turns": 0.5,
                 "rollout.reward.weights.budget": 0.1,  # the example part, beside the throw-away
                 "grpo.advantage": "ones",

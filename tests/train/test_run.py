@@ -8,8 +8,8 @@ import os
 
 import pytest
 
+from tbrl_lib.train.config.presets import ONE_STEP
 from tbrl_lib.trl_vllm import installed_note
-from tests.train.conftest import SHORT_RUN
 
 
 @pytest.mark.docker
@@ -20,7 +20,7 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image, 
     from tbrl_lib.train.report.reporting import load_metrics, rollouts_frame
 
     out = tmp_path / "run"
-    summary = train(load_preset("cpu-smoke", SHORT_RUN), out)
+    summary = train(load_preset("cpu-smoke", ONE_STEP), out)
     assert summary["steps"] == 1 and summary["rollouts"] == 2
     console = capfd.readouterr()  # TRL's vLLM-range warning: one line when it applies, once
     notes = [line for line in console.out.splitlines() if line.startswith("note: vLLM ")]

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from tbrl_lib.overrides import parse_overrides
-from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.config.presets import ONE_STEP, load_preset
 from tbrl_lib.train.grpo.trainer import grpo_args
-from tests.train.conftest import SHORT_RUN
 
 
 def test_report_to_defaults_to_none_and_takes_a_string_or_list():
@@ -70,7 +69,7 @@ def test_a_short_run_logs_everything_to_tensorboard_and_one_console_line_per_ste
 
     out = tmp_path / "run"
     settings = {
-        **SHORT_RUN,
+        **ONE_STEP,
         "grpo.max_steps": 2,
         "data.task_ids": [],
         "data.families": ["write_word"],

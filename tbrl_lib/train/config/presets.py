@@ -115,6 +115,18 @@ INHERIT = "inherit"
 """The top-level key that names the preset a preset file starts from."""
 
 
+ONE_STEP = {
+    "grpo.max_steps": 1,
+    "data.task_ids": ["count-error-lines"],
+    "grpo.num_generations": 2,
+    "grpo.gradient_accumulation_steps": 2,
+    "rollout.episode.max_tokens_per_turn": 16,
+    "rollout.episode.max_turns": 1,
+}
+"""Overrides that shrink `cpu-smoke` to its smallest real run: one GRPO step of 2 rollouts of
+one task, one short turn (the end-to-end tests and `benchmarks/trace_step.py`)."""
+
+
 def preset_names() -> list[str]:
     """Presets shipped with tbrl (the YAML files in `tbrl_lib/train/config/presets/`)."""
     return _names_in(PRESETS)
