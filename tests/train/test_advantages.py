@@ -55,6 +55,12 @@ def test_an_unknown_estimator_names_the_known_ones(tmp_path):
         estimator("ppo")
     with pytest.raises(ValueError, match="grpo.advantage='ppo' is not an advantage estimator"):
         grpo_args(load_preset("cpu-smoke", {"grpo.advantage": "ppo"}), tmp_path)
+    # train() refuses it before anything runs (a warm start can take minutes)
+    from tbrl_lib.train.grpo.run import train
+
+    with pytest.raises(ValueError, match="not an advantage estimator"):
+        train(load_preset("cpu-demo", {"grpo.advantage": "ppo"}), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.docker
