@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib.train.plan.phase_memory import RunClock, over_plan, phase_table
+from tbrl_lib.train.plan.phase_memory import RunClock, over_plan, phase_table, timed
 from tbrl_lib.train.report.run_report import memory_table
 
 # Measured in a fresh process: the suite's own process has run models and engines by now, and
@@ -104,3 +104,17 @@ def test_importing_tbrl_puts_torchs_large_tensors_on_huge_pages(setting):
     )
     huge_kib = int(done.stdout.split()[-1])
     assert (huge_kib >= 32 * 1024) if setting is None else huge_kib == 0
+
+
+def test_the_peaks_so_far_are_on_disk_after_each_phase_and_step(tmp_path):
+    # a run killed for memory (no summary.json) still leaves what each phase and step reached
+    record = tmp_path / "memory_phases.json"
+    clock = RunClock(record)
+    with timed(clock, "warm start"):
+        pass
+    so_far = json.loads(record.read_text())
+    assert so_far["peaks_gib"]["warm start"] > 0 and "warm start" in so_far["seconds"]
+    with timed(clock, "grpo"):
+        clock.mark_step()
+        assert len(json.loads(record.read_text())["steps_gib"]) == 1
+    assert set(json.loads(record.read_text())["peaks_gib"]) == {"warm start", "grpo"}

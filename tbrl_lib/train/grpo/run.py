@@ -73,7 +73,8 @@ def train(config: TrainConfig, out_dir: str | Path = "", resume: str | Path = ""
     evals: dict[str, Any] = {}
     warm: dict[str, Any] | None = None
     return_freed_memory()  # freed activations back to the kernel, not kept by malloc
-    phases = RunClock()  # seconds and peak memory per part of the run (summary.json)
+    # seconds and peak memory per part of the run (summary.json), kept as it goes
+    phases = RunClock(out / "memory_phases.json" if main else None)
     try:
         with processes.local_main_process_first():  # one process per node builds the tiny model
             model_path = resolve_model(config.model.name)

@@ -21,6 +21,7 @@ Docker sandboxes (not this process's).
 from __future__ import annotations
 
 import ctypes
+import json
 import resource
 import sys
 import time
@@ -95,15 +96,23 @@ def children_peak_gib() -> float:
 class RunClock(dict):
     """Seconds per phase (the dict itself: summary.json's `phase_seconds`), with the peak
     resident memory of each phase (`peaks`, GiB), of its children (`children`) and of
-    each GRPO optimizer step (`steps`)."""
+    each GRPO optimizer step (`steps`). With a `record` path, what is known so far is
+    written there at each phase's end and each step (a run killed for memory keeps it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, record: Path | None = None) -> None:
         super().__init__()
         self.peaks: dict[str, float] = {}
         self.children: dict[str, float] = {}
         self.steps: list[float] = []
         self.resettable = reset_peak()
+        self.record = record
         self._running = 0.0
+
+    def save(self) -> None:
+        """Write the seconds and peaks so far to `record` (nothing without one)."""
+        if self.record is not None:
+            so_far = {"seconds": dict(self), "peaks_gib": self.peaks, "steps_gib": self.steps}
+            self.record.write_text(json.dumps(so_far | {"children_gib": self.children}) + "\n")
 
     def start_phase(self) -> None:
         reset_peak()
@@ -115,6 +124,7 @@ class RunClock(dict):
         children = children_peak_gib()
         if children:
             self.children[name] = round(children, 3)
+        self.save()
 
     def mark_step(self) -> float:
         """The peak since the last step (or the phase's start), recorded; resets the mark."""
@@ -122,6 +132,7 @@ class RunClock(dict):
         self.steps.append(round(peak, 3))
         self._running = max(self._running, peak)
         reset_peak()
+        self.save()
         return peak
 
 
