@@ -31,18 +31,25 @@ def test_the_trainer_policy_refuses_to_sample_before_a_trainer_is_bound(tiny_tok
         asyncio.run(policy.generate(conversation, 5))
 
 
-def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
-    backend = HFBackend(tiny_model, tiny_tokenizer, temperature=1.2)
-    generator = BatchingGenerator(backend, window_s=0.05)
+PROMPTS = [[3, 5, 7], [3, 5, 8, 9, 10], [3, 6], [3, 5, 7, 7]]
+
+
+def sample_all(generator: BatchingGenerator, prompts: list[list[int]], max_new: int) -> list:
+    """Every prompt sampled at once through `generator`, which is closed after."""
 
     async def main():
-        prompts = [[3, 5, 7], [3, 5, 8, 9, 10], [3, 6], [3, 5, 7, 7]]
         try:
-            return await asyncio.gather(*(generator.sample(p, 6) for p in prompts))
+            return await asyncio.gather(*(generator.sample(p, max_new) for p in prompts))
         finally:
             await generator.aclose()
 
-    results = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
+    backend = HFBackend(tiny_model, tiny_tokenizer, temperature=1.2)
+    generator = BatchingGenerator(backend, window_s=0.05)
+    results = sample_all(generator, PROMPTS, 6)
     assert generator.calls == 1 and generator.batched_requests == 4
     for r in results:
         assert 1 <= len(r.ids) <= 6 and len(r.logprobs) == len(r.ids)
@@ -60,15 +67,7 @@ def test_a_token_budget_splits_the_batch_and_serves_every_request(tiny_model, ti
     generate = backend.generate
     backend.generate = lambda prompts, *rest: sizes.append(len(prompts)) or generate(prompts, *rest)
     generator = BatchingGenerator(backend, window_s=0.05, max_batch_tokens=24)
-
-    async def main():
-        prompts = [[3, 5, 7], [3, 5, 8, 9, 10], [3, 6], [3, 5, 7, 7]]
-        try:
-            return await asyncio.gather(*(generator.sample(p, 6) for p in prompts))
-        finally:
-            await generator.aclose()
-
-    results = asyncio.run(main())
+    results = sample_all(generator, PROMPTS, 6)
     assert sizes == [2, 2] and generator.batched_requests == 4
     assert all(1 <= len(r.ids) <= 6 for r in results)
     lone = BatchingGenerator(backend, max_batch_tokens=4)  # one request over the budget: alone
