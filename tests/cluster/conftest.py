@@ -58,9 +58,41 @@ def _ports() -> dict[str, int]:
         "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port",
     )  # fmt: skip
     ports = {name: _free_port() for name in names}
-    ports["min-worker-port"] = 20000 + ports["node-manager-port"] % 20000
-    ports["max-worker-port"] = ports["min-worker-port"] + 199
+    ports["min-worker-port"] = _worker_block()
+    ports["max-worker-port"] = ports["min-worker-port"] + WORKER_PORTS - 1
     return ports
+
+
+WORKER_PORTS = 200
+_handed_out: set[int] = set()
+
+
+def _worker_block() -> int:
+    """The first port of `WORKER_PORTS` free ones below the kernel's ephemeral range (where
+    `_free_port`'s ports and every other random port come from), none handed out before.
+    It was derived from the node-manager port, which put it on that very port whenever the
+    kernel picked one in 32768-39999 (Ray refused to start: "used by other components")."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    blocks = range(10_000, low - WORKER_PORTS, WORKER_PORTS)
+    start = (os.getpid() * 7) % len(blocks)  # two test sessions: different blocks
+    for index in [*range(start, len(blocks)), *range(start)]:
+        first = blocks[index]
+        if first not in _handed_out and all(
+            _bindable(p) for p in range(first, first + WORKER_PORTS)
+        ):
+            _handed_out.add(first)
+            return first
+    raise RuntimeError(f"no {WORKER_PORTS} free ports below {low} for Ray's workers")
+
+
+def _bindable(port: int) -> bool:
+    """Free on every interface (Ray's workers listen on the node's address)."""
+    with socket.socket() as s:
+        try:
+            s.bind(("", port))
+        except OSError:
+            return False
+    return True
 
 
 class PortRendezvous(threading.Thread):
