@@ -35,7 +35,6 @@ def test_sft_lowers_assistant_loss_and_saves_checkpoint(tmp_path, docker_client,
         gc.enable()
     assert not alive, "the warm start's model outlives it (the evaluation after it holds two)"
     assert summary["demos"] == 4 and summary["steps"] == 4
-    assert summary["precision"] == "fp32"  # on CPU, not TRL's bf16 default (no bf16 units here)
     assert summary["loss_after"] < summary["loss_before"]
     AutoModelForCausalLM.from_pretrained(summary["checkpoint"])  # a `model:` GRPO can start from
     assert (tmp_path / "demos.parquet").is_file()

@@ -41,7 +41,6 @@ WARM_START_KEYS = (
     "loss_after",
     "seconds",
     "batch_tokens",
-    "precision",
 )
 
 

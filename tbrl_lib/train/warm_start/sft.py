@@ -81,14 +81,10 @@ def train_sft(
     seed: int = 0,
     peft_config: Any = None,
     gradient_checkpointing: bool = False,
-    precision: str = "fp32",
 ) -> dict[str, Any]:
     """Fine-tune on `rows` (all weights, or the LoRA adapter `peft_config` describes, merged
     before saving); saves model + tokenizer to `out_dir/checkpoint`; returns a summary.
-    `gradient_checkpointing`: recompute activations in backward (the run's model setting);
-    `precision`: `fp32`, or `bf16`/`fp16` mixed precision (GPU runs: what GRPO trains in).
-    TRL's own default is bf16, which on a CPU without bf16 units (AVX2 here) runs every
-    matrix product through a slow conversion path (cpu-smollm2-learn: 5 min an SFT step)."""
+    `gradient_checkpointing`: recompute activations in backward (the run's model setting)."""
     out = Path(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
@@ -110,8 +106,6 @@ def train_sft(
         warmup_steps=0,
         dataset_num_proc=None,
         gradient_checkpointing=gradient_checkpointing,
-        bf16=precision == "bf16",
-        fp16=precision == "fp16",
     )
     install_torch_logprob_head()  # CPU torch has no Triton kernel for TRL's fused LM head
     trainer = SFTTrainer(
@@ -140,7 +134,6 @@ def train_sft(
         "demos_right": sum(r["tests_score"] >= 1.0 for r in rows),
         "demos_careful": sum(r["careful"] for r in rows),
         "trainable_parameters": trainable,
-        "precision": precision,
         # the most tokens a batch can hold (each padded to the longest): the memory planner's
         # warm start phase is re-planned from it (`gpu_memory.memory_report`)
         "batch_tokens": settings.batch_size * max(len(r["input_ids"]) for r in dataset),
@@ -200,14 +193,6 @@ def warm_start(
         )
     write_demos(rows, out / "demos.parquet")
     model = config.model
-    precision = "fp32" if config.launch.cpu else model.dtype  # as GRPO trains (`trl_kwargs`)
     return train_sft(
-        rows,
-        base_model,
-        out,
-        sft,
-        config.seed,
-        model.peft_config(),
-        model.gradient_checkpointing,
-        precision,
+        rows, base_model, out, sft, config.seed, model.peft_config(), model.gradient_checkpointing
     )
