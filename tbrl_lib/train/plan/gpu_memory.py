@@ -43,7 +43,7 @@ loaded from its checkpoint and its generation over launch.sandbox_concurrency ep
 `final evaluation` adds the trainer's weights, gradients and optimizer, still held; `warm
 start` is a training step over sft.batch_size demonstrations at full length before the run,
 and over its largest batch of recorded demonstrations in summary.json (they are known before
-the SFT trains; short demonstrations made the full-length plan 27-38% loose). `phase_memory`
+the SFT trains; short demonstrations made the full-length plan 23-38% loose). `phase_memory`
 measures each phase's peak in a run (the kernel's high-water mark), summary.json `memory`
 puts it beside this plan, and a phase more than 15% over its plan prints one line.
 
