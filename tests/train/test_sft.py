@@ -26,7 +26,8 @@ def test_sft_lowers_assistant_loss_and_saves_checkpoint(tmp_path, docker_client,
     from tbrl_lib.train.config.presets import load_preset
     from tbrl_lib.train.warm_start.sft import warm_start
 
-    config = load_preset("cpu-demo", {"sft": {"demos": 4, "epochs": 2, "batch_size": 2}})
+    sft = {"demos": 4, "epochs": 2, "batch_size": 2, "precision": "fp32"}
+    config = load_preset("cpu-demo", {"sft": sft})
     gc.disable()  # only warm_start's own collection may free the trainer's cycles
     try:
         summary = warm_start(config, resolve_model("tiny"), tmp_path)  # the smoke shape: fastest
@@ -35,6 +36,7 @@ def test_sft_lowers_assistant_loss_and_saves_checkpoint(tmp_path, docker_client,
         gc.enable()
     assert not alive, "the warm start's model outlives it (the evaluation after it holds two)"
     assert summary["demos"] == 4 and summary["steps"] == 4
+    assert summary["mixed_precision"] == "no"  # the preset's fp32, not TRL's bf16 default
     assert summary["loss_after"] < summary["loss_before"]
     AutoModelForCausalLM.from_pretrained(summary["checkpoint"])  # a `model:` GRPO can start from
     assert (tmp_path / "demos.parquet").is_file()

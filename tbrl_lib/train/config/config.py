@@ -337,6 +337,12 @@ class SFTSettings(Section):
     teacher_thinks: bool = False
     """With thinking on (a Qwen3-format template), each demonstration reply opens with the
     teacher's reasoning in a `<think>` block; off, the warm start learns to skip it."""
+    precision: Literal["bf16", "fp16", "fp32"] = "bf16"
+    """The SFT's precision: `bf16`/`fp16` train under mixed-precision autocast (bf16 is TRL's
+    own default), `fp32` without. On a CPU without bf16 units (AVX2 only) bf16 autocast takes
+    a slow conversion path in every matrix product (cpu-smollm2-learn: ~5 min an SFT step,
+    ~20 s in fp32). It also changes what a warm start learns: each recipe names the one it
+    was tuned with."""
 
 
 class HeldoutSettings(Section):

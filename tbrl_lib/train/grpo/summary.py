@@ -41,6 +41,7 @@ WARM_START_KEYS = (
     "loss_after",
     "seconds",
     "batch_tokens",
+    "mixed_precision",
 )
 
 

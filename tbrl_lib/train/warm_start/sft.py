@@ -106,6 +106,8 @@ def train_sft(
         warmup_steps=0,
         dataset_num_proc=None,
         gradient_checkpointing=gradient_checkpointing,
+        bf16=settings.precision == "bf16",
+        fp16=settings.precision == "fp16",
     )
     install_torch_logprob_head()  # CPU torch has no Triton kernel for TRL's fused LM head
     trainer = SFTTrainer(
@@ -117,6 +119,7 @@ def train_sft(
     )
     use_progress_lines(trainer, SFTLines())  # ~10 lines, not a row per logged step
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    autocast = trainer.accelerator.mixed_precision  # what the trainer runs under: "no", "bf16"
     trainer.train()
     after = assistant_loss(trainer.model, dataset)
     checkpoint = out / "checkpoint"
@@ -134,6 +137,7 @@ def train_sft(
         "demos_right": sum(r["tests_score"] >= 1.0 for r in rows),
         "demos_careful": sum(r["careful"] for r in rows),
         "trainable_parameters": trainable,
+        "mixed_precision": autocast,
         # the most tokens a batch can hold (each padded to the longest): the memory planner's
         # warm start phase is re-planned from it (`gpu_memory.memory_report`)
         "batch_tokens": settings.batch_size * max(len(r["input_ids"]) for r in dataset),
