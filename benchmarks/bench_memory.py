@@ -17,11 +17,13 @@ resident memory (the kernel's high-water mark, reset after the model is loaded:
 `phase_memory.py`) and seconds. Baseline in the same run: the first variant (what
 `cpu-smollm2-learn` ran).
 
-`runs`: `train()` of each preset in its own process (`--steps` GRPO steps, held-out sets cut
-to `--heldout` instances so the evaluations fit the time), then per phase the plan beside the
-measured peak (`summary.json` `memory.phases`), and the peak of GRPO's step 2 beside its last
-(growth). Needs Docker (real sandboxes) and, for the smollm2 presets, `tbrl models fetch
-smollm2-135m`.
+`runs`: `train()` of each preset in its own process (`SHORTENED`: fewer GRPO steps and
+held-out instances so the evaluations fit the time; `--steps` sets the steps), then per phase
+the plan beside the measured peak (`summary.json` `memory.phases`), and the plan at the
+batches the phase reached (its replies mostly stop before the token limit the plan assumes),
+and GRPO's step 2 beside its last (growth): each step's peak, which follows its longest
+rollouts, and what stayed resident after it. Needs Docker (real sandboxes) and, for the
+smollm2 presets, `tbrl models fetch smollm2-135m`.
 """
 
 from __future__ import annotations
@@ -202,6 +204,19 @@ def run_preset(preset: str, overrides: dict, out: Path) -> dict:
     return summary
 
 
+def step_two_and_last(values: list[float]) -> dict:
+    """Step 2 (step 1 still holds the phase before it) beside the last step."""
+    return {
+        "step2_gib": values[1] if len(values) > 1 else None,
+        "last_gib": values[-1] if values else None,
+        "steps": len(values),
+    }
+
+
+def ratio(measured: float | None, against: float | None) -> str:
+    return f"{measured / against:.2f}" if measured and against else ""
+
+
 def bench_runs(presets: list[str], steps: int | None) -> list[dict]:
     """Plan beside measured peak per phase, and step 2 beside the last step, per preset."""
     rows = []
@@ -211,27 +226,30 @@ def bench_runs(presets: list[str], steps: int | None) -> list[dict]:
             overrides["grpo.max_steps"] = steps
         summary = run_preset(preset, overrides, OUT / "runs" / preset)
         memory = summary["memory"]
-        step_peaks = memory.get("steps", [])
         for phase, row in memory["phases"].items():
             rows.append({"preset": preset, "phase": phase, **row})
         rows.append(
             {
                 "preset": preset,
-                "phase": "grpo steps",
-                "step2_gib": step_peaks[1] if len(step_peaks) > 1 else None,
-                "last_gib": step_peaks[-1] if step_peaks else None,
-                "steps": len(step_peaks),
+                "phase": "grpo steps: peak",
+                **step_two_and_last(memory.get("steps", [])),
                 "seconds": summary["bench_seconds"],
             }
         )
-        console().print(rows[-1])
+        resident = step_two_and_last(memory.get("steps_resident", []))
+        rows.append({"preset": preset, "phase": "grpo steps: resident after", **resident})
+        console().print(rows[-2:])
     table = Table(title="memory per phase: plan vs measured peak (GiB, process resident)")
-    for column in ("preset", "phase", "plan", "peak", "peak / plan", "step 2", "last step"):
+    columns = ("preset", "phase", "plan", "peak", "peak / plan", "plan at reached", "peak / that")
+    for column in (*columns, "step 2", "last step", "last / step 2"):
         table.add_column(column)
     for r in rows:
-        plan, peak = r.get("planned_gib"), r.get("peak_gib")
-        ratio = f"{peak / plan:.2f}" if plan and peak else ""
-        cells = [r["preset"], r["phase"], plan, peak, ratio, r.get("step2_gib"), r.get("last_gib")]
+        plan, peak, reached = r.get("planned_gib"), r.get("peak_gib"), r.get("reached_plan_gib")
+        step2, last = r.get("step2_gib"), r.get("last_gib")
+        cells = [
+            r["preset"], r["phase"], plan, peak, ratio(peak, plan), reached,
+            ratio(peak, reached), step2, last, ratio(last, step2),
+        ]  # fmt: skip
         table.add_row(*("" if c is None else str(c) for c in cells))
     console().print(table)
     return rows

@@ -19,6 +19,7 @@ LAYERS: list[set[str]] = [
     {"run_folder"},  # a run's folder and summary.json: the notebooks' helpers re-export it
     {
         "aio",
+        "batch_shapes",
         "console",
         "pricing",
         "upstream",

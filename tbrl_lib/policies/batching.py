@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from tbrl_lib.batch_shapes import note_generation
 from tbrl_lib.policies.chat import Sample
 
 
@@ -101,6 +102,8 @@ class BatchingGenerator:
                 self.batched_requests += len(group)
                 self.generate_seconds += time.perf_counter() - started
                 self.generated_tokens += sum(len(r.ids) for r in results)
+                reply = max((len(r.ids) for r in results), default=0)
+                note_generation(len(group), max(len(g[0]) for g in group) + reply, reply)
                 for (_, _, future, _), result in zip(group, results, strict=True):
                     if not future.done():
                         future.set_result(result)

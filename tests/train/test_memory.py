@@ -213,3 +213,25 @@ def test_sgd_keeps_no_optimizer_state():
     assert rows(load_preset("cpu-demo"))["optimizer"] == 0
     adam = rows(load_preset("cpu-demo", {"grpo.optimizer": "adamw_torch"}))
     assert adam["optimizer"] == pytest.approx(2 * adam["gradients"]) and adam["optimizer"] > 0
+
+
+def test_a_phase_is_replanned_at_the_batches_it_reached_by_hand():
+    # cpu-smollm2-learn's evaluations plan 8 episodes of 1,024 tokens; one whose largest batch
+    # held 8 episodes of 300 tokens (replies of 40) saves the KV cache and the prefill (which
+    # beats the sampling scores either way) of 8 x 724 tokens
+    config = load_preset("cpu-smollm2-learn")
+    episode, full = config.rollout.episode, plan_memory(config).phases
+    per_token = 2 * 30 * 3 * 64 * 4 + 4 * (8 * 576 + 3 * 1536)
+    short = {"generation_episodes": 8, "generation_context": 300, "generation_new": 40}
+    saved = full["base evaluation"] - plan_memory(config, reached=short).phases["base evaluation"]
+    assert saved == pytest.approx(8 * (1024 - 300) * per_token / GIB, abs=0.011)
+    # batches as long as the plan's: the plan itself
+    longest = {
+        "generation_episodes": 8,
+        "generation_context": episode.max_total_tokens,
+        "generation_new": episode.max_tokens_per_turn,
+        "training_tokens": episode.max_total_tokens * config.grpo.per_device_batch_size,
+    }
+    assert plan_memory(config, reached=longest).phases == full
+    # a shorter GRPO micro-batch: less activations and head
+    assert plan_memory(config, reached={"training_tokens": 2048}).phases["grpo"] < full["grpo"]

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tbrl_lib.batch_shapes import note_generation, note_training
+from tbrl_lib.train.config.presets import load_preset
+from tbrl_lib.train.plan.gpu_memory import memory_report
 from tbrl_lib.train.plan.phase_memory import RunClock, over_plan, phase_table, timed
 from tbrl_lib.train.report.run_report import memory_table
 
@@ -118,3 +121,28 @@ def test_the_peaks_so_far_are_on_disk_after_each_phase_and_step(tmp_path):
         clock.mark_step()
         assert len(json.loads(record.read_text())["steps_gib"]) == 1
     assert set(json.loads(record.read_text())["peaks_gib"]) == {"warm start", "grpo"}
+
+
+def test_each_phase_keeps_the_largest_batches_it_ran_and_is_planned_at_them(tmp_path):
+    record = tmp_path / "memory_phases.json"
+    clock = RunClock(record)
+    with timed(clock, "base evaluation"):
+        note_generation(8, 300, 40)
+        note_generation(2, 500, 60)  # 1,000 tokens: fewer than 8 x 300
+    with timed(clock, "grpo"):
+        note_training(2048)
+        note_training(1024)
+        clock.mark_step()
+    with timed(clock, "final evaluation"):
+        pass  # nothing generated: no shape, and the last phase's are not carried over
+    evaluation = {"generation_episodes": 8, "generation_context": 300, "generation_new": 40}
+    assert clock.shapes == {"base evaluation": evaluation, "grpo": {"training_tokens": 2048}}
+    assert json.loads(record.read_text())["shapes"] == clock.shapes
+    assert len(clock.resident) == 1 and clock.resident[0] > 0
+    phases = memory_report(load_preset("cpu-smollm2-learn"), clock)["phases"]
+    for name in ("base evaluation", "grpo"):  # shorter than full length: a lower plan
+        assert phases[name]["reached_plan_gib"] < phases[name]["planned_gib"]
+        assert phases[name]["reached"] == clock.shapes[name]
+    assert "reached_plan_gib" not in phases["final evaluation"]
+    shown = memory_table({"memory": {"phases": phases}})
+    assert "plan at reached batches GiB" in shown.columns

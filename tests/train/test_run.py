@@ -44,6 +44,14 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image, 
     } <= set(metrics.columns)
     rollouts = rollouts_frame(out)
     assert len(rollouts) == 2 and set(rollouts.task_id) == {"count-error-lines"}
+    # the step's largest micro-batch, noted for the memory report and planned at
+    memory, grpo = summary["memory"], summary["memory"]["phases"]["grpo"]
+    trained = grpo["reached"]["training_tokens"]
+    episode = config["tbrl"]["rollout"]["episode"]
+    assert rollouts.completion_tokens.max() < trained
+    assert trained <= config["tbrl"]["grpo"]["per_device_batch_size"] * episode["max_total_tokens"]
+    assert 0 < grpo["reached_plan_gib"] <= grpo["planned_gib"]
+    assert len(memory["steps_resident"]) == len(memory["steps"]) == 1
     assert (rollouts.completion_tokens >= rollouts.assistant_tokens).all()
     # A busy host may fail a container start: such a rollout must be masked, never scored 0.
     infra = rollouts[rollouts.infra_error]

@@ -55,6 +55,7 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import nanstd
 
+from tbrl_lib.batch_shapes import note_training
 from tbrl_lib.train.config.config import GRPOSettings, TrainConfig
 from tbrl_lib.train.grpo.session import TrainingSession
 from tbrl_lib.train.model.trl_compat import install_torch_logprob_head
@@ -208,6 +209,12 @@ class SessionTrainer(GRPOTrainer):
             logged.pop()
         logged.extend(every.tolist())
         return output
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """TRL's loss; the micro-batch's padded tokens noted for the memory report."""
+        rows, prompt = inputs["prompt_ids"].shape
+        note_training(rows * (prompt + inputs["completion_ids"].shape[1]))
+        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
     def _get_train_sampler(self, dataset=None):
         if not self.session.config.curriculum.enabled:

@@ -45,7 +45,10 @@ start` is a training step over sft.batch_size demonstrations at full length befo
 and over its largest batch of recorded demonstrations in summary.json (they are known before
 the SFT trains; short demonstrations made the full-length plan 23-38% loose). `phase_memory`
 measures each phase's peak in a run (the kernel's high-water mark), summary.json `memory`
-puts it beside this plan, and a phase more than 15% over its plan prints one line.
+puts it beside this plan, and a phase more than 15% over its plan prints one line. The plan
+is of full-length batches; each phase also notes the largest batches it ran
+(`tbrl_lib.batch_shapes`), and `memory_report` plans it again at them (`reached`): the
+formulas' own check, where replies that stop early would make any bound look loose.
 
 Generation is bounded by memory: one batched HF generation holds at most
 `generation_token_budget` tokens (what the capacity leaves beside the models and the
@@ -68,12 +71,12 @@ from __future__ import annotations
 
 import resource
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
 
-from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.models import PACKAGED, model_config
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.plan.phase_memory import RunClock, over_plan, phase_table
@@ -231,15 +234,23 @@ def plan_text(config: TrainConfig) -> str:
 
 
 def plan_memory(
-    config: TrainConfig, shape: ModelShape | None = None, sft_tokens: int | None = None
+    config: TrainConfig,
+    shape: ModelShape | None = None,
+    sft_tokens: int | None = None,
+    reached: Mapping[str, int] | None = None,
 ) -> MemoryPlan:
     """Per-GPU memory estimate of `config` (see the module docstring for the rules): the rows
     of a GRPO step, and the peak of each phase of `train()`. `sft_tokens`: the warm start's
-    largest batch in tokens once its demonstrations are recorded (default: full length)."""
+    largest batch in tokens once its demonstrations are recorded (default: full length).
+    `reached`: the largest batches a phase ran (`tbrl_lib.batch_shapes`), planned instead of
+    full-length ones."""
     model, launch = config.model, config.launch
     shape = shape or model_shape(model.name)
     b, shards = dtype_bytes(config), weight_shards(config)
-    tokens = config.rollout.episode.max_total_tokens * config.grpo.per_device_batch_size
+    reached = reached or {}
+    tokens = reached.get("training_tokens") or (
+        config.rollout.episode.max_total_tokens * config.grpo.per_device_batch_size
+    )
     rows = training_rows(config, shape, b, shards, tokens)
     fixed = [r for r in rows if r[0] not in ("activations", "logits")]
     if launch.cpu:
@@ -249,7 +260,7 @@ def plan_memory(
         rows.append(("vllm", share * launch.gpu_memory_gb, f"colocate, {share:.0%} of GPU"))
     if config.grpo.async_rollouts and launch.generation_backend == "hf":
         rows += worker_rows(config, shape, b)
-    phases = phase_plan(config, shape, b, shards, rows, fixed, sft_tokens)
+    phases = phase_plan(config, shape, b, shards, rows, fixed, sft_tokens, reached)
     return MemoryPlan(config.preset, rows, launch.gpu_memory_gb, phases)
 
 
@@ -309,18 +320,23 @@ def phase_plan(
     rows: list[tuple[str, float, str]],
     fixed: list[tuple[str, float, str]],
     sft_tokens: int | None = None,
+    reached: Mapping[str, int] | None = None,
 ) -> dict[str, float]:
     """The planned peak (GiB) of each phase `train()` runs (`run.py`'s names): the GRPO step
     (`rows`), or the rollouts' generation on the trainer's model where that is larger; an
     evaluation: a model loaded from a checkpoint and its generation batch (the final one
     beside the trainer's state, `fixed`); the warm start: a training step over
     `sft.batch_size` demonstrations at full length (`sft_tokens`: the recorded ones' largest
-    batch)."""
+    batch). Generation batches are full-length ones unless `reached` says otherwise."""
     launch, episode = config.launch, config.rollout.episode
     runtime = CPU_RUNTIME_GIB if launch.cpu else 0.0
     trained = sum(gib for _, gib, _ in fixed)
     step = sum(gib for _, gib, _ in rows)
-    generate = sum(generation_parts(shape, generation_batch(config), episode, b)[:2]) / GIB
+    reached = reached or {}
+    batch = reached.get("generation_episodes") or generation_batch(config)
+    context = reached.get("generation_context") or episode.max_total_tokens
+    new_tokens = reached.get("generation_new") or episode.max_tokens_per_turn
+    generate = sum(generation_parts(shape, batch, context, new_tokens, b)[:2]) / GIB
     phases = {"grpo": step}
     if launch.generation_backend == "hf" and not config.grpo.async_rollouts:
         working = sum(gib for name, gib, _ in rows if name in ("activations", "logits"))
@@ -356,16 +372,16 @@ def cpu_head_bytes(shape: ModelShape, tokens: int) -> int:
 
 
 def generation_parts(
-    shape: ModelShape, batch: int, episode: EpisodeLimits, b: int
+    shape: ModelShape, batch: int, context: int, new_tokens: int, b: int
 ) -> tuple[int, int, str]:
-    """`HFBackend.generate` over `batch` episodes at full context: (KV cache bytes, working
-    set bytes, its basis); the working set is the larger of the prefill (one layer's working
-    set) and the sampled tokens' fp32 scores (`generate` keeps each step's; `HFBackend` takes
-    their log-softmax one step at a time, so once, plus a step's)."""
-    context = episode.max_total_tokens
+    """`HFBackend.generate` over `batch` episodes of `context` tokens each, the last
+    `new_tokens` of them generated: (KV cache bytes, working set bytes, its basis); the
+    working set is the larger of the prefill (one layer's working set) and the sampled
+    tokens' fp32 scores (`generate` keeps each step's; `HFBackend` takes their log-softmax
+    one step at a time, so once, plus a step's)."""
     kv = batch * context * 2 * shape.layers * shape.kv_heads * shape.head_dim * b
     prefill = batch * context * layer_bytes_per_token(shape, b)
-    scores = batch * (episode.max_tokens_per_turn + 2) * shape.vocab * 4
+    scores = batch * (new_tokens + 2) * shape.vocab * 4
     basis = "sampling scores" if scores >= prefill else "prefill, one layer"
     return kv, max(prefill, scores), basis
 
@@ -412,7 +428,10 @@ def generation_token_budget(config: TrainConfig, capacity_gib: float | None = No
         held += sum(gib for _, gib, _ in rows) + worker_copy_bytes(config, shape, b) / GIB
     else:
         held += shape.parameters() * b / GIB + sum(gib for _, gib, _ in rows[:3])
-    per_token = sum(generation_parts(shape, 1, episode, b)[:2]) / episode.max_total_tokens
+    context = episode.max_total_tokens
+    per_token = (
+        sum(generation_parts(shape, 1, context, episode.max_tokens_per_turn, b)[:2]) / context
+    )
     free = (capacity_gib * GENERATION_HEADROOM - held) * GIB
     return max(int(free / per_token), episode.max_total_tokens)
 
@@ -431,7 +450,9 @@ def worker_rows(config: TrainConfig, shape: ModelShape, b: int) -> list[tuple[st
     model, episode = config.model, config.rollout.episode
     batch = generation_batch(config)
     what = "async: the policy's copy" + (" + fp32 LoRA" if model.use_lora else "")
-    kv, working, basis = generation_parts(shape, batch, episode, b)
+    kv, working, basis = generation_parts(
+        shape, batch, episode.max_total_tokens, episode.max_tokens_per_turn, b
+    )
     return [
         ("worker copy", worker_copy_bytes(config, shape, b) / GIB, what),
         ("worker kv", kv / GIB, f"{batch} episodes x {episode.max_total_tokens:,} tokens"),
@@ -454,9 +475,11 @@ def memory_report(
     config: TrainConfig, clock: RunClock | None = None, sft_tokens: int | None = None
 ) -> dict[str, Any]:
     """summary.json `memory`: the plan's peak beside the measured peak; with the run's
-    `clock`, per phase (`phases`: planned and peak GiB), the peak of GRPO's steps (`steps`)
-    and a line for each phase over its plan by more than 15% (`over_plan`). `sft_tokens`:
-    the warm start's largest batch as recorded (its phase planned from it, not full length)."""
+    `clock`, per phase (`phases`: planned and peak GiB, and where the phase noted its largest
+    batches, `reached` and the plan at them, `reached_plan_gib`), the peak of GRPO's steps
+    (`steps`) and what stayed resident after each (`steps_resident`), and a line for each
+    phase over its plan by more than 15% (`over_plan`). `sft_tokens`: the warm start's
+    largest batch as recorded (its phase planned from it, not full length)."""
     try:
         plan: MemoryPlan | None = plan_memory(config, sft_tokens=sft_tokens)
     except ValueError:
@@ -469,6 +492,14 @@ def memory_report(
         peaks = [report["peak_rss_gib"], *clock.peaks.values(), *clock.steps]
         report["peak_rss_gib"] = round(max(peaks), 2)
         report["phases"] = phase_table(plan.phases if plan else {}, clock)
+        if plan:
+            for name, reached in clock.shapes.items():
+                at_reached = plan_memory(config, sft_tokens=sft_tokens, reached=reached)
+                report["phases"][name] |= {
+                    "reached_plan_gib": at_reached.phases.get(name),
+                    "reached": reached,
+                }
         report["steps"] = clock.steps
+        report["steps_resident"] = clock.resident
         report["over_plan"] = over_plan(report["phases"])
     return report

@@ -5,8 +5,11 @@ At a phase's start the process's high-water mark (`VmHWM`) is reset by writing `
 `/proc/self/clear_refs`; at its end `VmHWM` in `/proc/self/status` is that phase's peak.
 The kernel keeps it at every page fault, so a spike of one step is caught exactly, with no
 sampler thread. Inside GRPO, `report.callbacks.StepMemory` reads and resets it at the end of
-every optimizer step, so `RunClock.steps` holds each step's peak (growth: the last step
-beside step 2).
+every optimizer step, so `RunClock.steps` holds each step's peak and `RunClock.resident`
+what stayed resident after it (growth: the last step beside step 2; a step's peak also
+follows the length of its longest rollouts, what stays resident after it does not).
+Each phase's largest batches (`tbrl_lib.batch_shapes`) are kept beside its peak
+(`RunClock.shapes`), so the planner can re-plan the phase at the shape it reached.
 Child processes (a vLLM server the run started) are counted apart: the sum of their own
 `VmHWM` at the phase's end. Where the reset is not allowed (not Linux, a locked-down
 /proc), peaks are the process's peak so far (`ru_maxrss`), said by `RunClock.resettable`.
@@ -30,6 +33,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
+
+from tbrl_lib import batch_shapes
 
 GIB = 2**30
 STATUS, CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs")
@@ -95,15 +100,18 @@ def children_peak_gib() -> float:
 
 class RunClock(dict):
     """Seconds per phase (the dict itself: summary.json's `phase_seconds`), with the peak
-    resident memory of each phase (`peaks`, GiB), of its children (`children`) and of
-    each GRPO optimizer step (`steps`). With a `record` path, what is known so far is
-    written there at each phase's end and each step (a run killed for memory keeps it)."""
+    resident memory of each phase (`peaks`, GiB), of its children (`children`), of each
+    GRPO optimizer step (`steps`) and what stayed resident after each step (`resident`),
+    and each phase's largest batches (`shapes`). With a `record` path, what is known so far
+    is written there at each phase's end and each step (a run killed for memory keeps it)."""
 
     def __init__(self, record: Path | None = None) -> None:
         super().__init__()
         self.peaks: dict[str, float] = {}
         self.children: dict[str, float] = {}
         self.steps: list[float] = []
+        self.resident: list[float] = []
+        self.shapes: dict[str, dict[str, int]] = {}
         self.resettable = reset_peak()
         self.record = record
         self._running = 0.0
@@ -112,10 +120,12 @@ class RunClock(dict):
         """Write the seconds and peaks so far to `record` (nothing without one)."""
         if self.record is not None:
             so_far = {"seconds": dict(self), "peaks_gib": self.peaks, "steps_gib": self.steps}
-            self.record.write_text(json.dumps(so_far | {"children_gib": self.children}) + "\n")
+            so_far |= {"steps_resident_gib": self.resident, "children_gib": self.children}
+            self.record.write_text(json.dumps(so_far | {"shapes": self.shapes}) + "\n")
 
     def start_phase(self) -> None:
         reset_peak()
+        batch_shapes.reset()
         self._running = 0.0
 
     def end_phase(self, name: str) -> None:
@@ -124,12 +134,15 @@ class RunClock(dict):
         children = children_peak_gib()
         if children:
             self.children[name] = round(children, 3)
+        if reached := batch_shapes.reached():
+            self.shapes[name] = reached
         self.save()
 
     def mark_step(self) -> float:
         """The peak since the last step (or the phase's start), recorded; resets the mark."""
         peak = peak_gib()
         self.steps.append(round(peak, 3))
+        self.resident.append(round(psutil.Process().memory_info().rss / GIB, 3))
         self._running = max(self._running, peak)
         reset_peak()
         self.save()

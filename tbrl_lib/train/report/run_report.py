@@ -258,16 +258,22 @@ def sampling_table(summary: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def memory_table(summary: Mapping[str, Any]) -> pd.DataFrame:
-    """Each phase's planned and measured peak memory (GiB), phase as the index."""
+    """Each phase's planned and measured peak memory (GiB), phase as the index; where the
+    phase noted its largest batches, the plan at them too (the formulas' own check: a phase
+    whose replies stop early peaks below its full-length plan)."""
     phases = (summary.get("memory") or {}).get("phases") or {}
     if not phases:
         return pd.DataFrame()
     frame = pd.DataFrame.from_dict(phases, orient="index")
     frame["ratio"] = frame["peak_gib"] / frame["planned_gib"].astype(float)
+    if "reached_plan_gib" in frame:
+        frame["reached_ratio"] = frame["peak_gib"] / frame["reached_plan_gib"].astype(float)
     labels = {
         "planned_gib": "plan GiB",
         "peak_gib": "peak GiB",
         "ratio": "peak / plan",
+        "reached_plan_gib": "plan at reached batches GiB",
+        "reached_ratio": "peak / that plan",
         "children_peak_gib": "children GiB",
     }
     return tidy(frame, labels=labels)
