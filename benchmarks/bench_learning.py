@@ -18,7 +18,9 @@ in a process of its own (so its peak memory is its own), and:
   (95% bootstrap over the family's instances), and the easiest bundled tasks' solve rates;
 - a row of the cost table: wall seconds per phase, the memory plan beside the peak resident
   memory, the CPU busy share of the machine during the GRPO steps and its 1-minute load
-  average when the seed started (the load the seed ran under).
+  average when the seed started (the load the seed ran under);
+- its memory per phase (`run_report.memory_table`: the plan, the peak, the plan at the
+  batches the phase reached) and GRPO's step 2 beside its last step (growth).
 
 Baseline, in the same run: each seed's own warm start (the `sft` column), what the policy did
 before GRPO. Goals: rise >= 0.15 on every seed, zero-std share < 0.5, final >= warm start
@@ -47,6 +49,7 @@ from tbrl_lib.console import console  # noqa: E402
 from tbrl_lib.overrides import parse_overrides  # noqa: E402
 from tbrl_lib.train.config.presets import load_preset  # noqa: E402
 from tbrl_lib.train.grpo.run import train  # noqa: E402
+from tbrl_lib.train.report.run_report import memory_table  # noqa: E402
 
 RISE_GOAL, ZERO_STD_GOAL = 0.15, 0.5
 GAIN_GOAL, FAMILIES_GOAL, MINUTES_GOAL = 0.15, 2, 30.0
@@ -191,6 +194,17 @@ def cost_table(rows: list[dict]) -> Table:
     return table
 
 
+def growth_line(memory: dict) -> str:
+    """GRPO's step 2 beside its last step: the peak (it follows the step's longest rollouts)
+    and what stayed resident after the step (what grows when something leaks)."""
+    parts = []
+    for key, what in (("steps", "peak"), ("steps_resident", "resident after")):
+        values = memory.get(key) or []
+        if len(values) > 1:
+            parts.append(f"{what} step 2 {values[1]:.2f} -> last {values[-1]:.2f}")
+    return "; ".join(parts) or "no GRPO steps"
+
+
 def goals_of(rows: list[dict]) -> dict[str, bool]:
     """Each goal and whether every seed met it (the family goals only with several families)."""
     goals = {
@@ -233,6 +247,10 @@ def report(rows: list[dict], preset: str) -> dict[str, bool]:
         out.print(family_table(rows))
     if any(r["phases"] for r in rows):
         out.print(cost_table(rows))
+    for r in rows:
+        if r["memory"].get("phases"):
+            out.print(f"seed {r['seed']}: memory per phase (GiB), {growth_line(r['memory'])}")
+            out.print(memory_table({"memory": r["memory"]}).to_string())
     goals = goals_of(rows)
     for goal, met in goals.items():
         out.print(f"{'met   ' if met else 'MISSED'}  {goal}")

@@ -108,3 +108,18 @@ def test_the_family_goals_need_the_pooled_gain_and_two_families_on_every_seed(ca
     assert [goals[g] for g in family_goals] == [True, False, True]
     goals = bench.report([bench.seed_row(0, slow)], "p")
     assert [goals[g] for g in family_goals] == [True, True, False]
+
+
+def test_each_seed_shows_its_memory_per_phase_and_its_growth(capsys):
+    memory = {
+        "phases": {
+            "grpo": {"planned_gib": 2.0, "peak_gib": 1.8, "reached_plan_gib": 1.9},
+            "base evaluation": {"planned_gib": 1.9, "peak_gib": 1.4},
+        },
+        "steps": [2.1, 1.8, 1.9, 1.7],
+        "steps_resident": [1.2, 1.1, 1.1, 1.15],
+    }
+    bench.report([bench.seed_row(3, summary(0.2, 0.5, 0.3, 0.6) | {"memory": memory})], "x")
+    printed = capsys.readouterr().out
+    assert "seed 3: memory per phase" in printed and "plan at reached batches GiB" in printed
+    assert "peak step 2 1.80 -> last 1.70; resident after step 2 1.10 -> last 1.15" in printed
