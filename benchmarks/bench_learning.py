@@ -195,12 +195,17 @@ def cost_table(rows: list[dict]) -> Table:
 
 
 def growth_line(memory: dict) -> str:
-    """GRPO's step 2 beside its last step: the peak (it follows the step's longest rollouts)
-    and what stayed resident after the step (what grows when something leaks)."""
+    """GRPO's step 2 beside its last step: the peak (it follows the step's longest rollouts),
+    the plan at that step's own batches, and what stayed resident after the step (what grows
+    when something leaks)."""
     parts = []
-    for key, what in (("steps", "peak"), ("steps_resident", "resident after")):
+    for key, what in (
+        ("steps", "peak"),
+        ("steps_reached_plan", "plan at its batches"),
+        ("steps_resident", "resident after"),
+    ):
         values = memory.get(key) or []
-        if len(values) > 1:
+        if len(values) > 1 and values[1] is not None and values[-1] is not None:
             parts.append(f"{what} step 2 {values[1]:.2f} -> last {values[-1]:.2f}")
     return "; ".join(parts) or "no GRPO steps"
 

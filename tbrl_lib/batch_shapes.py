@@ -29,21 +29,28 @@ class Reached:
         """The fields something noted (non-zero)."""
         return {name: value for name, value in asdict(self).items() if value}
 
+    def keep_generation(self, episodes: int, context: int, new_tokens: int) -> None:
+        if episodes * context > self.generation_episodes * self.generation_context:
+            self.generation_episodes = episodes
+            self.generation_context = context
+            self.generation_new = new_tokens
+
 
 _reached = Reached()
+_step = Reached()
+"""Since the last reset (a phase), and since the last `take_step` (a GRPO step)."""
 
 
 def note_generation(episodes: int, context: int, new_tokens: int) -> None:
     """A generation batch ran: kept when it holds more tokens than the largest so far."""
-    if episodes * context > _reached.generation_episodes * _reached.generation_context:
-        _reached.generation_episodes = episodes
-        _reached.generation_context = context
-        _reached.generation_new = new_tokens
+    for kept in (_reached, _step):
+        kept.keep_generation(episodes, context, new_tokens)
 
 
 def note_training(tokens: int) -> None:
     """A training micro-batch of `tokens` tokens ran."""
-    _reached.training_tokens = max(_reached.training_tokens, tokens)
+    for kept in (_reached, _step):
+        kept.training_tokens = max(kept.training_tokens, tokens)
 
 
 def reached() -> dict[str, int]:
@@ -51,6 +58,13 @@ def reached() -> dict[str, int]:
     return _reached.noted()
 
 
+def take_step() -> dict[str, int]:
+    """What was noted since the last step (or reset); the next step starts afresh."""
+    global _step
+    noted, _step = _step.noted(), Reached()
+    return noted
+
+
 def reset() -> None:
-    global _reached
-    _reached = Reached()
+    global _reached, _step
+    _reached, _step = Reached(), Reached()

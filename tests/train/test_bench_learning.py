@@ -117,9 +117,13 @@ def test_each_seed_shows_its_memory_per_phase_and_its_growth(capsys):
             "base evaluation": {"planned_gib": 1.9, "peak_gib": 1.4},
         },
         "steps": [2.1, 1.8, 1.9, 1.7],
+        "steps_reached_plan": [2.0, 1.9, 1.95, 1.75],
         "steps_resident": [1.2, 1.1, 1.1, 1.15],
     }
     bench.report([bench.seed_row(3, summary(0.2, 0.5, 0.3, 0.6) | {"memory": memory})], "x")
     printed = capsys.readouterr().out
     assert "seed 3: memory per phase" in printed and "plan at reached batches GiB" in printed
-    assert "peak step 2 1.80 -> last 1.70; resident after step 2 1.10 -> last 1.15" in printed
+    assert (
+        "peak step 2 1.80 -> last 1.70; plan at its batches step 2 1.90 -> last 1.75; "
+        "resident after step 2 1.10 -> last 1.15"
+    ) in printed

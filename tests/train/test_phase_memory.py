@@ -146,3 +146,24 @@ def test_each_phase_keeps_the_largest_batches_it_ran_and_is_planned_at_them(tmp_
     assert "reached_plan_gib" not in phases["final evaluation"]
     shown = memory_table({"memory": {"phases": phases}})
     assert "plan at reached batches GiB" in shown.columns
+
+
+def test_each_step_keeps_its_own_batches_and_is_planned_at_them(tmp_path):
+    # a step of short replies is planned lower than one of long ones, while the phase keeps
+    # the largest of all; a step that ran nothing has no shape and no plan
+    clock = RunClock(tmp_path / "memory_phases.json")
+    with timed(clock, "grpo"):
+        note_generation(4, 900, 64)
+        note_training(4096)
+        clock.mark_step()
+        note_generation(4, 300, 20)
+        note_training(1024)
+        clock.mark_step()
+        clock.mark_step()
+    long, short = {"generation_episodes": 4, "generation_context": 900}, {"training_tokens": 1024}
+    assert clock.step_shapes[0].items() >= long.items()
+    assert clock.step_shapes[1].items() >= short.items() and clock.step_shapes[2] == {}
+    assert clock.shapes["grpo"]["training_tokens"] == 4096
+    memory = memory_report(load_preset("cpu-smollm2-learn"), clock)
+    first, second, idle = memory["steps_reached_plan"]
+    assert second < first == memory["phases"]["grpo"]["reached_plan_gib"] and idle is None

@@ -52,6 +52,7 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image, 
     assert trained <= config["tbrl"]["grpo"]["per_device_batch_size"] * episode["max_total_tokens"]
     assert 0 < grpo["reached_plan_gib"] <= grpo["planned_gib"]
     assert len(memory["steps_resident"]) == len(memory["steps"]) == 1
+    assert memory["steps_reached_plan"] == [grpo["reached_plan_gib"]]  # one step: the phase's
     assert (rollouts.completion_tokens >= rollouts.assistant_tokens).all()
     # A busy host may fail a container start: such a rollout must be masked, never scored 0.
     infra = rollouts[rollouts.infra_error]

@@ -477,7 +477,9 @@ def memory_report(
     """summary.json `memory`: the plan's peak beside the measured peak; with the run's
     `clock`, per phase (`phases`: planned and peak GiB, and where the phase noted its largest
     batches, `reached` and the plan at them, `reached_plan_gib`), the peak of GRPO's steps
-    (`steps`) and what stayed resident after each (`steps_resident`), and a line for each
+    (`steps`), GRPO's plan at each step's own largest batches (`steps_reached_plan`: a step
+    of short replies peaks lower than one of long ones), what stayed resident after each
+    (`steps_resident`: growth is read here), and a line for each
     phase over its plan by more than 15% (`over_plan`). `sft_tokens`: the warm start's
     largest batch as recorded (its phase planned from it, not full length)."""
     try:
@@ -500,6 +502,12 @@ def memory_report(
                     "reached": reached,
                 }
         report["steps"] = clock.steps
+        report["steps_reached_plan"] = [
+            plan_memory(config, sft_tokens=sft_tokens, reached=shape).phases.get("grpo")
+            if plan and shape
+            else None
+            for shape in clock.step_shapes
+        ]
         report["steps_resident"] = clock.resident
         report["over_plan"] = over_plan(report["phases"])
     return report

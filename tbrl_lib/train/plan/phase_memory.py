@@ -102,7 +102,7 @@ class RunClock(dict):
     """Seconds per phase (the dict itself: summary.json's `phase_seconds`), with the peak
     resident memory of each phase (`peaks`, GiB), of its children (`children`), of each
     GRPO optimizer step (`steps`) and what stayed resident after each step (`resident`),
-    and each phase's largest batches (`shapes`). With a `record` path, what is known so far
+    and the largest batches of each phase (`shapes`) and of each step (`step_shapes`). With a `record` path, what is known so far
     is written there at each phase's end and each step (a run killed for memory keeps it)."""
 
     def __init__(self, record: Path | None = None) -> None:
@@ -112,6 +112,7 @@ class RunClock(dict):
         self.steps: list[float] = []
         self.resident: list[float] = []
         self.shapes: dict[str, dict[str, int]] = {}
+        self.step_shapes: list[dict[str, int]] = []
         self.resettable = reset_peak()
         self.record = record
         self._running = 0.0
@@ -121,7 +122,8 @@ class RunClock(dict):
         if self.record is not None:
             so_far = {"seconds": dict(self), "peaks_gib": self.peaks, "steps_gib": self.steps}
             so_far |= {"steps_resident_gib": self.resident, "children_gib": self.children}
-            self.record.write_text(json.dumps(so_far | {"shapes": self.shapes}) + "\n")
+            so_far |= {"shapes": self.shapes, "step_shapes": self.step_shapes}
+            self.record.write_text(json.dumps(so_far) + "\n")
 
     def start_phase(self) -> None:
         reset_peak()
@@ -143,6 +145,7 @@ class RunClock(dict):
         peak = peak_gib()
         self.steps.append(round(peak, 3))
         self.resident.append(round(psutil.Process().memory_info().rss / GIB, 3))
+        self.step_shapes.append(batch_shapes.take_step())
         self._running = max(self._running, peak)
         reset_peak()
         self.save()
