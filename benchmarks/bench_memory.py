@@ -190,8 +190,7 @@ SHORTENED = {
 }
 """Per preset, what `runs` changes so every phase runs in minutes: fewer GRPO steps,
 held-out instances and SFT epochs (the plan depends on none: it counts the largest batch,
-not how many there are; `cpu-demo`'s 384 bf16 SFT steps take over an hour on a CPU without
-bf16 units)."""
+not how many there are; `cpu-demo`'s 384 SFT steps took 25 minutes on 2 AVX2 cores)."""
 
 
 def run_preset(preset: str, overrides: dict, out: Path) -> dict:

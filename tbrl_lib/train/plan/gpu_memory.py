@@ -479,8 +479,8 @@ def memory_report(
     batches, `reached` and the plan at them, `reached_plan_gib`), the peak of GRPO's steps
     (`steps`), GRPO's plan at each step's own largest batches (`steps_reached_plan`: a step
     of short replies peaks lower than one of long ones), what stayed resident after each
-    (`steps_resident`: growth is read here), and a line for each
-    phase over its plan by more than 15% (`over_plan`). `sft_tokens`: the warm start's
+    (`steps_resident`: growth is read here), and a line for each phase over its plan by more
+    than 15% (`over_plan`). `sft_tokens`: the warm start's
     largest batch as recorded (its phase planned from it, not full length)."""
     try:
         plan: MemoryPlan | None = plan_memory(config, sft_tokens=sft_tokens)
@@ -494,20 +494,21 @@ def memory_report(
         peaks = [report["peak_rss_gib"], *clock.peaks.values(), *clock.steps]
         report["peak_rss_gib"] = round(max(peaks), 2)
         report["phases"] = phase_table(plan.phases if plan else {}, clock)
-        if plan:
-            for name, reached in clock.shapes.items():
-                at_reached = plan_memory(config, sft_tokens=sft_tokens, reached=reached)
+
+        def planned_at(reached: dict[str, int], phase: str) -> float | None:
+            """The phase's plan at the batches it reached (None: no plan, or nothing ran)."""
+            if not (plan and reached):
+                return None
+            return plan_memory(config, sft_tokens=sft_tokens, reached=reached).phases.get(phase)
+
+        for name, reached in clock.shapes.items():
+            if plan:
                 report["phases"][name] |= {
-                    "reached_plan_gib": at_reached.phases.get(name),
+                    "reached_plan_gib": planned_at(reached, name),
                     "reached": reached,
                 }
         report["steps"] = clock.steps
-        report["steps_reached_plan"] = [
-            plan_memory(config, sft_tokens=sft_tokens, reached=shape).phases.get("grpo")
-            if plan and shape
-            else None
-            for shape in clock.step_shapes
-        ]
+        report["steps_reached_plan"] = [planned_at(shape, "grpo") for shape in clock.step_shapes]
         report["steps_resident"] = clock.resident
         report["over_plan"] = over_plan(report["phases"])
     return report

@@ -102,8 +102,9 @@ class RunClock(dict):
     """Seconds per phase (the dict itself: summary.json's `phase_seconds`), with the peak
     resident memory of each phase (`peaks`, GiB), of its children (`children`), of each
     GRPO optimizer step (`steps`) and what stayed resident after each step (`resident`),
-    and the largest batches of each phase (`shapes`) and of each step (`step_shapes`). With a `record` path, what is known so far
-    is written there at each phase's end and each step (a run killed for memory keeps it)."""
+    and the largest batches of each phase (`shapes`) and of each step (`step_shapes`). With a
+    `record` path, what is known so far is written there at each phase's end and each step
+    (a run killed for memory keeps it)."""
 
     def __init__(self, record: Path | None = None) -> None:
         super().__init__()
