@@ -101,17 +101,15 @@ fourth before huge pages, the sixth huge pages without the allocator setting); t
 shows the head alone (what the guard test catches)."""
 
 
-def one_variant(head: str, checkpointing: bool, allocator: bool, batch: int, tokens: int) -> dict:
-    """One micro-batch with `head`, in this process (`bench_head` runs each in its own: what
-    one frees can stay resident and raise the next one's peak)."""
+def lora_model(head: str, checkpointing: bool):
+    """SmolLM2-135M with the preset's rank-8 LoRA and TRL's fused LM head through `head`,
+    in training mode."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
     from trl.trainer import utils
 
     from tbrl_lib.train.config.config import LORA_TARGETS
 
-    if allocator:
-        return_freed_memory()
     base = AutoModelForCausalLM.from_pretrained(resolve_model("smollm2-135m"), dtype=torch.float32)
     utils.add_fused_lm_head(base, outputs=("log_probs", "entropy"))
     lora = LoraConfig(r=8, lora_alpha=16, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM")
@@ -120,7 +118,16 @@ def one_variant(head: str, checkpointing: bool, allocator: bool, batch: int, tok
     if checkpointing:
         model.gradient_checkpointing_enable({"use_reentrant": False})
     utils._ChunkedLogProbFunction = HEADS[head]
-    loaded, peak, seconds = grpo_micro_batch(model, batch, tokens, base.config.vocab_size)
+    return model
+
+
+def one_variant(head: str, checkpointing: bool, allocator: bool, batch: int, tokens: int) -> dict:
+    """One micro-batch with `head`, in this process (`bench_head` runs each in its own: what
+    one frees can stay resident and raise the next one's peak)."""
+    if allocator:
+        return_freed_memory()
+    model = lora_model(head, checkpointing)
+    loaded, peak, seconds = grpo_micro_batch(model, batch, tokens, model.config.vocab_size)
     return {
         "head": head,
         "checkpointing": checkpointing,
