@@ -41,6 +41,8 @@ from rich.table import Table
 from tbrl_lib.console import console
 from tbrl_lib.train.plan.phase_memory import peak_gib, reset_peak, return_freed_memory
 
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # `benchmarks.bench_memory`, for a plain `python benchmarks/...`
 OUT = Path("outputs/bench_allocator")
 THRESHOLDS = [0, 128 * 1024, 2 * 1024 * 1024]
 """glibc's default, what `train()` sets, torch's huge-page size."""
@@ -71,10 +73,10 @@ def sft_work(steps: int) -> Callable[[], dict]:
         }
         for _ in range(steps * SFT_BATCH)
     ]
-    out = tempfile.mkdtemp(prefix="bench-allocator-")
 
     def work() -> dict:
-        summary = train_sft(rows, model, out, config.sft, 0, None, False)
+        with tempfile.TemporaryDirectory(prefix="bench-allocator-") as out:
+            summary = train_sft(rows, model, out, config.sft, 0, None, False)
         return {"steps": summary["steps"], "loss_after": round(summary["loss_after"], 4)}
 
     return work
@@ -104,13 +106,12 @@ def generation_work() -> Callable[[], dict]:
 
 def grpo_work() -> Callable[[], dict]:
     """`bench_memory`'s GRPO micro-batch (chunked head, checkpointing), 2 x 1,024 tokens."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import bench_memory
+    from benchmarks.bench_memory import grpo_micro_batch, lora_model
 
-    model = bench_memory.lora_model("chunked", checkpointing=True)
+    model = lora_model("chunked", checkpointing=True)
 
     def work() -> dict:
-        *_, seconds = bench_memory.grpo_micro_batch(model, 2, 1024, model.config.vocab_size)
+        *_, seconds = grpo_micro_batch(model, 2, 1024, model.config.vocab_size)
         return {"micro_batch_s": round(seconds, 1)}
 
     return work
