@@ -14,6 +14,7 @@ through DOCKER_HOST. Once step 1's checkpoint is complete the private engine is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 
 import docker
+import psutil
 import pytest
 
 from tbrl_lib.aio import run_sync
@@ -163,6 +165,12 @@ class PrivateEngine:
             cmdline = Path(f"/proc/{pid}/cmdline")
             if pid and cmdline.exists() and str(self.root) in cmdline.read_text():
                 os.kill(pid, signal.SIGTERM)
+        # A killed engine's containers keep their shims, which outlive containerd by design.
+        for shim in psutil.process_iter(["name", "cmdline"]):
+            command = " ".join(shim.info["cmdline"] or ())
+            if "containerd-shim" in (shim.info["name"] or "") and str(self.root) in command:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    shim.kill()
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
         # dockerd bind-mounts its data root onto itself (once per start) and leaves it so.
         prefix = f"{self.root}/"
