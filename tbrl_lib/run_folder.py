@@ -1,7 +1,7 @@
 """A run's folder: where a notebook, a command or a training run writes, and its summary.json.
 
-Every run leaves a folder under `outputs/` that explains itself; `run_dir` names and creates
-it, `record_summary` writes the headline numbers the notebook tests read back. Standard library
+Every run leaves a folder under the workspace's `outputs/` that explains itself (wherever the
+notebook or command runs: `tbrl_lib.workspace`); `run_dir` names and creates it, `record_summary` writes the headline numbers the notebook tests read back. Standard library
 only, so that training and evaluation name their folders without `notebook_tools` (pandas),
 which re-exports both for the notebooks.
 """
@@ -13,12 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tbrl_lib.workspace import workspace_path
+
 
 def run_dir(out_dir: str | Path, name: str) -> Path:
-    """`out_dir` if given, else `outputs/<name>-<timestamp>`; created either way."""
-    path = (
-        Path(out_dir) if out_dir else Path("outputs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
+    """`out_dir` if given (relative to the current folder), else the workspace's
+    `outputs/<name>-<timestamp>`; created either way."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path(out_dir) if out_dir else workspace_path("outputs", f"{name}-{stamp}")
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -3,8 +3,8 @@
 The project reads nothing outside its repository unless told. The data come from, in order:
 
 1. `TBRL_UPSTREAM_DIR`, a folder holding `latest_verified.csv` and/or `judge_cases/`;
-2. `data/upstream/` in the repository (git-ignored), filled by `tbrl upstream fetch SRC`
-   from a local folder (copied) or a git URL (cloned).
+2. `data/upstream/` in the workspace (git-ignored; `default_dir()`), filled by
+   `tbrl upstream fetch SRC` from a local folder (copied) or a git URL (cloned).
 
 With neither, `upstream_dir()` is None and readers fall back to the repository's own data
 (`data/tasks`, `data/judge_cases`) and print `hint()`. A reader that was asked for upstream
@@ -20,10 +20,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tbrl_lib import REPO_ROOT
+from tbrl_lib.workspace import workspace_path
 
 ENV_VAR = "TBRL_UPSTREAM_DIR"
-DEFAULT_DIR = REPO_ROOT / "data" / "upstream"
 CSV_NAME = "latest_verified.csv"
 JUDGE_CASES = "judge_cases"
 
@@ -40,6 +39,11 @@ def hint() -> str:
     )
 
 
+def default_dir() -> Path:
+    """`data/upstream/` in the workspace: where `tbrl upstream fetch` puts the data."""
+    return workspace_path("data", "upstream")
+
+
 def upstream_dir() -> Path | None:
     """The upstream folder, or None when none was given. A variable that names no
     folder is an error, not a silent fallback."""
@@ -52,8 +56,9 @@ def upstream_dir() -> Path | None:
                 f"holding {CSV_NAME} and {JUDGE_CASES}/, or unset it"
             )
         return path
-    if DEFAULT_DIR.is_dir() and any(DEFAULT_DIR.iterdir()):
-        return DEFAULT_DIR
+    default = default_dir()
+    if default.is_dir() and any(default.iterdir()):
+        return default
     return None
 
 
@@ -82,7 +87,7 @@ def is_git_url(src: str) -> bool:
 def fetch(src: str, dest: Path | None = None, force: bool = False) -> Path:
     """Fill `dest` (default `data/upstream/`) from a local folder (copy) or a git URL
     (`git clone --depth 1`); refuse to overwrite data there unless `force`."""
-    dest = Path(dest) if dest else DEFAULT_DIR
+    dest = Path(dest) if dest else default_dir()
     if dest.exists() and any(dest.iterdir()):
         if not force:
             raise FileExistsError(f"{dest} already holds upstream data: pass --force to replace it")

@@ -10,9 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib import upstream
+from tbrl_lib import upstream, workspace
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def tmp_workspace(tmp_path, monkeypatch) -> Path:
+    """An empty workspace of the test's own (a pyproject.toml naming project tbrl), named by
+    TBRL_WORKSPACE: default paths (data/, outputs/) resolve inside it."""
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "tbrl"\n')
+    monkeypatch.setenv(workspace.ENV_VAR, str(root))
+    return root
 
 
 def _engine_reason() -> str | None:

@@ -16,7 +16,10 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "tbrl_lib"
 
 LAYERS: list[set[str]] = [
-    {"run_folder"},  # a run's folder and summary.json: the notebooks' helpers re-export it
+    {"workspace"},  # where default paths resolve (the workspace root): everything may ask it
+    # a run's folder and summary.json (the notebooks' helpers re-export them), and a training
+    # step's progress from its metrics.jsonl row (the console line and the notebook's panel)
+    {"run_folder", "step_progress"},
     {
         "aio",
         "batch_shapes",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,12 +14,11 @@ from tests.conftest import REPO
 from tests.test_layering import imported_units
 
 
-def test_a_run_folder_is_the_one_given_or_a_new_dated_one(tmp_path, monkeypatch):
+def test_a_run_folder_is_the_one_given_or_a_new_dated_one(tmp_path, tmp_workspace):
     given = run_folder.run_dir(tmp_path / "a" / "b", "ignored")
     assert given == tmp_path / "a" / "b" and given.is_dir()
-    monkeypatch.chdir(tmp_path)
     made = run_folder.run_dir("", "train-cpu-smoke")
-    assert made.parent == Path("outputs") and made.name.startswith("train-cpu-smoke-")
+    assert made.parent == tmp_workspace / "outputs" and made.name.startswith("train-cpu-smoke-")
     assert made.is_dir()
 
 

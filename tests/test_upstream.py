@@ -12,11 +12,11 @@ from tbrl_lib import REPO_ROOT, upstream
 
 
 @pytest.fixture
-def bare(monkeypatch, tmp_path):
-    """A clone with nothing beside it: no variable, data/upstream/ in a temporary place."""
+def bare(monkeypatch, tmp_workspace):
+    """A clone with nothing beside it: no variable, an empty workspace of its own."""
     monkeypatch.delenv(upstream.ENV_VAR, raising=False)
-    monkeypatch.setattr(upstream, "DEFAULT_DIR", tmp_path / "repo" / "data" / "upstream")
-    return upstream.DEFAULT_DIR
+    assert upstream.default_dir() == tmp_workspace / "data" / "upstream"
+    return upstream.default_dir()
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from tbrl_lib.rollout import RolloutConfig, run_rollout
 from tbrl_lib.sandbox import backend_for
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.console import LENIENT_HELP, print_load_report
+from tbrl_lib.workspace import workspace_path
 
 app = typer.Typer(no_args_is_help=True, help="The agent: prompt, parser, episodes, tiny model.")
 
@@ -58,7 +59,10 @@ def run(
     task_id: str = typer.Option("", help="Which task; empty means the first."),
     policy: str = typer.Option("oracle", help=SPEC_HELP.removeprefix("policy specs: ")),
     out: str = typer.Option(
-        "outputs/agent/trajectory.jsonl", help="Where the trajectory JSONL is appended."
+        "",
+        show_default=False,
+        help="Where the trajectory JSONL is appended (default: the workspace's "
+        "outputs/agent/trajectory.jsonl).",
     ),
     max_turns: int = typer.Option(50, help="Turn limit of the episode."),
     max_new_tokens: int = typer.Option(
@@ -90,6 +94,7 @@ def run(
     )
     config = RolloutConfig(episode=episode, reward=RewardConfig(judge=judge))
     result = run_sync(run_rollout(task, policy_obj, config, judge_for(config.reward)))
+    out = out or str(workspace_path("outputs", "agent", "trajectory.jsonl"))
     if result.trajectory is not None:
         Trajectory.save_jsonl(result.trajectory, out, append=True)
     if result.task_error:
@@ -108,6 +113,10 @@ def run(
 
 
 @app.command("tiny-model")
-def tiny_model(out_dir: str = typer.Argument("outputs/models", help="Cache directory.")) -> None:
+def tiny_model(
+    out_dir: str = typer.Argument(
+        "", show_default=False, help="Cache directory (default: the workspace's outputs/models)."
+    ),
+) -> None:
     """Build (or reuse) the tiny Qwen3 model and print its path."""
-    typer.echo(build_tiny_model(out_dir))
+    typer.echo(build_tiny_model(out_dir or None))

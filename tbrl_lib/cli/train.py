@@ -28,6 +28,7 @@ from tbrl_lib.train.model.model_loader import import_early
 from tbrl_lib.train.plan.gpu_memory import plan_memory
 from tbrl_lib.train.plan.launch import launch_commands, server_shares_node, write_launch_files
 from tbrl_lib.train.plan.resume import ResumeError, find_checkpoint
+from tbrl_lib.workspace import workspace_path
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -89,7 +90,9 @@ def refuse_family_with_tasks(config: TrainConfig, tasks: Path | None) -> None:
 def run_cmd(
     preset: str = PresetOpt,
     overrides: list[str] = SetOpt,
-    out: str = typer.Option("", help="Run folder (default outputs/train-<preset>-<time>)."),
+    out: str = typer.Option(
+        "", help="Run folder (default: the workspace's outputs/train-<preset>-<time>)."
+    ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print preflight, memory plan and launch commands; run nothing."
     ),
@@ -142,7 +145,11 @@ def run_cmd(
 def sft_cmd(
     preset: str = typer.Option("cpu-demo", "--preset", help="Preset whose warm start to run."),
     overrides: list[str] = SetOpt,
-    out: Path = typer.Option(Path("outputs/sft"), help="Folder for demos.parquet and checkpoint/."),
+    out: Path | None = typer.Option(
+        None,
+        show_default=False,
+        help="Folder for demos.parquet and checkpoint/ (default: the workspace's outputs/sft).",
+    ),
 ) -> None:
     """The warm start of a preset alone: teacher demonstrations recorded in sandboxes (its
     `sft`, `data` and `rollout` sections), then SFT on their assistant tokens."""
@@ -163,7 +170,7 @@ def sft_cmd(
         warm_start,  # torch and TRL: only once the engine answers
     )
 
-    summary = warm_start(config, model_path, out)
+    summary = warm_start(config, model_path, out or workspace_path("outputs", "sft"))
     keys = ("checkpoint", "demos", "demos_right", "trainable_parameters", "steps")
     for key in (*keys, "loss_before", "loss_after", "seconds"):
         typer.echo(f"{key}: {summary[key]}")

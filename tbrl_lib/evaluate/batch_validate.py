@@ -32,6 +32,7 @@ from tbrl_lib.synth.generate import generate
 from tbrl_lib.synth.llm import AnthropicLLM
 from tbrl_lib.synth.pipeline import PipelineConfig, run_pipeline
 from tbrl_lib.tasks.model import Task
+from tbrl_lib.workspace import workspace_path
 
 
 def task_validator(concurrency: int = 2, config: ValidationConfig | None = None):
@@ -143,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--difficulty", default="mixed")
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--out", default="outputs/synth-validate")
+    parser.add_argument("--out", default="", help="default: the workspace's outputs/synth-validate")
     args = parser.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out) if args.out else workspace_path("outputs", "synth-validate")
     out.mkdir(parents=True, exist_ok=True)
     tasks = generate(args.family, args.n, args.seed, args.difficulty)
     started = time.perf_counter()

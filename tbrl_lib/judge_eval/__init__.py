@@ -2,27 +2,27 @@
 
 `load_cases(dir)`, `run_comparison(judges, cases, attempts)`, `summarize(results)`,
 `write_report(results, out_dir, cases=cases)`, `relative_label_table(cases, per_case(results))`
-(the `at_most` labels per judge); `suite_dirs(spec)` locates the suites (`OUR_CASES`, and the
+(the `at_most` labels per judge); `suite_dirs(spec)` locates the suites (`our_cases()`, and the
 upstream six only where `tbrl_lib.upstream` finds them).
 """
 
 from tbrl_lib.judge_eval.cases import (
-    OUR_CASES,
     CaseFormatError,
     CaseSet,
     JudgeCase,
     load_cases,
+    our_cases,
     suite_dirs,
 )
 from tbrl_lib.judge_eval.metrics import per_case, spearman, summarize
 from tbrl_lib.judge_eval.runner import relative_label_table, run_comparison, write_report
 
 __all__ = [
-    "OUR_CASES",
     "CaseFormatError",
     "CaseSet",
     "JudgeCase",
     "load_cases",
+    "our_cases",
     "per_case",
     "relative_label_table",
     "run_comparison",

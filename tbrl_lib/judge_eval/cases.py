@@ -20,10 +20,10 @@ from pathlib import Path
 
 import yaml
 
-from tbrl_lib import REPO_ROOT, upstream
+from tbrl_lib import upstream
 from tbrl_lib.rewards.judges.base import JudgeInput
+from tbrl_lib.workspace import workspace_path
 
-OUR_CASES = REPO_ROOT / "data" / "judge_cases"
 AUTO = "auto"
 """Suite spec: ours, plus the upstream six when they are there."""
 
@@ -170,6 +170,11 @@ def relative_labels(cases: list[JudgeCase], scores: dict[str, float]) -> list[di
     return rows
 
 
+def our_cases() -> Path:
+    """Our labelled cases: `data/judge_cases/` in the workspace."""
+    return workspace_path("data", "judge_cases")
+
+
 def suite_dirs(spec: str = AUTO, note: Callable[[str], None] = print) -> dict[str, Path]:
     """Suite name -> case directory. `spec` is `auto` (ours, plus upstream when present;
     otherwise `note` gets the one-line hint) or a comma list of `ours`, `upstream`, each of
@@ -179,7 +184,7 @@ def suite_dirs(spec: str = AUTO, note: Callable[[str], None] = print) -> dict[st
         found = upstream.upstream_path(upstream.JUDGE_CASES)
         if found is None:
             note(f"judge cases: ours only ({upstream.hint()})")
-        return {"ours": OUR_CASES, **({"upstream": found} if found else {})}
+        return {"ours": our_cases(), **({"upstream": found} if found else {})}
     unknown = sorted(set(names) - {"ours", "upstream"})
     if unknown or not names:
         raise ValueError(
@@ -187,6 +192,6 @@ def suite_dirs(spec: str = AUTO, note: Callable[[str], None] = print) -> dict[st
             "list of ours, upstream"
         )
     return {
-        n: OUR_CASES if n == "ours" else upstream.require_upstream(upstream.JUDGE_CASES)
+        n: our_cases() if n == "ours" else upstream.require_upstream(upstream.JUDGE_CASES)
         for n in names
     }

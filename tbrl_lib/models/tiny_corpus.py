@@ -15,17 +15,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tbrl_lib import REPO_ROOT
 from tbrl_lib.agent.actions import EXAMPLES
 from tbrl_lib.agent.config import EpisodeLimits
 from tbrl_lib.agent.prompts import system_prompt
 from tbrl_lib.policies.tiny_model import build_tiny_qwen3
 from tbrl_lib.synth.families import FAMILIES
 from tbrl_lib.synth.generate import make_task
+from tbrl_lib.workspace import workspace_path, workspace_root
 
 
-def training_text(repo_root: Path = REPO_ROOT) -> list[str]:
-    """The bundled text the tokenizer learns from (deterministic order)."""
+def training_text(repo_root: Path | None = None) -> list[str]:
+    """The bundled text the tokenizer learns from (deterministic order), read from the
+    workspace's `data/` unless another root is given."""
+    repo_root = repo_root or workspace_root()
     compact = system_prompt(EpisodeLimits(system_prompt="compact"))
     texts = [system_prompt(), compact, *EXAMPLES.values()]
     corpus = repo_root / "data" / "agent_corpus" / "malformed.jsonl"
@@ -50,8 +52,8 @@ def family_text(seeds: int = 30) -> list[str]:
     return texts
 
 
-def build_tiny_model(
-    out_dir: str | Path = "outputs/models", seed: int = 0, size: str = "smoke"
-) -> Path:
-    """The tiny model of `size` with its tokenizer trained on `training_text()` (cached)."""
-    return build_tiny_qwen3(training_text(), out_dir, seed=seed, size=size)
+def build_tiny_model(out_dir: str | Path | None = None, seed: int = 0, size: str = "smoke") -> Path:
+    """The tiny model of `size` with its tokenizer trained on `training_text()`, cached in
+    `out_dir` (default: the workspace's `outputs/models/`)."""
+    cache = out_dir or workspace_path("outputs", "models")
+    return build_tiny_qwen3(training_text(), cache, seed=seed, size=size)

@@ -1,8 +1,9 @@
 """What a notebook shows a person: settings and numbers as tables, each warning once.
 
 - `show_config(obj)`: a pydantic model, dataclass or dict as a two-column table, nested
-  fields flattened with dots (`sandbox.memory_mb`), tuples and lists joined, paths and enums
-  as text: no reprs in a report.
+  fields flattened with dots (`sandbox.memory_mb`), tuples and lists joined, enums as text,
+  paths relative to the workspace (`outputs/04_train-...`): no reprs, and no folder of this
+  machine, in a report.
 - `show_summary(summary)`: the same for a notebook's headline numbers.
 - `warn_once()`: from here on, each distinct warning or log warning is shown once per
   notebook (a sandbox that cannot limit storage says so once, not once per container).
@@ -22,6 +23,8 @@ from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel
+
+from tbrl_lib.workspace import shown_path
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
@@ -97,7 +100,7 @@ def value_text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, PurePath):
-        return str(value)
+        return shown_path(value)
     if isinstance(value, (list, tuple, set, frozenset)):
         return ", ".join(value_text(v) for v in value) if value else "-"
     return str(value)

@@ -2,7 +2,9 @@
 
 This is what `tbrl demo` and the batch-job recipe in docs/notebooks.md do: the executed notebook,
 its `summary.json` and a self-contained HTML report (code hidden) land in one folder under
-`outputs/`, so a run explains itself. While it runs, stderr shows each cell, what it prints
+the workspace's `outputs/`, so a run explains itself. The notebook is the workspace's
+(`notebooks/<name>.ipynb`); its kernel starts in the caller's folder, so a path passed as a
+parameter means what it means in the caller's shell. While it runs, stderr shows each cell, what it prints
 and its progress bars (`tbrl_lib.notebook_tools.progress`). When a cell fails, the executed
 notebook and its HTML (with the error visible) are still written, and `NotebookFailed` says
 which cell failed, how, and where both files are.
@@ -13,11 +15,11 @@ from __future__ import annotations
 import json
 import re
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from tbrl_lib import REPO_ROOT
+from tbrl_lib.run_folder import run_dir
+from tbrl_lib.workspace import workspace_path
 
 
 class NotebookFailed(RuntimeError):
@@ -39,23 +41,19 @@ def execute_notebook(
 
     from tbrl_lib.notebook_tools import progress  # registers the engine; papermill is optional
 
-    source = REPO_ROOT / "notebooks" / f"{name}.ipynb"
+    notebooks = workspace_path("notebooks")
+    source = notebooks / f"{name}.ipynb"
     if not source.exists():
-        choices = ", ".join(sorted(p.stem for p in (REPO_ROOT / "notebooks").glob("*.ipynb")))
+        choices = ", ".join(sorted(p.stem for p in notebooks.glob("*.ipynb")))
         raise FileNotFoundError(f"no notebook {source}; choose one of: {choices}")
-    run = (
-        Path(out_dir)
-        if out_dir
-        else REPO_ROOT / "outputs" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
-    run.mkdir(parents=True, exist_ok=True)
+    run = run_dir(out_dir or "", name)
     executed = run / f"{name}.ipynb"
     try:
         papermill.execute_notebook(
             str(source),
             str(executed),
             parameters={**(parameters or {}), "out_dir": str(run)},
-            cwd=str(REPO_ROOT),
+            cwd=str(Path.cwd()),
             kernel_name="python3",
             engine_name=progress.ENGINE,
             progress_bar=False,

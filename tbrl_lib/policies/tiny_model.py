@@ -66,7 +66,7 @@ SIZES: dict[str, dict] = {
 
 
 def build_tiny_qwen3(
-    texts: list[str], out_dir: str | Path = "outputs/models", seed: int = 0, size: str = "smoke"
+    texts: list[str], out_dir: str | Path, seed: int = 0, size: str = "smoke"
 ) -> Path:
     """Build (or reuse) the tiny model of shape `SIZES[size]` whose tokenizer learned `texts`;
     returns the directory to pass to `from_pretrained`."""

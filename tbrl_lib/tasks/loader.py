@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 from tbrl_lib.tasks import csv_format, harbor_format, parquet_format, tb1_format
 from tbrl_lib.tasks.errors import LoadReport, LoadResult, TaskFormatError
 from tbrl_lib.tasks.model import Task
+from tbrl_lib.workspace import InputNotFound, find_input
 
 Mode = Literal["strict", "lenient"]
 FORMATS = ("tb1", "harbor", "csv", "parquet")
@@ -75,8 +76,13 @@ def detect_format(path: Path) -> str:
 def load_tasks(
     path: Path | str, mode: Mode = "strict", *, workers: int = 4, progress: bool = True
 ) -> LoadResult:
-    """Read every task at `path` (see the module docstring). Returns `LoadResult(tasks, report)`."""
-    path = Path(path)
+    """Read every task at `path` (see the module docstring): a relative path from the
+    current folder, else from the workspace (`data/tasks` from `notebooks/`). Returns
+    `LoadResult(tasks, report)`."""
+    try:
+        path = find_input(path)
+    except InputNotFound as exc:
+        raise TaskFormatError(exc.path, "path", exc.problem, exc.fix) from None
     _check_mode(mode)
     fmt = detect_format(path)
     report = LoadReport(source=str(path))

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from tbrl_lib.judge_eval import OUR_CASES, load_cases
+from tbrl_lib.judge_eval import load_cases, our_cases
 from tbrl_lib.judge_eval.calibration import (
     GRID,
     PRIORS,
@@ -21,7 +21,7 @@ from tbrl_lib.rewards.judges.rule_based import DEFAULT_PARAMS
 
 @pytest.fixture(scope="module")
 def ours():
-    return load_cases(OUR_CASES, suite="ours").cases
+    return load_cases(our_cases(), suite="ours").cases
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +86,12 @@ def test_claims_count_for_nothing_on_cases_the_fit_never_saw(ours_calibrated):
 
 
 def test_cli_calibrate_and_the_eval_report_show_cross_validated_figures(tbrl, tmp_path):
-    done = tbrl("judge", "calibrate", "--cases", OUR_CASES, "--out", tmp_path / "cal")
+    done = tbrl("judge", "calibrate", "--cases", our_cases(), "--out", tmp_path / "cal")
     assert done.code == 0, done.err
     assert "leave-one-out" in done.out and (tmp_path / "cal" / "calibration.md").exists()
-    done = tbrl("judge", "eval", "--judges", "rule", "--cases", OUR_CASES, "--out", tmp_path / "ev")
+    done = tbrl(
+        "judge", "eval", "--judges", "rule", "--cases", our_cases(), "--out", tmp_path / "ev"
+    )
     assert done.code == 0, done.err
     report = (tmp_path / "ev" / "report.md").read_text()
     assert "Rule judge: in-sample and cross-validated" in report and "leave-one-out" in report

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tbrl_lib import upstream
-from tbrl_lib.judge_eval import OUR_CASES, CaseFormatError, load_cases, suite_dirs
+from tbrl_lib.judge_eval import CaseFormatError, load_cases, our_cases, suite_dirs
 from tbrl_lib.rewards.judges.prompt import CAPS, RUBRIC_WEIGHTS
 
 
@@ -21,7 +21,7 @@ def test_upstream_cases_load_in_place(upstream_judge_cases):
 
 
 def test_our_cases_cover_every_rubric_item_and_include_real_episodes():
-    cases = load_cases(OUR_CASES).cases
+    cases = load_cases(our_cases()).cases
     assert len(cases) >= 12
     covered = {item for c in cases for item in c.rubric}
     assert set(RUBRIC_WEIGHTS) <= covered | {"efficiency"} and "gaming" in covered
@@ -127,12 +127,12 @@ def test_missing_files_are_named(tmp_path):
 def no_upstream(monkeypatch, tmp_path):
     """A bare clone: no TBRL_UPSTREAM_DIR and an empty data/upstream."""
     monkeypatch.delenv(upstream.ENV_VAR, raising=False)
-    monkeypatch.setattr(upstream, "DEFAULT_DIR", tmp_path / "absent")
+    monkeypatch.setattr(upstream, "default_dir", lambda: tmp_path / "absent")
 
 
 def test_auto_suites_in_a_bare_clone_are_ours_and_say_how_to_add_upstream(no_upstream):
     notes = []
-    assert suite_dirs("auto", note=notes.append) == {"ours": OUR_CASES}
+    assert suite_dirs("auto", note=notes.append) == {"ours": our_cases()}
     assert len(notes) == 1 and "tbrl upstream fetch" in notes[0] and upstream.ENV_VAR in notes[0]
 
 
@@ -146,7 +146,7 @@ def test_auto_suites_add_upstream_when_the_variable_names_it(monkeypatch, tmp_pa
     monkeypatch.setenv(upstream.ENV_VAR, str(tmp_path))
     notes = []
     found = suite_dirs("auto", note=notes.append)
-    assert found == {"ours": OUR_CASES, "upstream": tmp_path / "judge_cases"}
+    assert found == {"ours": our_cases(), "upstream": tmp_path / "judge_cases"}
     assert notes == []
 
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from tbrl_lib.cli import app
 from tbrl_lib.fake_llm_server.llm_server import LLMServer, Reply
 from tbrl_lib.judge_eval import (
-    OUR_CASES,
     load_cases,
+    our_cases,
     run_comparison,
     summarize,
     write_report,
@@ -30,7 +30,7 @@ def test_rule_judge_on_the_upstream_cases(upstream_judge_cases):
 
 
 def test_api_judge_failures_are_missing_scores_not_zeros(tmp_path):
-    cases = load_cases(OUR_CASES).cases[:2]
+    cases = load_cases(our_cases()).cases[:2]
     with LLMServer([Reply(json={"score": 0.5}), Reply.server_error()]) as server:
         from tbrl_lib.rewards.judges import make_judge
 
@@ -54,7 +54,7 @@ def test_cli_judge_eval_writes_results_and_report(tmp_path):
             "--judges",
             "rule,rule-nocaps",
             "--cases",
-            str(OUR_CASES),
+            str(our_cases()),
             "--attempts",
             "2",
             "--out",
@@ -86,7 +86,7 @@ def test_cli_check_config(tmp_path, tbrl):
 
 
 def test_pass_rates_carry_wilson_intervals():
-    results = run_comparison(["rule"], load_cases(OUR_CASES).cases, attempts=1, progress=False)
+    results = run_comparison(["rule"], load_cases(our_cases()).cases, attempts=1, progress=False)
     row = summarize(results).iloc[0]
     assert row["cases"] >= 12 and row["passed"] == round(row["pass_rate"] * row["cases"])
     # cases are the unit: a dozen cases leave a wide interval around the rate, never zero-width
@@ -117,7 +117,7 @@ def test_judge_eval_refuses_a_judge_without_its_key_before_any_case(
 
 
 def test_judge_score_refuses_a_judge_without_its_key(no_judge_keys, tbrl):
-    case = OUR_CASES / "hand_late_plan" / "messages.json"
+    case = our_cases() / "hand_late_plan" / "messages.json"
     result = tbrl("judge", "score", case, "--judge", "anthropic:claude-sonnet-4-6")
     assert result.code == 1 and "ANTHROPIC_API_KEY" in result.err and result.out == ""
     assert len(result.err.strip().splitlines()) == 1
@@ -131,7 +131,7 @@ def test_openai_judge_on_a_local_endpoint_needs_no_key(no_judge_keys, tbrl, tmp_
             "--judges",
             "openai:local-model",
             "--cases",
-            OUR_CASES,
+            our_cases(),
             "--base-url",
             server.openai_base_url,
             "--out",
@@ -148,7 +148,7 @@ def test_the_report_checks_the_claims_cases_for_rule_and_llm_judges(tmp_path):
     would on theatre: the label fails for it and holds for the rule judge."""
     from tbrl_lib.rewards.judges import make_judge
 
-    cases = [c for c in load_cases(OUR_CASES).cases if "claims" in c.rubric]
+    cases = [c for c in load_cases(our_cases()).cases if "claims" in c.rubric]
     assert {c.id for c in cases} == {
         "ep_todo_theatre",
         "ep_echoed_verification",
