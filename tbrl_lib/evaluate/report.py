@@ -188,6 +188,17 @@ def write_trajectory_pages(results: RunResults, run_dir: str | Path) -> dict[tup
     return pages
 
 
+def trajectory_files(results: RunResults, run_dir: str | Path) -> dict[str, Path]:
+    """`task (attempt N)` -> the trial's saved trajectory, for every trial that has one (the
+    live viewer's choices in notebook 05)."""
+    files = {}
+    for trial in results.trials:
+        source = Path(run_dir) / trial.trajectory if trial.trajectory else None
+        if source is not None and source.exists():
+            files[f"{trial.task_id} (attempt {trial.attempt})"] = source
+    return files
+
+
 def _trial_outcome(trial: TrialResult) -> dict:
     return {
         "resolved": trial.resolved,

@@ -13,8 +13,8 @@ Public API:
   `plan.launch.accelerate_config/launch_commands`
 - `rollouts.curriculum.Curriculum`, `rollouts.curriculum.CurriculumSampler`,
   `warm_start.sft.warm_start(config, model, out)`
-- `report.callbacks.StepLines`, `report.callbacks.SFTLines` (console lines),
-  `report.callbacks.heldout_line(name, metrics)`
+- `report.callbacks.StepLines`, `report.callbacks.SFTLines` (console lines; a step's
+  numbers from its `metrics.jsonl` row through `tbrl_lib.step_progress`)
 
 Sub-packages, each importing only those listed before it: `config`, `plan`, `model`, `vllm`,
 `rollouts`, `report`, `pipeline`, `heldout`, `warm_start`, `grpo`.

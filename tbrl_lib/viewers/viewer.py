@@ -2,7 +2,7 @@
 actions, observations, timings and token counts.
 
 `TrajectoryViewer(traj).widget` is the notebook widget (slider + previous/next buttons);
-it needs a live kernel. `turn_html(traj, i)` is the HTML of one turn, usable without widgets:
+it needs a live kernel (`viewers/live.py` shows it only where a frontend draws it). `turn_html(traj, i)` is the HTML of one turn, usable without widgets:
 the static page of `tbrl_lib.viewers.trajectory_html` (what reports link to) is built from it.
 Left out: editing or labelling turns (the judge-evaluation notebook owns labels).
 """
@@ -105,3 +105,8 @@ class TrajectoryViewer:
         self.body.value = (
             turn_html(self.traj, self.slider.value) if self.traj.turns else "<i>no turns</i>"
         )
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display  # the notebooks extra
+
+        display(self.widget)

@@ -13,16 +13,16 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_callback import ProgressCallback
 from transformers.utils.notebook import NotebookProgressCallback
 
+from tbrl_lib.step_progress import SECONDS_PER_STEP, StepProgress, duration, heldout_line
 from tbrl_lib.train.report.callbacks import (
     TRAINER_DISPLAYS,
     CurriculumStop,
     MetricsWriter,
     SFTLines,
+    StepClock,
     StepLines,
-    duration,
-    heldout_line,
     metric_name,
-    step_line,
+    step_record,
     use_progress_lines,
 )
 from tbrl_lib.train.rollouts.curriculum import Curriculum
@@ -39,15 +39,35 @@ STEP_LOGS = {
 }
 
 
+def line(step: int, total: int, logs: dict) -> str:
+    """The console line of a step that logged `logs`, read from its metrics.jsonl row."""
+    return StepProgress.from_row(step_record(step, logs), total).line()
+
+
 def test_a_step_line_has_the_reward_its_parts_and_the_time_left():
-    line = step_line(3, 12, STEP_LOGS, 40.0)
-    assert line == (
+    with_clock = {**STEP_LOGS, "reward/judge_missing_rate": 0.0, SECONDS_PER_STEP: 40.0}
+    assert line(3, 12, with_clock) == (
         "grpo step 3/12  reward 0.69 (tests 0.75, judge 0.40)  solved 0.75  zero-std 0.25  "
         "refills 1  40.0 s/step  ETA 6m00s"
     )
     # what a step did not log is left out, never shown as 0; infra errors only when there are
-    bare = step_line(1, 2, {"loss": 0.1, "rollout/infra_error_rate": 0.5}, None)
+    bare = line(1, 2, {"loss": 0.1, "rollout/infra_error_rate": 0.5})
     assert bare == "grpo step 1/2  infra errors 0.50"
+    assert line(1, 2, {"loss": 0.1, "rollout/infra_error_rate": 0.0}) == "grpo step 1/2"
+
+
+def test_the_clock_logs_the_mean_seconds_of_this_sessions_steps(monkeypatch):
+    """A resumed run (first step 4) counts only the steps it ran itself."""
+    now = iter([100.0, 130.0, 190.0])
+    monkeypatch.setattr("tbrl_lib.train.report.callbacks.time.monotonic", lambda: next(now))
+    sink: dict[str, float] = {}
+    clock = StepClock(sink)
+    args, control = TrainingArguments(output_dir="/tmp/unused", report_to=[]), TrainerControl()
+    clock.on_train_begin(args, _state(4, 10), control)
+    clock.on_step_end(args, _state(5, 10), control)
+    assert sink == {SECONDS_PER_STEP: 30.0}
+    clock.on_step_end(args, _state(6, 10), control)
+    assert sink == {SECONDS_PER_STEP: 45.0}
 
 
 def test_a_heldout_line_has_the_interval_and_leaves_out_what_is_not_a_number():
@@ -78,7 +98,6 @@ def test_step_lines_print_each_step_and_the_heldout_result_logged_with_it():
     printed: list[str] = []
     lines = StepLines(printer=lambda text, flush: printed.append(text))
     args, control = TrainingArguments(output_dir="/tmp/unused", report_to=[]), TrainerControl()
-    lines.on_train_begin(args, _state(0, 2), control)
     lines.on_log(args, _state(1, 2), control, logs=dict(STEP_LOGS))
     lines.on_log(args, _state(2, 2), control, logs={**STEP_LOGS, "eval/solve_rate": 1.0})
     lines.on_log(args, _state(2, 2), control, logs={"train_runtime": 9.0})  # the summary: no line

@@ -39,6 +39,7 @@ from typing import Any
 from tbrl_lib.models import resolve_model, tiny_size
 from tbrl_lib.policies.vllm_engine import check_cpu_attention
 from tbrl_lib.run_folder import run_dir
+from tbrl_lib.step_progress import heldout_line
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.grpo.async_trainer import AsyncSessionTrainer
 from tbrl_lib.train.grpo.session import TrainingSession
@@ -49,7 +50,7 @@ from tbrl_lib.train.heldout.evaluator import HeldoutEvaluator
 from tbrl_lib.train.plan.gpu_memory import plan_text
 from tbrl_lib.train.plan.phase_memory import RunClock, return_freed_memory, timed
 from tbrl_lib.train.plan.resume import checkpoint_step, find_checkpoint, run_folder_of
-from tbrl_lib.train.report.callbacks import StepMemory, heldout_line
+from tbrl_lib.train.report.callbacks import StepMemory
 from tbrl_lib.train.report.reporting import write_config
 from tbrl_lib.train.rollouts.hooks import process_state
 from tbrl_lib.train.vllm.vllm_server import serving

@@ -41,7 +41,7 @@ from tbrl_lib.train.heldout.evaluator import HeldoutDuringTraining, HeldoutEvalu
 from tbrl_lib.train.model.model_loader import load_policy
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
 from tbrl_lib.train.plan.gpu_memory import generation_token_budget
-from tbrl_lib.train.report.callbacks import CurriculumStop, MetricsWriter
+from tbrl_lib.train.report.callbacks import CurriculumStop, MetricsWriter, StepClock
 from tbrl_lib.train.rollouts.curriculum import Curriculum
 from tbrl_lib.train.rollouts.engine_outage import EngineWait
 from tbrl_lib.train.rollouts.hooks import (
@@ -146,8 +146,10 @@ class TrainingSession:
         return self.policy.chat.prompt_ids(initial_messages(task, self.rollout.episode))
 
     def callbacks(self) -> list:
-        """The run's own TRL callbacks, in the order they run at each step."""
-        return [c for c in (self.metrics, self.stop, self.heldout_during) if c is not None]
+        """The run's own TRL callbacks, in the order they run at each step (the clock after
+        the held-out evaluation: its time is the step's)."""
+        callbacks = (self.metrics, self.stop, self.heldout_during, StepClock(self.tracked))
+        return [c for c in callbacks if c is not None]
 
     def final_evaluation(self, step: int, final: Path) -> dict:
         """The final model's held-out evaluation: the last step's, which measured these

@@ -1,12 +1,13 @@
 """A run's own trainer callbacks, one module: what a step does at its end beside TRL's work.
 
     StepLines        one console line per optimizer step, and one per held-out evaluation in it
+    StepClock        the mean seconds per step, logged with each step (the ETA)
     MetricsWriter    the step's numbers into `metrics.jsonl`
     CurriculumStop   ends training once the curriculum has skipped every task
     CheckpointState  `tbrl_state.json` into every checkpoint TRL saves (`plan/resume.py`)
     SFTLines         a warm start's console lines
 
-The session (`grpo/session.py`) makes the first three, the trainer (`grpo/trainer.py`) adds
+The session (`grpo/session.py`) makes `StepClock`, `MetricsWriter` and `CurriculumStop`, the trainer (`grpo/trainer.py`) adds
 `CheckpointState` and puts `StepLines` in place of its own display; the warm start
 (`warm_start/sft.py`) takes `SFTLines`. Left out: the held-out evaluation during training
 (`heldout/evaluator.py`: it runs the harness), and what is drawn or read back from a
@@ -22,8 +23,10 @@ and a few per warm start, printed to stdout (a notebook cell's output; `tbrl dem
     sft step 40/384  loss 1.204
 
 `StepLines` reads the numbers the step logged (TRL's `reward`, `frac_reward_zero_std`;
-tbrl's `reward/…`, `sampling/…`, `eval/…`) in `on_log`, so a line says exactly what the
-trackers got. `SFTLines` prints about ten lines over a warm start. `use_progress_lines` puts
+tbrl's `reward/…`, `sampling/…`, `eval/…`, `progress/…`) in `on_log`, as the step's
+`metrics.jsonl` row (`step_record`), through `tbrl_lib.step_progress`: a line says exactly
+what the trackers got, and the notebook's live panel, which follows `metrics.jsonl`, shows
+the same numbers. `SFTLines` prints about ten lines over a warm start. `use_progress_lines` puts
 one in place of the trainer's own progress display (a tqdm bar, or in a notebook a table
 with a row per logged step). Only process 0 prints. Left out: the per-step rollouts bar
 (`rollouts/step_rollouts.py`) and the evaluation harness's own output.
@@ -47,6 +50,7 @@ Metric names (one line per logging step):
     sampling/…    dynamic sampling: zero_std_groups (share before refill), zero_std_after,
                   refilled_groups, refill_rollouts
     eval/…        held-out evaluation at that step (solve_rate, mean_reward, accuracy_ci_*)
+    progress/…    seconds_per_step (mean wall time of the steps this session ran: the ETA)
 
 With several processes every number above covers all of them (tbrl gathers its own; TRL
 gathers its own) and process 0 alone writes the file. A resumed run keeps the lines up to its
@@ -68,7 +72,7 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils.notebook import NotebookProgressCallback
 
-from tbrl_lib.rewards import PARTS
+from tbrl_lib.step_progress import SECONDS_PER_STEP, StepProgress
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.plan.phase_memory import RunClock
 from tbrl_lib.train.plan.resume import write_state
@@ -81,81 +85,41 @@ TRAINER_DISPLAYS = (ProgressCallback, NotebookProgressCallback, PrinterCallback)
 # The console lines.
 
 
-def duration(seconds: float) -> str:
-    """`42s`, `6m10s`, `2h05m`."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
-def _num(value: Any) -> float | None:
-    """A finite number, else None (a part to leave out)."""
-    ok = isinstance(value, int | float) and math.isfinite(value)
-    return float(value) if ok else None
-
-
-def heldout_line(name: str, metrics: dict[str, Any]) -> str:
-    """One held-out evaluation (`eval/…` metrics of `heldout.evaluate_policy`)."""
-    rate = _num(metrics.get("eval/solve_rate"))
-    low, high = (
-        _num(metrics.get("eval/accuracy_ci_low")),
-        _num(metrics.get("eval/accuracy_ci_high")),
-    )
-    mean = _num(metrics.get("eval/mean_reward"))
-    line = f"held-out {name}: solve rate " + ("n/a" if rate is None else f"{rate:.2f}")
-    if low is not None and high is not None:
-        line += f" [{low:.2f}, {high:.2f}]"
-    if mean is not None:
-        line += f"  mean reward {mean:.2f}"
-    return line
-
-
-def step_line(step: int, total: int, logs: dict[str, Any], seconds: float | None) -> str:
-    """One GRPO step from the numbers it logged; parts the step did not log are left out."""
-    parts = [f"grpo step {step}/{total}"]
-    reward = _num(logs.get("reward"))
-    if reward is not None:
-        scores = ((name, _num(logs.get(f"reward/{name}"))) for name in PARTS)
-        pieces = [f"{name} {value:.2f}" for name, value in scores if value is not None]
-        parts.append(f"reward {reward:.2f}" + (f" ({', '.join(pieces)})" if pieces else ""))
-    for label, key, fmt in (
-        ("solved", "reward/solved_rate", "{:.2f}"),
-        ("zero-std", "frac_reward_zero_std", "{:.2f}"),
-        ("refills", "sampling/refilled_groups", "{:.0f}"),
-        ("infra errors", "rollout/infra_error_rate", "{:.2f}"),
-    ):
-        value = _num(logs.get(key))
-        if value is not None and not (label == "infra errors" and value == 0):
-            parts.append(f"{label} {fmt.format(value)}")
-    if seconds is not None:
-        parts.append(f"{seconds:.1f} s/step")
-        parts.append(f"ETA {duration(seconds * max(0, total - step))}")
-    return "  ".join(parts)
-
-
 class StepLines(TrainerCallback):
-    """A GRPO run's console lines: one per logged step, one per held-out evaluation in it.
-    The ETA uses the mean time of the steps this session ran (a resumed run starts over)."""
+    """A GRPO run's console lines: one per logged step, one per held-out evaluation in it,
+    read from the step's `metrics.jsonl` row (`step_progress`: the notebook's live panel
+    reads the same rows)."""
 
     def __init__(self, printer=print) -> None:
         self.printer = printer
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "train_runtime" in logs or not state.is_world_process_zero:
+            return
+        progress = StepProgress.from_row(step_record(state.global_step, logs), state.max_steps)
+        self.printer(progress.line(), flush=True)
+        if (heldout := progress.heldout_line()) is not None:
+            self.printer(heldout, flush=True)
+
+
+class StepClock(TrainerCallback):
+    """Puts `progress/seconds_per_step` (the mean wall time of the steps this session ran;
+    a resumed run starts over) into the numbers the trainer logs with each step (`sink`:
+    the session's `tracked`), so the console line, `metrics.jsonl`, the trackers and the
+    notebook's panel get one ETA. Runs after the held-out evaluation of the step."""
+
+    def __init__(self, sink: dict[str, float]) -> None:
+        self.sink = sink
         self.started: float | None = None
         self.first_step = 0
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.started, self.first_step = time.monotonic(), state.global_step
 
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or "train_runtime" in logs or not state.is_world_process_zero:
-            return
+    def on_step_end(self, args, state, control, **kwargs):
         done = state.global_step - self.first_step
-        seconds = (time.monotonic() - self.started) / done if self.started and done else None
-        self.printer(step_line(state.global_step, state.max_steps, logs, seconds), flush=True)
-        if logs.get("eval/solve_rate") is not None:
-            self.printer(heldout_line(f"step {state.global_step}", logs), flush=True)
+        if self.started is not None and done > 0:
+            self.sink[SECONDS_PER_STEP] = (time.monotonic() - self.started) / done
 
 
 class SFTLines(TrainerCallback):
@@ -184,13 +148,27 @@ def use_progress_lines(trainer: Any, lines: TrainerCallback) -> None:
 
 # metrics.jsonl, the curriculum's stop, the checkpoint's state.
 
-OWN_PREFIXES = ("rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "eval/", "sampling/")
+OWN_PREFIXES = (
+    "rollout/",
+    "reward/",
+    "judge/",
+    "sandbox/",
+    "curriculum/",
+    "eval/",
+    "sampling/",
+    "progress/",
+)
 """Metric prefixes of tbrl's own numbers; the rest is TRL's (`train/…`)."""
 
 
 def metric_name(key: str) -> str:
     """Our prefixes stay; everything TRL logs goes under `train/`."""
     return key if key.startswith(OWN_PREFIXES) else f"train/{key}"
+
+
+def step_record(step: int, logs: dict[str, Any]) -> dict[str, Any]:
+    """A step's log as a `metrics.jsonl` row: `step`, then every number by its metric name."""
+    return {"step": step, **{metric_name(key): _number(value) for key, value in logs.items()}}
 
 
 class MetricsWriter(TrainerCallback):
@@ -211,9 +189,7 @@ class MetricsWriter(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "train_runtime" in logs:
             return
-        record: dict[str, Any] = {"step": state.global_step}
-        for key, value in logs.items():
-            record[metric_name(key)] = _number(value)
+        record = step_record(state.global_step, logs)
         self.records.append(record)
         if self.main:
             with self.path.open("a") as fh:
