@@ -78,3 +78,12 @@ def test_the_reference_page_has_every_training_setting(site):
     keys = [key for key, _, _ in settings_reference(TrainConfig)]
     missing = [key for key in keys if f"<code>{key}</code>" not in html]
     assert not missing, f"the settings reference lacks {missing}"
+
+
+def test_the_notebooks_page_shows_a_small_screenshot_of_each_notebook():
+    """Copies of tests/browser's screenshots (outputs/browser-tests/<notebook>.png)."""
+    shown = re.findall(r"\]\((img/notebook-[^)]+\.png)\)", (DOCS / "notebooks.md").read_text())
+    notebooks = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
+    assert shown == [f"img/notebook-{name}.png" for name in notebooks]
+    sizes = {path: (DOCS / path).stat().st_size for path in shown}
+    assert all(size <= 150_000 for size in sizes.values()), sizes

@@ -85,8 +85,9 @@ def _failure_message(name: str, exc: Any, executed: Path, report: Path | None) -
 
 
 def render_html(notebook: Path) -> Path:
-    """Render an executed notebook to a self-contained HTML report without code cells, and
-    without the warnings third-party libraries printed (`drop_library_warnings`)."""
+    """Render an executed notebook to a self-contained HTML report without code cells,
+    without the warnings third-party libraries printed (`drop_library_warnings`) and without
+    live widgets (`drop_widgets`)."""
     import nbformat  # the notebooks extra, as papermill
     from nbconvert import HTMLExporter
 
@@ -95,6 +96,7 @@ def render_html(notebook: Path) -> Path:
     )
     node = nbformat.read(notebook, as_version=4)
     drop_library_warnings(node)
+    drop_widgets(node)
     body, _ = exporter.from_notebook_node(node)
     target = notebook.with_suffix(".html")
     target.write_text(body, encoding="utf-8")
@@ -128,6 +130,21 @@ def drop_library_warnings(notebook: Any) -> None:
             kept.append(output)
         if "outputs" in cell:
             cell["outputs"] = kept
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_widgets(notebook: Any) -> None:
+    """Remove, in place, the widgets a live kernel showed (the training panel, the trajectory
+    viewer) and their saved state: a static page cannot run them, nbconvert would load a
+    widget manager from the internet for them, and what they show the report holds as
+    printed lines, plots and static pages. A notebook saved from JupyterLab has them; one run
+    by papermill shows none."""
+    notebook.metadata.pop("widgets", None)
+    for cell in notebook.cells:
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if WIDGET_VIEW not in o.get("data", {})]
 
 
 def read_summary(run: Path) -> dict[str, Any]:

@@ -114,8 +114,8 @@ class TrainingPanel:
 
     def finish(self, error: BaseException | None) -> None:
         last = f"step {self.steps[-1].step}/{self.total}" if self.steps else "no GRPO step"
-        why = f"stopped at {last}: {type(error).__name__}" if error else f"finished at {last}"
-        self.title.value = self._title(why)
+        end = f"stopped: {type(error).__name__}" if error else "finished"
+        self.title.value = self._title(f"{last} &middot; {end}")
 
 
 def numbers_html(steps: list[StepProgress]) -> str:
@@ -143,6 +143,7 @@ def reward_plot_png(steps: list[StepProgress]) -> bytes:
     """The reward and its parts per step, as a small PNG (a `Figure` of its own, no pyplot
     state, so the panel's thread can draw it)."""
     from matplotlib.figure import Figure  # the notebooks extra
+    from matplotlib.ticker import MaxNLocator
 
     figure = Figure(figsize=(3.6, 2.2), dpi=100)
     axes = figure.add_subplot()
@@ -151,6 +152,7 @@ def reward_plot_png(steps: list[StepProgress]) -> bytes:
     for name in steps[-1].parts:
         axes.plot(x, [s.parts.get(name) for s in steps], linestyle="--", label=name)
     axes.set(xlabel="step", ylim=(-0.02, 1.02))
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.legend(fontsize=7, loc="upper left")
     figure.tight_layout()
     out = io.BytesIO()

@@ -58,7 +58,7 @@ def plot_mix(tasks: list[Task], ax=None):
     return ax
 
 
-def export_all(tasks: list[Task], out_dir: str | Path, prompt_fn: PromptFn) -> dict[str, str]:
+def export_all(tasks: list[Task], out_dir: str | Path, prompt_fn: PromptFn) -> dict[str, Path]:
     """Write `tasks` as Harbor dirs, TB1 dirs, CSV and Parquet (its prompts by `prompt_fn`);
     returns format -> path."""
     out = Path(out_dir)
@@ -72,5 +72,5 @@ def export_all(tasks: list[Task], out_dir: str | Path, prompt_fn: PromptFn) -> d
             progress=False,
             prompt_fn=prompt_fn if fmt == "parquet" else None,
         )
-        written[fmt] = str(out / name)
+        written[fmt] = out / name
     return written

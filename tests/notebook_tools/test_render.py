@@ -1,11 +1,12 @@
 """The shared HTML report leaves out the warnings installed libraries print (with the
-machine's venv paths); tbrl's own warnings and the rest of stderr stay."""
+machine's venv paths); tbrl's own warnings and the rest of stderr stay. A notebook saved from
+JupyterLab loses its live widgets in the report; what they showed stays as printed text."""
 
 from __future__ import annotations
 
 import pytest
 
-from tbrl_lib.notebook_tools.execute import drop_library_warnings, render_html
+from tbrl_lib.notebook_tools.execute import drop_library_warnings, drop_widgets, render_html
 
 LIBRARY = "/home/me/.venv/lib/python3.11/site-packages/trl/generation/__init__.py"
 
@@ -57,3 +58,21 @@ def test_a_rendered_notebook_shows_no_library_warning(tmp_path):
     report = render_html(executed).read_text()
     assert "result: 42" in report and "tbrl says this once" in report
     assert "a library complains" not in report and "site-packages" not in report
+
+
+def test_live_widgets_and_their_state_stay_out_of_the_report():
+    nbformat = pytest.importorskip("nbformat")
+    cell = nbformat.v4.new_code_cell("with follow_training(run, 2): ...")
+    view = {"model_id": "abc", "version_major": 2, "version_minor": 0}
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            {"application/vnd.jupyter.widget-view+json": view, "text/plain": "VBox()"},
+        ),
+        {"output_type": "stream", "name": "stdout", "text": "grpo step 1/2  reward 0.00\n"},
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {}}
+    drop_widgets(notebook)
+    assert [o["output_type"] for o in cell.outputs] == ["stream"]
+    assert "widgets" not in notebook.metadata

@@ -86,11 +86,11 @@ def test_following_a_run_updates_the_panel_while_the_block_runs(tmp_path, monkey
             seen.append(panel.bar.value)
         append(path, row(3, 0.3))  # written as the block ends: read before the panel closes
     assert seen == [1, 2] and panel.bar.value == 3
-    assert "finished at step 3/3" in panel.title.value
+    assert "step 3/3 &middot; finished" in panel.title.value
     with pytest.raises(KeyboardInterrupt):
         with follow_training(tmp_path, 3, show=True) as stopped:
             raise KeyboardInterrupt
-    assert "stopped at step 3/3: KeyboardInterrupt" in stopped.title.value
+    assert "step 3/3 &middot; stopped: KeyboardInterrupt" in stopped.title.value
 
 
 def test_no_frontend_no_panel(tmp_path, monkeypatch):
