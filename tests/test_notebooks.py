@@ -5,15 +5,23 @@ within a screen (`notebook_tools.layout`); the commands their text names must ex
 
 The notebooks run with TBRL_UPSTREAM_DIR unset, so in a clone without data/upstream/ (CI's
 fresh clone; `.ci/run` sets the variable for the rest of the suite) this proves that a bare
-clone runs every notebook."""
+clone runs every notebook.
+
+Each notebook starts in one of the three folders a researcher starts from (`STARTS`, in
+rotation, so each folder sees complete runs): `notebooks/` (papermill as the workspace's usage
+line has it, and JupyterLab's kernel), the repository root, and a folder outside the
+workspace with TBRL_WORKSPACE set. Every run must leave its run folder in the workspace's
+`outputs/` and nothing in the folder it started from; tests/browser runs all five from
+`notebooks/` in JupyterLab, tests/test_workspace.py pins each default path."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
-from tbrl_lib import upstream
+from tbrl_lib import upstream, workspace
 from tbrl_lib.notebook_tools.execute import render_html
 from tbrl_lib.notebook_tools.layout import layout_problems
 from tests.conftest import REPO
@@ -45,26 +53,65 @@ SMOKE_PARAMETERS: dict[str, dict] = {
 }
 
 
-def test_every_notebook_has_smoke_parameters():
-    assert {nb.stem for nb in NOTEBOOKS} == set(SMOKE_PARAMETERS)
+STARTS = {
+    "01_data_synthesis": "root",
+    "02_tool_design": "outside",
+    "03_judge_comparison": "notebooks",
+    "04_train": "outside",
+    "05_eval": "notebooks",
+}
+"""Where each notebook's kernel starts: `notebooks/`, the repository root, or a folder outside
+the workspace (with TBRL_WORKSPACE naming it)."""
+
+
+def test_every_notebook_has_smoke_parameters_and_a_starting_folder():
+    assert {nb.stem for nb in NOTEBOOKS} == set(SMOKE_PARAMETERS) == set(STARTS)
+    assert set(STARTS.values()) == {"notebooks", "root", "outside"}
+
+
+@pytest.fixture
+def new_run_folder(request):
+    """The one run folder the test's notebook leaves in the workspace's outputs/ (removed
+    after the test)."""
+    name = request.node.callspec.params["notebook"].stem
+    before = set((REPO / "outputs").glob(f"{name}-*"))
+    made: list = []
+
+    def find():
+        made.extend(set((REPO / "outputs").glob(f"{name}-*")) - before)
+        assert len(made) == 1, f"{name} left run folders {made} in outputs/ (one expected)"
+        return made[0]
+
+    yield find
+    for folder in made:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_headless(notebook, tmp_path, monkeypatch):
+def test_notebook_runs_headless(notebook, tmp_path, monkeypatch, new_run_folder):
     import papermill
 
     monkeypatch.delenv(upstream.ENV_VAR, raising=False)  # the kernel inherits the environment
-    out_dir = tmp_path / "run"
+    monkeypatch.delenv(workspace.ENV_VAR, raising=False)
+    start = {"notebooks": REPO / "notebooks", "root": REPO, "outside": tmp_path / "elsewhere"}[
+        STARTS[notebook.stem]
+    ]
+    if STARTS[notebook.stem] == "outside":
+        start.mkdir()
+        monkeypatch.setenv(workspace.ENV_VAR, str(REPO))
+    there = sorted(p.name for p in start.iterdir())
     papermill.execute_notebook(
         str(notebook),
         str(tmp_path / notebook.name),
-        parameters={**SMOKE_PARAMETERS[notebook.stem], "out_dir": str(out_dir)},
-        cwd=str(REPO),
+        parameters=SMOKE_PARAMETERS[notebook.stem],
+        cwd=str(start),
         kernel_name="python3",
         progress_bar=False,
     )
+    out_dir = new_run_folder()
+    assert sorted(p.name for p in start.iterdir()) == there, f"{notebook.stem} wrote in {start}"
     summary = json.loads((out_dir / "summary.json").read_text())
     assert summary, f"{notebook.name} recorded no headline numbers"
     if notebook.stem == "03_judge_comparison" and upstream.upstream_dir() is None:
