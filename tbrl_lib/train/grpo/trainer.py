@@ -42,7 +42,7 @@ from tbrl_lib.batch_shapes import note_training
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.config.estimators import advantages
 from tbrl_lib.train.grpo.session import TrainingSession
-from tbrl_lib.train.model.trl_compat import install_torch_logprob_head
+from tbrl_lib.train.model.trl_compat import install_memory_fixes
 from tbrl_lib.train.plan.resume import read_state
 from tbrl_lib.train.report.callbacks import CheckpointState, StepLines, use_progress_lines
 from tbrl_lib.train.rollouts.curriculum import CurriculumSampler
@@ -81,7 +81,7 @@ class SessionTrainer(GRPOTrainer):
     """The GRPOTrainer of one `TrainingSession` (see the module docstring)."""
 
     def __init__(self, session: TrainingSession) -> None:
-        install_torch_logprob_head()  # CPU torch has no Triton kernel for TRL's fused LM head
+        install_memory_fixes()  # the chunked log-prob head, freed memory returned
         self.session = session
         self.curriculum_sampler: CurriculumSampler | None = None
         self._sampler_resume: tuple[dict[str, Any], int] | None = None
