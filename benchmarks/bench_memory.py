@@ -86,6 +86,57 @@ def grpo_micro_batch(model, batch: int, tokens: int, vocab: int) -> tuple[float,
     return loaded, peak, seconds
 
 
+def trainer_micro_batches(batch: int, tokens: int, micro_batches: int) -> dict:
+    """`micro_batches` GRPO micro-batches of `batch` x `tokens` through the trainer's own path:
+    `cpu-smollm2`'s `TrainingSession` and `SessionTrainer` (the model as TRL makes it, with what
+    the trainer installs), then its loss (`compute_loss`) and backward, as a step runs them;
+    (GiB resident before, peak GiB, seconds). What the guard test runs."""
+    from tbrl_lib.train.config.presets import load_preset
+    from tbrl_lib.train.grpo.session import TrainingSession
+    from tbrl_lib.train.grpo.trainer import SessionTrainer
+
+    config = load_preset(
+        "cpu-smollm2",
+        {
+            "grpo.per_device_batch_size": batch,
+            "rollout.episode.max_total_tokens": tokens,
+            "data.family_tasks": 1,  # the session builds its tasks' images: one is enough
+        },
+    )
+    out = OUT / "trainer"
+    out.mkdir(parents=True, exist_ok=True)
+    rollout = config.rollout.for_run(f"bench-memory-{os.getpid()}")
+    session = TrainingSession(config, out, resolve_model(config.model.name), rollout)
+    trainer = SessionTrainer(session)
+    model = trainer.model
+    model.train()
+    if trainer.args.gradient_checkpointing:  # as `Trainer.train()` turns it on when it starts
+        model.gradient_checkpointing_enable(trainer.args.gradient_checkpointing_kwargs)
+    trainer.current_gradient_accumulation_steps = config.grpo.gradient_accumulation_steps
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, model.config.vocab_size, (batch, tokens), generator=gen)
+    inputs = {
+        "prompt_ids": ids[:, :SCORED_FROM],
+        "prompt_mask": torch.ones(batch, SCORED_FROM, dtype=torch.long),
+        "completion_ids": ids[:, SCORED_FROM:],
+        "completion_mask": torch.ones(batch, tokens - SCORED_FROM, dtype=torch.long),
+        "advantages": torch.randn(batch, generator=gen),
+        "num_items_in_batch": torch.tensor(float(batch * (tokens - SCORED_FROM))),
+    }
+    with torch.no_grad():  # the weights are mapped from their file: read them in first
+        model(input_ids=ids[:, :8])
+    gc.collect()
+    reset_peak()
+    loaded = peak_gib()
+    started = time.monotonic()
+    for _ in range(micro_batches):
+        trainer.compute_loss(model, inputs).backward()
+    seconds = time.monotonic() - started
+    peak = peak_gib()
+    model.zero_grad(set_to_none=True)
+    return {"loaded_gib": loaded, "peak_gib": peak, "seconds": seconds}
+
+
 HEADS = {"whole batch": WholeBatchHead, "chunked": TorchChunkedLogProb}
 VARIANTS = [  # (head, checkpointing, allocator returns freed memory, huge pages), a fix at a time
     ("whole batch", False, False, False),
@@ -278,6 +329,12 @@ def main(argv: list[str] | None = None) -> None:
     one.add_argument("tokens", type=int)
     one.add_argument("--checkpointing", action="store_true")
     one.add_argument("--allocator", action="store_true", help="return_freed_memory() first")
+    trainer = sub.add_parser(
+        "trainer-one", help="micro-batches through cpu-smollm2's own trainer, printed as JSON"
+    )
+    trainer.add_argument("batch", type=int)
+    trainer.add_argument("tokens", type=int)
+    trainer.add_argument("--micro-batches", type=int, default=3)
     runs = sub.add_parser("runs", help="train() of each CPU preset, plan vs peak per phase")
     runs.add_argument("--presets", nargs="+", default=list(SHORTENED), help="presets to run")
     runs.add_argument("--steps", type=int, default=None, help="GRPO steps (default: SHORTENED)")
@@ -285,6 +342,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.mode == "head-one":
         variant = (args.head, args.checkpointing, args.allocator, args.batch, args.tokens)
         print(json.dumps(one_variant(*variant)))
+        return
+    if args.mode == "trainer-one":
+        print(json.dumps(trainer_micro_batches(args.batch, args.tokens, args.micro_batches)))
         return
     OUT.mkdir(parents=True, exist_ok=True)
     if args.mode == "head":

@@ -22,8 +22,7 @@ from tbrl_lib.console import console
 from tbrl_lib.evaluate.harness import require_credentials
 from tbrl_lib.models import SPEC_HELP, make_policy
 from tbrl_lib.models.tiny_corpus import build_tiny_model
-from tbrl_lib.rewards import RewardConfig
-from tbrl_lib.rewards.judges import judge_for
+from tbrl_lib.rewards import RewardConfig, judge_for
 from tbrl_lib.rollout import RolloutConfig, run_rollout
 from tbrl_lib.sandbox import backend_for
 from tbrl_lib.tasks import load_tasks

@@ -31,17 +31,15 @@ from tbrl_lib.tasks.console import (
     print_load_report,
     skipped_table,
 )
+from tbrl_lib.tasks.formats import FORMATS
 from tbrl_lib.tasks.loader import load_tasks, write_tasks
 from tbrl_lib.tasks.stats import stats_tables, task_stats
 
 app = typer.Typer(no_args_is_help=True)
 
 
-class TaskFormat(str, Enum):
-    tb1 = "tb1"
-    harbor = "harbor"
-    csv = "csv"
-    parquet = "parquet"
+FormatName = Enum("FormatName", {name: name for name in FORMATS}, type=str)
+"""`--to` / `--format` choices: every format of the registry (`tbrl_lib.tasks.formats`)."""
 
 
 @app.command()
@@ -49,7 +47,7 @@ def convert(
     src: Path = typer.Argument(
         ..., help="Tasks to read: a .csv, a .parquet, a task dir or a dir of task dirs."
     ),
-    to: TaskFormat = typer.Option(..., "--to", help="Format to write."),
+    to: FormatName = typer.Option(..., "--to", help="Format to write."),
     out: Path = typer.Argument(
         ..., help="Output: a directory (tb1, harbor) or a file (csv, parquet)."
     ),
@@ -79,7 +77,7 @@ def convert(
         out,
         mode=mode,
         workers=workers,
-        prompt_fn=initial_messages if to.value == "parquet" else None,
+        prompt_fn=initial_messages,
     )
     print_convert_reports(screen, load, write)
     raise typer.Exit(1 if write.written == 0 else 0)
@@ -105,7 +103,7 @@ def generate(
     seed: int = typer.Option(0, help="First instance seed (instances use seed, seed+1, ...)."),
     difficulty: str = typer.Option("mixed", help="easy|medium|hard|extremely_hard|mixed."),
     out: Path = typer.Option(..., help="Output directory (or file for csv/parquet)."),
-    fmt: str = typer.Option("harbor", "--format", help="harbor|tb1|csv|parquet."),
+    fmt: FormatName = typer.Option("harbor", "--format", help="Format to write."),
     balance: bool = typer.Option(True, help="Print the category/difficulty balance table."),
 ) -> None:
     """Generate tasks from the procedural families and write them (Harbor dirs by default)."""
@@ -113,11 +111,10 @@ def generate(
         tasks = draw_tasks(family, n, seed, difficulty, progress=True)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
-    report = write_tasks(tasks, fmt, out, prompt_fn=initial_messages if fmt == "parquet" else None)
-    typer.echo(f"wrote {len(tasks)} tasks as {fmt} to {out}")
-    dropped = getattr(report, "dropped", None)
-    if dropped:
-        typer.echo(f"fields the {fmt} format cannot hold: {dropped}")
+    report = write_tasks(tasks, fmt.value, out, prompt_fn=initial_messages)
+    typer.echo(f"wrote {len(tasks)} tasks as {fmt.value} to {out}")
+    if report.dropped:
+        typer.echo(f"fields the {fmt.value} format cannot hold: {report.dropped}")
     if balance:
         typer.echo(balance_table(tasks).to_string())
 

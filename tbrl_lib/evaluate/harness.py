@@ -46,7 +46,7 @@ from tbrl_lib.evaluate.results import (
     TrialResult,
 )
 from tbrl_lib.models import make_policy
-from tbrl_lib.rewards.judges import judge_for
+from tbrl_lib.rewards import judge_for
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
 from tbrl_lib.sandbox import backend_for
 from tbrl_lib.sandbox.base import SandboxError

@@ -4,6 +4,7 @@
 - `await score_rollout(task, sandbox, trajectory, judge, config)` -> (breakdown, tests, judge result)
 - `parts.PARTS`: the reward parts by name (`tests`, `judge`, `budget`), each a score of a rollout
 - `combine({part: score}, RewardConfig(weights=...)) -> RewardBreakdown`; `reward_function()` for TRL
+- `judge_for(config)`: the judge a reward asks for, refused early when it cannot run here
 - `judges`: `make_judge(spec)`, `JudgeChain`, `ConfiguredJudge`, `RuleBasedJudge`, ...
 
 Metrics: `reward/total`, `reward/<part>` (`reward/tests`, `reward/judge`, ...),
@@ -15,7 +16,7 @@ Metrics: `reward/total`, `reward/<part>` (`reward/tests`, `reward/judge`, ...),
 
 from tbrl_lib.rewards.parts import PARTS
 from tbrl_lib.rewards.reward import RewardBreakdown, RewardConfig, combine, reward_function
-from tbrl_lib.rewards.scoring import score_rollout
+from tbrl_lib.rewards.scoring import judge_for, score_rollout
 from tbrl_lib.rewards.verifier import TestReport, verify
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "RewardConfig",
     "TestReport",
     "combine",
+    "judge_for",
     "reward_function",
     "score_rollout",
     "verify",

@@ -6,7 +6,8 @@ Gathers the evidence (`parts.Evidence`): runs the verifier and the judge concurr
 judge needs no container; it is called only when `config.judged`), then scores every part of
 `config.weights` from it (`parts.PARTS`) and combines them (`reward.combine`). The verifier's
 `infra_error` flags the breakdown (training masks it); a judge that is missing is handled as
-`config.on_judge_missing` says.
+`config.on_judge_missing` says. `judge_for(config)` builds the judge a reward asks for, the
+one place training, evaluation and `tbrl agent run` get theirs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import asyncio
 from typing import Any
 
 from tbrl_lib.agent.trajectory import Trajectory
-from tbrl_lib.rewards.judges import JudgeInput, JudgeMissing, JudgeResult
+from tbrl_lib.rewards.judges import Judge, JudgeInput, JudgeMissing, JudgeResult, make_judge
+from tbrl_lib.rewards.judges.specs import require_available
 from tbrl_lib.rewards.parts import PARTS, Evidence
 from tbrl_lib.rewards.reward import RewardBreakdown, RewardConfig, combine
 from tbrl_lib.rewards.verifier import TestReport, verify
@@ -51,3 +53,13 @@ async def score_rollout(
     if tests.infra_error:
         breakdown.notes.append(f"verifier: {tests.error}")
     return breakdown, tests, judged
+
+
+def judge_for(reward: RewardConfig) -> Judge | None:
+    """The judge `reward` asks for, refused now if it cannot run here (no API key, no CLI);
+    None when the reward is tests only. Training and evaluation both build theirs here."""
+    if not reward.judged:
+        return None
+    judge = make_judge(reward.judge)
+    require_available(judge)
+    return judge

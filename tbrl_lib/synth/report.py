@@ -13,12 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from tbrl_lib.tasks import write_tasks
+from tbrl_lib.tasks import FORMATS, write_tasks
 from tbrl_lib.tasks.model import Difficulty, Task
 from tbrl_lib.tasks.parquet_format import PromptFn
-
-EXPORT_FORMATS = {"harbor": "harbor", "tb1": "tb1", "csv": "tasks.csv", "parquet": "tasks.parquet"}
-"""Format -> path under the export folder."""
 
 
 def tasks_frame(tasks: list[Task]) -> pd.DataFrame:
@@ -59,18 +56,12 @@ def plot_mix(tasks: list[Task], ax=None):
 
 
 def export_all(tasks: list[Task], out_dir: str | Path, prompt_fn: PromptFn) -> dict[str, Path]:
-    """Write `tasks` as Harbor dirs, TB1 dirs, CSV and Parquet (its prompts by `prompt_fn`);
-    returns format -> path."""
+    """Write `tasks` in every format (Harbor and TB1 dirs, CSV, Parquet with its prompts by
+    `prompt_fn`), each at its export name under `out_dir`; returns format -> path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = {}
-    for fmt, name in EXPORT_FORMATS.items():
-        write_tasks(
-            tasks,
-            fmt,
-            out / name,
-            progress=False,
-            prompt_fn=prompt_fn if fmt == "parquet" else None,
-        )
-        written[fmt] = out / name
+    for name, fmt in FORMATS.items():
+        write_tasks(tasks, name, out / fmt.export_name, progress=False, prompt_fn=prompt_fn)
+        written[name] = out / fmt.export_name
     return written

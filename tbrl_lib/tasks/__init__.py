@@ -2,19 +2,14 @@
 training Parquet).
 
 Public API: `Task` (model.py), `load_tasks(path, mode)` -> `LoadResult(tasks, report)`,
-`write_tasks(tasks, fmt, out)`, `convert(src, fmt, out)`, `detect_format(path)`,
+`write_tasks(tasks, fmt, out)`, `convert(src, fmt, out)`, `detect_format(path)`, the
+formats by name (`FORMATS`, formats.py: a new format is its module plus one line there),
 `TaskFormatError`, and `weights.weighted_score(tests, outcomes)`.
 """
 
 from tbrl_lib.tasks.errors import LoadReport, LoadResult, TaskFormatError
-from tbrl_lib.tasks.loader import (
-    FORMATS,
-    WriteReport,
-    convert,
-    detect_format,
-    load_tasks,
-    write_tasks,
-)
+from tbrl_lib.tasks.formats import FORMATS, detect_format
+from tbrl_lib.tasks.loader import WriteReport, convert, load_tasks, write_tasks
 from tbrl_lib.tasks.model import Difficulty, Environment, Limits, Provenance, Task, Tests
 from tbrl_lib.tasks.weights import weighted_score
 

@@ -28,7 +28,15 @@ from pydantic import ValidationError
 
 from tbrl_lib.tasks.errors import TaskFormatError, from_validation_error
 from tbrl_lib.tasks.files import decode_utf8, parse_json_object, parse_weights
-from tbrl_lib.tasks.model import Environment, Limits, Provenance, Task, Tests, test_function_names
+from tbrl_lib.tasks.model import (
+    Environment,
+    Limits,
+    Provenance,
+    Task,
+    Tests,
+    changed_fields,
+    test_function_names,
+)
 
 CSV_COLUMNS = [
     "task_id",
@@ -220,6 +228,11 @@ def csv_projection(task: Task) -> Task:
             "metadata": {},
         }
     )
+
+
+def dropped_fields(task: Task) -> list[str]:
+    """The `Task` fields a CSV round trip of `task` loses (none for a task it cannot hold)."""
+    return changed_fields(task, csv_projection(task)) if task.tests.pytest else []
 
 
 def _split_files(

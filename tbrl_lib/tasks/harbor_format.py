@@ -81,10 +81,6 @@ FIELD_NAMES = {
 }
 
 
-def is_harbor_dir(path: Path) -> bool:
-    return (path / "task.toml").is_file()
-
-
 def read_harbor_dir(root: Path, lenient: bool = False) -> Task:
     """Read one Harbor task directory; any problem is a `TaskFormatError` naming the file.
     `lenient` reads weights files that name tests loosely (see `files.parse_weights`)."""

@@ -1,9 +1,10 @@
 """`load_tasks` / `write_tasks` / `convert`: any supported format in, any format out.
 
-Format detection (`detect_format`): a `.csv` file is the upstream CSV schema, a `.parquet`
-file is tbrl's training Parquet, a directory with `task.toml` is one Harbor task, one with
-`task.yaml` one TB1 task, any other directory is a collection whose subdirectories are task
-dirs (hidden entries are ignored; a subdirectory that is no task dir is reported).
+Format detection (`formats.detect_format`, over the registry `formats.FORMATS`): a `.csv`
+file is the upstream CSV schema, a `.parquet` file is tbrl's training Parquet, a directory with
+`task.toml` is one Harbor task, one with `task.yaml` one TB1 task, any other directory is a
+collection whose subdirectories are task dirs (hidden entries are ignored; a subdirectory that
+is no task dir is reported).
 
 Modes: `strict` raises the first `TaskFormatError` (in source order), its fix naming the
 lenient mode; `lenient` skips the bad item and records why in the `LoadReport`/`WriteReport`,
@@ -25,15 +26,20 @@ from typing import Literal, TypeVar
 
 from tqdm.auto import tqdm
 
-from tbrl_lib.tasks import csv_format, harbor_format, parquet_format, tb1_format
 from tbrl_lib.tasks.errors import LoadReport, LoadResult, TaskFormatError
+from tbrl_lib.tasks.formats import (
+    FORMATS,
+    DirFormat,
+    FileFormat,
+    detect_format,
+    dir_format_of,
+    format_named,
+)
 from tbrl_lib.tasks.model import Task
+from tbrl_lib.tasks.parquet_format import PromptFn
 from tbrl_lib.workspace import InputNotFound, find_input
 
 Mode = Literal["strict", "lenient"]
-FORMATS = ("tb1", "harbor", "csv", "parquet")
-DIR_READERS = {"harbor": harbor_format.read_harbor_dir, "tb1": tb1_format.read_tb1_dir}
-DIR_WRITERS = {"harbor": harbor_format.write_harbor_dir, "tb1": tb1_format.write_tb1_dir}
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -47,30 +53,6 @@ class WriteReport:
     skipped: list[TaskFormatError] = field(default_factory=list)
     dropped: dict[str, list[str]] = field(default_factory=dict)
     """task id -> Task fields the format cannot hold (only the CSV schema drops any)."""
-
-
-def detect_format(path: Path) -> str:
-    """`csv`, `parquet`, `harbor`, `tb1`, or `collection` (a directory of task dirs)."""
-    path = Path(path)
-    if path.is_file():
-        suffix = path.suffix.lower()
-        if suffix == ".csv":
-            return "csv"
-        if suffix in (".parquet", ".pq"):
-            return "parquet"
-        raise TaskFormatError(
-            str(path),
-            "file",
-            f"unknown task file type {suffix!r}",
-            "give a .csv (upstream schema) or .parquet file, or a task directory",
-        )
-    if path.is_dir():
-        if harbor_format.is_harbor_dir(path):
-            return "harbor"
-        if tb1_format.is_tb1_dir(path):
-            return "tb1"
-        return "collection"
-    raise TaskFormatError(str(path), "path", "does not exist", "check the path")
 
 
 def load_tasks(
@@ -87,12 +69,12 @@ def load_tasks(
     fmt = detect_format(path)
     report = LoadReport(source=str(path))
     lenient = mode == "lenient"
-    if fmt == "csv":
-        rows = csv_format.read_csv(path, lenient)
-        items: Iterable[Task | TaskFormatError] = _bar(rows, progress, "read csv")
-    elif fmt == "parquet":
-        items = _bar(parquet_format.read_parquet(path), progress, "read parquet")
-    elif fmt in DIR_READERS:
+    found = FORMATS.get(fmt)
+    if isinstance(found, FileFormat):
+        items: Iterable[Task | TaskFormatError] = _bar(
+            found.read(path, lenient), progress, f"read {fmt}"
+        )
+    elif isinstance(found, DirFormat):
         items = [_read_dir(path, lenient)]
     else:
         read = partial(_read_dir, lenient=lenient)
@@ -130,7 +112,7 @@ def write_tasks(
     mode: Mode = "strict",
     workers: int = 4,
     progress: bool = True,
-    prompt_fn: parquet_format.PromptFn | None = None,
+    prompt_fn: PromptFn | None = None,
 ) -> WriteReport:
     """Write `tasks` as `fmt` at `out`: a directory of task dirs (tb1, harbor) or one file
     (csv, parquet). An existing task dir of the same id is replaced; anything else in the
@@ -138,42 +120,31 @@ def write_tasks(
     agent's `tbrl_lib.agent.prompts.initial_messages` (the task layer does not know it)."""
     out = Path(out)
     _check_mode(mode)
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    target = format_named(fmt)
+    if isinstance(target, FileFormat) and target.needs_prompt and prompt_fn is None:
+        raise ValueError(
+            f"{fmt} rows carry the agent's first prompt: pass prompt_fn, e.g. "
+            "tbrl_lib.agent.prompts.initial_messages"
+        )
     report = WriteReport(target=str(out))
     tasks = _unique(tasks, mode, report)
-    if fmt in DIR_WRITERS:
+    if isinstance(target, DirFormat):
         out.mkdir(parents=True, exist_ok=True)
-        writer = DIR_WRITERS[fmt]
         results = parallel_map(
-            lambda t: _write_dir(writer, t, out), tasks, workers, progress, f"write {fmt}"
+            lambda t: _write_dir(target.write, t, out), tasks, workers, progress, f"write {fmt}"
         )
         _collect(results, mode, report)
         return report
-    if fmt == "csv":
-        rows = _collect((_catch(csv_format.task_to_row, t) for t in tasks), mode, report)
-        csv_format.write_csv(rows, out)
-        for task in tasks:
-            lost = (
-                changed_fields(task, csv_format.csv_projection(task)) if task.tests.pytest else []
-            )
-            if lost:
-                report.dropped[task.id] = lost
-    else:
-        if prompt_fn is None:
-            raise ValueError(
-                "parquet rows carry the agent's first prompt: pass prompt_fn, e.g. "
-                "tbrl_lib.agent.prompts.initial_messages"
-            )
-        records = _collect(
-            (
-                _catch(parquet_format.task_to_record, t, prompt_fn)
-                for t in _bar(tasks, progress, "prompts")
-            ),
-            mode,
-            report,
-        )
-        parquet_format.write_parquet(records, out)
+    rows = _collect(
+        (_catch(target.to_row, t, prompt_fn) for t in _bar(tasks, progress, f"rows of {fmt}")),
+        mode,
+        report,
+    )
+    target.write_rows(rows, out)
+    for task in tasks if target.dropped else ():
+        lost = target.dropped(task)
+        if lost:
+            report.dropped[task.id] = lost
     return report
 
 
@@ -185,7 +156,7 @@ def convert(
     mode: Mode = "strict",
     workers: int = 4,
     progress: bool = True,
-    prompt_fn: parquet_format.PromptFn | None = None,
+    prompt_fn: PromptFn | None = None,
 ) -> tuple[LoadReport, WriteReport]:
     """Load `src` (any format) and write it as `fmt` at `out`."""
     tasks, load_report = load_tasks(src, mode, workers=workers, progress=progress)
@@ -208,36 +179,21 @@ def parallel_map(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def changed_fields(a: Task, b: Task) -> list[str]:
-    """Dotted paths (two levels deep) where `a` and `b` differ, provenance aside."""
-    da, db = a.model_dump(mode="json"), b.model_dump(mode="json")
-    paths = []
-    for key in da:
-        if key == "provenance" or da[key] == db[key]:
-            continue
-        if isinstance(da[key], dict) and isinstance(db[key], dict) and key != "metadata":
-            paths += [f"{key}.{sub}" for sub in da[key] if da[key][sub] != db[key].get(sub)]
-        else:
-            paths.append(key)
-    return paths
-
-
 def _read_dir(path: Path, lenient: bool = False) -> Task | TaskFormatError:
-    fmt = (
-        "harbor"
-        if harbor_format.is_harbor_dir(path)
-        else "tb1"
-        if tb1_format.is_tb1_dir(path)
-        else None
-    )
+    fmt = dir_format_of(path)
     if fmt is None:
+        markers = " or ".join(f"{f.marker} ({f.name})" for f in _dir_formats())
         return TaskFormatError(
             str(path),
-            "task.toml",
-            "not a task directory (no task.toml or task.yaml)",
-            "add task.toml (Harbor) or task.yaml (TB1), or move the directory out",
+            _dir_formats()[0].marker,
+            f"not a task directory (no {markers})",
+            f"add {markers}, or move the directory out",
         )
-    return _catch(DIR_READERS[fmt], path, lenient)
+    return _catch(fmt.read, path, lenient)
+
+
+def _dir_formats() -> list[DirFormat]:
+    return [f for f in FORMATS.values() if isinstance(f, DirFormat)]
 
 
 LENIENT_FIX = (
@@ -262,7 +218,7 @@ def _write_dir(
 ) -> Path | TaskFormatError:
     target = out / task.id
     if target.exists():
-        if not (harbor_format.is_harbor_dir(target) or tb1_format.is_tb1_dir(target)):
+        if dir_format_of(target) is None:
             return TaskFormatError(
                 str(target),
                 "directory",

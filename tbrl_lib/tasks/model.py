@@ -344,3 +344,17 @@ def _check_relative_path(path: str, where: str) -> None:
     parts = path.replace("\\", "/").split("/")
     if not path or path.startswith("/") or ".." in parts:
         raise ValueError(f"{where}: path {path!r} must be relative and stay inside the task")
+
+
+def changed_fields(a: Task, b: Task) -> list[str]:
+    """Dotted paths (two levels deep) where `a` and `b` differ, provenance aside."""
+    da, db = a.model_dump(mode="json"), b.model_dump(mode="json")
+    paths = []
+    for key in da:
+        if key == "provenance" or da[key] == db[key]:
+            continue
+        if isinstance(da[key], dict) and isinstance(db[key], dict) and key != "metadata":
+            paths += [f"{key}.{sub}" for sub in da[key] if da[key][sub] != db[key].get(sub)]
+        else:
+            paths.append(key)
+    return paths

@@ -96,10 +96,6 @@ FIELD_NAMES = {
 }
 
 
-def is_tb1_dir(path: Path) -> bool:
-    return (path / "task.yaml").is_file()
-
-
 def read_tb1_dir(root: Path, lenient: bool = False) -> Task:
     """Read one TB1 task directory; any problem is a `TaskFormatError` naming the file.
     `lenient` reads weights files that name tests loosely (see `files.parse_weights`)."""

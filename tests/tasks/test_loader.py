@@ -109,7 +109,9 @@ def test_duplicate_ids_on_write(tmp_path):
 def test_bad_mode_and_format(tmp_path):
     with pytest.raises(ValueError, match="strict"):
         load_tasks(tmp_path, "loose", progress=False)
-    with pytest.raises(ValueError, match="tb1, harbor, csv, parquet"):
+    with pytest.raises(
+        ValueError, match="unknown format .json.; use one of harbor, tb1, csv, parquet"
+    ):
         write_tasks([], "json", tmp_path / "x", progress=False)
 
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tbrl_lib.train.config.config import GRPOSettings
+from tbrl_lib.train.config.estimators import ESTIMATORS, Estimator, advantages, grpo, rloo
 from tbrl_lib.train.config.presets import ONE_STEP
-from tbrl_lib.train.grpo.trainer import ESTIMATORS, advantages, estimator, grpo, rloo
 
 NAN = float("nan")
 
@@ -47,20 +47,31 @@ def test_rloo_is_dr_grpo_scaled_by_n_over_n_minus_1():
     assert torch.allclose(rloo(rewards, GRPOSettings()), dr_grpo * 8 / 7, atol=1e-6)
 
 
-def test_an_unknown_estimator_names_the_known_ones(tmp_path):
+def test_an_unknown_estimator_is_refused_when_the_settings_are_read():
+    from pydantic import ValidationError
+
     from tbrl_lib.train.config.presets import load_preset
-    from tbrl_lib.train.grpo.trainer import grpo_args
 
-    with pytest.raises(ValueError, match="choose one of grpo, rloo"):
-        estimator("ppo")
+    with pytest.raises(ValidationError, match="choose one of grpo, rloo"):
+        GRPOSettings(advantage="ppo")
+    # a preset with it is refused as it loads: before any run folder, warm start or TRL
     with pytest.raises(ValueError, match="grpo.advantage='ppo' is not an advantage estimator"):
-        grpo_args(load_preset("cpu-smoke", {"grpo.advantage": "ppo"}), tmp_path)
-    # train() refuses it before anything runs (a warm start can take minutes)
-    from tbrl_lib.train.grpo.run import train
+        load_preset("cpu-demo", {"grpo.advantage": "ppo"})
 
-    with pytest.raises(ValueError, match="not an advantage estimator"):
-        train(load_preset("cpu-demo", {"grpo.advantage": "ppo"}), tmp_path / "run")
-    assert not (tmp_path / "run").exists()
+
+def test_scale_rewards_is_refused_by_whichever_estimator_does_not_scale(monkeypatch):
+    """The rule reads the estimator's record, not a name: a new unscaled estimator refuses
+    `scale_rewards=group` as rloo does, and a new scaled one takes it."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="does not scale"):
+        GRPOSettings(advantage="rloo", scale_rewards="group")
+    monkeypatch.setitem(ESTIMATORS, "flat", Estimator(rloo, scaled=False))
+    monkeypatch.setitem(ESTIMATORS, "wide", Estimator(grpo, scaled=True))
+    with pytest.raises(ValidationError, match="advantage=flat: that estimator does not scale"):
+        GRPOSettings(advantage="flat", scale_rewards="batch")
+    assert GRPOSettings(advantage="flat").scale_rewards == "group"  # the default stays unused
+    assert GRPOSettings(advantage="wide", scale_rewards="batch").advantage == "wide"
 
 
 @pytest.mark.docker
@@ -87,7 +98,7 @@ def test_a_registered_part_and_estimator_reach_the_run_and_grpo_is_trls(
         seen.append((rewards.clone(), grpo(rewards, settings)))
         return torch.ones_like(rewards)
 
-    monkeypatch.setitem(ESTIMATORS, "ones", ones)
+    monkeypatch.setitem(ESTIMATORS, "ones", Estimator(ones, scaled=False))
     trl_advantages, trained_on = [], []
     scored, loss = GRPOTrainer._generate_and_score_completions, GRPOTrainer._compute_loss
 

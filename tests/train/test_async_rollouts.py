@@ -363,15 +363,15 @@ def test_the_async_trainer_calls_the_runs_advantage_estimator(
 ):
     """The asynchronous trainer is the synchronous one underneath: the estimator
     `grpo.advantage` names turns each step's rewards into its advantages, once per step."""
-    from tbrl_lib.train.grpo import trainer as trainers
+    from tbrl_lib.train.config.estimators import ESTIMATORS, Estimator, rloo
 
     calls = []
 
     def probe(rewards, settings):
         calls.append(tuple(rewards.shape))
-        return trainers.rloo(rewards, settings)
+        return rloo(rewards, settings)
 
-    monkeypatch.setitem(trainers.ESTIMATORS, "probe", probe)
+    monkeypatch.setitem(ESTIMATORS, "probe", Estimator(probe, scaled=False))
     trainer = async_trainer(tmp_path, tiny_tokenizer, tiny_model, steps=2, advantage="probe")
     trainer.train()
     assert calls == [(2, 2), (2, 2)]  # each step: 2 groups of 2 rollouts

@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tbrl_lib.rewards.judges.base import (
     Judge,
     JudgeError,
@@ -33,40 +31,13 @@ from tbrl_lib.rewards.judges.chain import (
 )
 from tbrl_lib.rewards.judges.llm import LLMJudge
 from tbrl_lib.rewards.judges.rule_based import RuleBasedJudge
-from tbrl_lib.rewards.judges.specs import ConfiguredJudge, JudgeConfig, make_judge
-from tbrl_lib.rewards.reward import RewardConfig
-
-
-def judge_for(reward: RewardConfig) -> Judge | None:
-    """The judge `reward` asks for, refused now if it cannot run here (no API key, no CLI);
-    None when the reward is tests only. Training and evaluation both build theirs here."""
-    if not reward.judged:
-        return None
-    judge = make_judge(reward.judge)
-    require_available(judge)
-    return judge
-
-
-class JudgeUnavailable(ValueError):
-    """A judge was asked for that cannot run here (no API key, no CLI); says how to fix it."""
-
-
-def require_available(judges: Any) -> None:
-    """Refuse, before any case is scored, a judge (or a list, chain or configured chain
-    containing one) that cannot run here: `JudgeUnavailable` names each and the fix."""
-    pending = list(judges) if isinstance(judges, (list, tuple)) else [judges]
-    problems = []
-    while pending:
-        judge = pending.pop(0)
-        if isinstance(judge, ConfiguredJudge):
-            pending.append(judge.chain)
-        elif isinstance(judge, JudgeChain):
-            pending.extend(judge.judges)
-        elif hasattr(judge, "unavailable") and (why := judge.unavailable()):
-            problems.append(why)
-    if problems:
-        raise JudgeUnavailable("; ".join(problems))
-
+from tbrl_lib.rewards.judges.specs import (
+    ConfiguredJudge,
+    JudgeConfig,
+    JudgeUnavailable,
+    make_judge,
+    require_available,
+)
 
 __all__ = [
     "ConfiguredJudge",
@@ -84,7 +55,6 @@ __all__ = [
     "LLMJudge",
     "RuleBasedJudge",
     "Usage",
-    "judge_for",
     "make_judge",
     "metrics_of",
     "require_available",

@@ -152,3 +152,24 @@ class ConfiguredJudge:
 
     async def score(self, item: JudgeInput) -> JudgeResult | JudgeMissing:
         return await self.current().score(item)
+
+
+class JudgeUnavailable(ValueError):
+    """A judge was asked for that cannot run here (no API key, no CLI); says how to fix it."""
+
+
+def require_available(judges: Any) -> None:
+    """Refuse, before any case is scored, a judge (or a list, chain or configured chain
+    containing one) that cannot run here: `JudgeUnavailable` names each and the fix."""
+    pending = list(judges) if isinstance(judges, (list, tuple)) else [judges]
+    problems = []
+    while pending:
+        judge = pending.pop(0)
+        if isinstance(judge, ConfiguredJudge):
+            pending.append(judge.chain)
+        elif isinstance(judge, JudgeChain):
+            pending.extend(judge.judges)
+        elif hasattr(judge, "unavailable") and (why := judge.unavailable()):
+            problems.append(why)
+    if problems:
+        raise JudgeUnavailable("; ".join(problems))

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tbrl_lib.rollout.config import RolloutConfig
 from tbrl_lib.synth.generate import family_names
 from tbrl_lib.tasks.model import Difficulty
+from tbrl_lib.train.config.estimators import ESTIMATORS, unknown_estimator
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """The projections a LoRA adapter wraps in every layer, in GRPO and in the warm start (Qwen3
@@ -170,14 +171,15 @@ class GRPOSettings(Section):
     beta: float = Field(default=0.0, ge=0)
     """KL coefficient against the reference model (0: no reference model is loaded)."""
     advantage: str = "grpo"
-    """How a group's rewards become advantages (`ESTIMATORS` in `train/grpo/trainer.py`):
+    """How a group's rewards become advantages (`ESTIMATORS` in `train/config/estimators.py`):
     `grpo`, each reward minus the group's mean, scaled as `scale_rewards` says; `rloo`, each
     reward minus the mean of the others in its group (REINFORCE leave-one-out), unscaled."""
     scale_rewards: Literal["group", "batch", "none"] = "group"
     """How the `grpo` estimator scales advantages (reward - group mean): by the group's std
     (`group`, GRPO), by the batch's (`batch`) or not at all (`none`, Dr. GRPO). With `group`,
     a group whose rewards differ only by small judge noise gets advantages as large as one
-    where half the rollouts succeeded. `rloo` does not scale: `group` or `batch` set with it is refused."""
+    where half the rollouts succeeded. Estimators that do not scale (`rloo`) refuse `group` or
+    `batch` set with them."""
     epsilon_high: float | None = Field(default=None, gt=0)
     """Upper clip bound of the policy ratio (DAPO's clip-higher: 0.28 lets unlikely tokens
     that earned a positive advantage grow faster); None: the lower bound, TRL's 0.2."""
@@ -237,14 +239,21 @@ class GRPOSettings(Section):
             )
         return value
 
+    @field_validator("advantage")
+    @classmethod
+    def _an_estimator(cls, value: str) -> str:
+        if why := unknown_estimator(value):
+            raise ValueError(why)
+        return value
+
     @model_validator(mode="after")
-    def _scaled_by_grpo_only(self) -> GRPOSettings:
+    def _scaled_only_if_the_estimator_scales(self) -> GRPOSettings:
         scaled = "scale_rewards" in self.model_fields_set and self.scale_rewards != "none"
-        if self.advantage == "rloo" and scaled:
+        if scaled and not ESTIMATORS[self.advantage].scaled:
             raise ValueError(
-                f"grpo.scale_rewards={self.scale_rewards} with grpo.advantage=rloo: the "
-                "leave-one-out advantage is not scaled; leave scale_rewards out, or use "
-                "grpo.advantage=grpo"
+                f"grpo.scale_rewards={self.scale_rewards} with grpo.advantage={self.advantage}: "
+                "that estimator does not scale its advantages; leave scale_rewards out, or use "
+                "an estimator that scales (grpo.advantage=grpo)"
             )
         return self
 

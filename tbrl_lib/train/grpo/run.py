@@ -45,7 +45,7 @@ from tbrl_lib.train.grpo.async_trainer import AsyncSessionTrainer
 from tbrl_lib.train.grpo.session import TrainingSession
 from tbrl_lib.train.grpo.summary import summarize_run
 from tbrl_lib.train.grpo.task_set import close_sandboxes
-from tbrl_lib.train.grpo.trainer import SessionTrainer, estimator
+from tbrl_lib.train.grpo.trainer import SessionTrainer
 from tbrl_lib.train.heldout.evaluator import HeldoutEvaluator
 from tbrl_lib.train.plan.gpu_memory import plan_text
 from tbrl_lib.train.plan.phase_memory import RunClock, return_freed_memory, timed
@@ -63,7 +63,6 @@ def train(config: TrainConfig, out_dir: str | Path = "", resume: str | Path = ""
     `resume`: `latest` (the newest checkpoint of `out_dir`) or a checkpoint folder to continue."""
     if not isinstance(config, TrainConfig):  # the old train(preset, overrides, out_dir)
         raise TypeError(f"train() takes a TrainConfig, not {config!r}: see load_preset")
-    estimator(config.grpo.advantage)  # an unknown one is refused now, not after the warm start
     out, checkpoint = run_folder(config, out_dir, resume)
     started, processes = time.monotonic(), process_state(cpu=config.launch.cpu)
     main = processes.is_main_process

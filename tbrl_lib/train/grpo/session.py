@@ -32,7 +32,7 @@ from datasets import Dataset
 from transformers import AutoTokenizer
 
 from tbrl_lib.agent.prompts import initial_messages
-from tbrl_lib.rewards.judges import judge_for
+from tbrl_lib.rewards import judge_for
 from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.train.config.config import TrainConfig

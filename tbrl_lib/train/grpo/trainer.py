@@ -17,26 +17,11 @@ callbacks) and adds these of its own:
   (`session.tracked`: the held-out `eval/…`), so TRL's own logging hands them to every
   tracker (`grpo.report_to`) and to metrics.jsonl at the step they belong to;
 - the console shows one line per step (`callbacks.StepLines`) instead of TRL's bar/table;
-- the advantages are `grpo.advantage`'s estimator's (below): once TRL has scored a batch,
-  `_generate_and_score_completions` replaces TRL's advantages by the estimator's over the
-  same rewards (TRL's, captured in `_calculate_rewards`: every process's, masked rows NaN).
+- the advantages are `grpo.advantage`'s estimator's (`train/config/estimators.py`): once TRL
+  has scored a batch, `_generate_and_score_completions` replaces TRL's advantages by the
+  estimator's over the same rewards (TRL's, captured in `_calculate_rewards`: every process's, masked rows NaN).
   The asynchronous trainer is this class underneath, so both call the one estimator. Their
   mean size over the scored rollouts is logged (`train/advantages/abs_mean`).
-
-Advantage estimators
---------------------
-An estimator is a function `(rewards, grpo) -> advantages` over a `[groups, n]` tensor, one
-row per task's group of `grpo.num_generations` rollouts, NaN where a rollout is masked (an
-infra error); it returns the same shape (NaN becomes 0: a masked rollout never moves the
-policy). `ESTIMATORS` is the one registry; `grpo.advantage` picks from it by name.
-
-| name | advantage of rollout i in its group |
-|---|---|
-| `grpo` | `(r_i - mean(r)) / (std(r) + 1e-4)`, scaled as `grpo.scale_rewards` says (the group's std, the batch's, or none: Dr. GRPO), computed as TRL computes it: TRL's numbers bit for bit |
-| `rloo` | `r_i - mean(r_j, j != i)`: REINFORCE leave-one-out, unscaled (= n/(n-1) x (r_i - mean(r)) over the n scored rollouts); a group with one scored rollout has no baseline: 0 |
-
-Means and stds skip masked rollouts. Left out: estimators that need more than the rewards
-(a learned value, per-token credit): they would need the batch, not a `[groups, n]` tensor.
 
 `grpo_args(config, out)` is the `GRPOConfig`: each section's own keys (`trl_kwargs` of
 `grpo`, `model`, `launch`) and the few that belong to the run. Left out: TRL's asynchronous
@@ -46,19 +31,18 @@ trainer (the session's runner and curriculum are its seam).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import torch
 from trl import GRPOConfig, GRPOTrainer
-from trl.trainer.utils import nanstd
 
 from tbrl_lib.batch_shapes import note_training
-from tbrl_lib.train.config.config import GRPOSettings, TrainConfig
+from tbrl_lib.train.config.config import TrainConfig
+from tbrl_lib.train.config.estimators import advantages
 from tbrl_lib.train.grpo.session import TrainingSession
-from tbrl_lib.train.model.trl_compat import install_torch_logprob_head
+from tbrl_lib.train.model.trl_compat import install_memory_fixes
 from tbrl_lib.train.plan.resume import read_state
 from tbrl_lib.train.report.callbacks import CheckpointState, StepLines, use_progress_lines
 from tbrl_lib.train.rollouts.curriculum import CurriculumSampler
@@ -69,59 +53,12 @@ from tbrl_lib.train.vllm.vllm_sync_probe import SyncProbe
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
-# Advantage estimators.
-
-Estimator = Callable[[torch.Tensor, GRPOSettings], torch.Tensor]
-
-
-def grpo(rewards: torch.Tensor, settings: GRPOSettings) -> torch.Tensor:
-    """GRPO's group-normalised advantage, as TRL computes it (`scale_rewards`)."""
-    centred = rewards - torch.nanmean(rewards, dim=1, keepdim=True)
-    if settings.scale_rewards == "none":
-        return centred
-    if settings.scale_rewards == "batch":
-        return centred / (nanstd(rewards) + 1e-4)
-    return centred / (nanstd(rewards, dim=1, keepdim=True) + 1e-4)
-
-
-def rloo(rewards: torch.Tensor, settings: GRPOSettings) -> torch.Tensor:
-    """REINFORCE leave-one-out: each rollout's baseline is the mean of the others' rewards."""
-    scored = ~torch.isnan(rewards)
-    count = scored.sum(dim=1, keepdim=True)
-    others = (torch.nansum(rewards, dim=1, keepdim=True) - rewards.nan_to_num(0.0)) / (count - 1)
-    return torch.where(scored & (count > 1), rewards - others, torch.nan)
-
-
-ESTIMATORS: dict[str, Estimator] = {
-    "grpo": grpo,
-    "rloo": rloo,
-}
-
-
-def estimator(name: str) -> Estimator:
-    """The estimator `grpo.advantage` names, or an error listing them."""
-    if name not in ESTIMATORS:
-        raise ValueError(
-            f"grpo.advantage={name!r} is not an advantage estimator; choose one of "
-            f"{', '.join(ESTIMATORS)} (train/grpo/trainer.py: ESTIMATORS)"
-        )
-    return ESTIMATORS[name]
-
-
-def advantages(rewards: torch.Tensor, n: int, settings: GRPOSettings) -> torch.Tensor:
-    """`rewards` (one per rollout, groups of `n` in a row, NaN = masked) -> one advantage per
-    rollout by `settings.advantage`'s estimator; a masked rollout's is 0."""
-    grouped = estimator(settings.advantage)(rewards.view(-1, n), settings)
-    return torch.nan_to_num(grouped.reshape(-1), nan=0.0)
-
-
 # The trainer.
 
 
 def grpo_args(config: TrainConfig, out_dir: Path) -> GRPOConfig:
     """The TRL `GRPOConfig` for `config`: each section's own keys, and the run's."""
     launch, episode = config.launch, config.rollout.episode
-    estimator(config.grpo.advantage)  # an unknown estimator is refused before TRL builds
     return GRPOConfig(
         output_dir=str(out_dir / "checkpoints"),
         seed=config.seed,
@@ -144,7 +81,7 @@ class SessionTrainer(GRPOTrainer):
     """The GRPOTrainer of one `TrainingSession` (see the module docstring)."""
 
     def __init__(self, session: TrainingSession) -> None:
-        install_torch_logprob_head()  # CPU torch has no Triton kernel for TRL's fused LM head
+        install_memory_fixes()  # the chunked log-prob head, freed memory returned
         self.session = session
         self.curriculum_sampler: CurriculumSampler | None = None
         self._sampler_resume: tuple[dict[str, Any], int] | None = None

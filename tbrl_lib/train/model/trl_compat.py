@@ -23,6 +23,8 @@ from __future__ import annotations
 import torch
 from trl.trainer import utils
 
+from tbrl_lib.train.plan.phase_memory import return_freed_memory
+
 CHUNK_ELEMENTS = 2**24
 """Logits per chunk (64 MiB in fp32): 341 tokens of SmolLM2's 49,152-token vocabulary."""
 
@@ -163,3 +165,13 @@ def install_torch_logprob_head() -> bool:
         return False
     utils._ChunkedLogProbFunction = TorchChunkedLogProb
     return True
+
+
+def install_memory_fixes() -> None:
+    """What keeps a trainer within its memory plan, installed where TRL makes the model (the
+    GRPO trainer, the warm start's SFT trainer): this head where TRL's Triton kernel cannot
+    run, and freed tensors returned to the kernel (`return_freed_memory`). Gradient
+    checkpointing is the model's own setting (`model.gradient_checkpointing`).
+    `tests/train/test_memory_guard.py` holds a step of the trainer to the plan."""
+    install_torch_logprob_head()
+    return_freed_memory()

@@ -350,7 +350,7 @@ class RunnerSettings:
     rollout: RolloutConfig
     """Sandbox, episode and reward settings of every rollout."""
     judge: Any | None
-    """The reward's judge (`rewards.judges.judge_for`), None when there is none."""
+    """The reward's judge (`rewards.judge_for`), None when there is none."""
     curriculum: Curriculum
     """Counts each group (every process's) and picks the refill tasks."""
     concurrency: int

@@ -40,7 +40,7 @@ from tbrl_lib.rewards.judges import make_judge
 from tbrl_lib.rollout import RolloutConfig
 from tbrl_lib.train.config.config import SFTSettings, TrainConfig
 from tbrl_lib.train.heldout.split import mixed_training_tasks, shares
-from tbrl_lib.train.model.trl_compat import install_torch_logprob_head
+from tbrl_lib.train.model.trl_compat import install_memory_fixes
 from tbrl_lib.train.report.callbacks import SFTLines, use_progress_lines
 from tbrl_lib.train.warm_start.demos import demo_rows, demo_teachers, record_demos, write_demos
 
@@ -109,7 +109,7 @@ def train_sft(
         bf16=settings.precision == "bf16",
         fp16=settings.precision == "fp16",
     )
-    install_torch_logprob_head()  # CPU torch has no Triton kernel for TRL's fused LM head
+    install_memory_fixes()  # the chunked log-prob head, freed memory returned
     trainer = SFTTrainer(
         model=model,
         args=args,
