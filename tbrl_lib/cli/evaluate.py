@@ -17,8 +17,9 @@ attempts for pass@k); the summary covers every finished trial in the folder.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -86,32 +87,6 @@ SetOpt = Annotated[
 ]
 
 
-@app.callback()
-def main(
-    ctx: typer.Context,
-    tasks: TasksOpt = None,
-    policy: PolicyOpt = "oracle",
-    attempts: AttemptsOpt = 1,
-    concurrency: ConcurrencyOpt = 1,
-    out: OutOpt = None,
-    timeout_scale: ScaleOpt = 1.0,
-    limit: LimitOpt = None,
-    judge: JudgeOpt = "rule",
-    settings: SetOpt = None,
-    lenient: LenientOpt = False,
-) -> None:
-    """Benchmark a policy on tasks: accuracy with 95% CIs, pass@k, failure modes.
-
-    `tbrl eval --tasks ...` is short for `tbrl eval run --tasks ...`.
-    """
-    if ctx.invoked_subcommand is not None:
-        return
-    if tasks is None:
-        typer.echo(ctx.get_help())
-        raise typer.Exit(0)
-    run(tasks, policy, attempts, concurrency, out, timeout_scale, limit, judge, settings, lenient)
-
-
 @app.command()
 def run(
     tasks: TasksOpt = None,
@@ -167,6 +142,29 @@ def run(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def main(ctx: typer.Context, **options: Any) -> None:
+    """Benchmark a policy on tasks: accuracy with 95% CIs, pass@k, failure modes.
+
+    `tbrl eval --tasks ...` is short for `tbrl eval run --tasks ...`.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if options["tasks"] is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
+    run(**options)
+
+
+# The group takes `run`'s options (its signature, so they are declared once).
+CONTEXT = inspect.Parameter(
+    "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context
+)
+main.__signature__ = inspect.Signature(
+    [CONTEXT, *inspect.signature(run, eval_str=True).parameters.values()]
+)
+app.callback()(main)
 
 
 def run_config(settings: list[str], **values):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -26,6 +27,20 @@ from tbrl_lib.rewards.judges import (
 
 app = typer.Typer(no_args_is_help=True)
 
+SuitesOpt = Annotated[
+    str,
+    typer.Option(
+        help="Case suites: auto (ours, plus the upstream six when present), or a comma list "
+        "of ours, upstream (each must exist)."
+    ),
+]
+CasesOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        help="Judge-case directories (cases.yaml + one dir per case); given, they replace --suites."
+    ),
+]
+
 
 @app.command("eval")
 def eval_judges(
@@ -34,16 +49,8 @@ def eval_judges(
         help="Comma-separated judge specs, each judged separately "
         "(rule, rule-nocaps, anthropic:MODEL, openai:MODEL, claude-cli, config:PATH).",
     ),
-    suites: str = typer.Option(
-        "auto",
-        help="Case suites: auto (ours, plus the upstream six when "
-        "present), or a comma list of ours, upstream (each must exist).",
-    ),
-    cases: list[Path] = typer.Option(
-        None,
-        help="Judge-case directories (cases.yaml + one dir per case); "
-        "given, they replace --suites.",
-    ),
+    suites: SuitesOpt = "auto",
+    cases: CasesOpt = None,
     attempts: int = typer.Option(1, min=1, help="Attempts per case per judge."),
     concurrency: int = typer.Option(4, min=1, help="Judge calls in flight at once."),
     out: Path = typer.Option(
@@ -95,14 +102,8 @@ def _note(line: str) -> None:
 
 @app.command("calibrate")
 def calibrate_rule_judge(
-    suites: str = typer.Option(
-        "auto",
-        help="Case suites: auto (ours, plus the upstream six when "
-        "present), or a comma list of ours, upstream (each must exist).",
-    ),
-    cases: list[Path] = typer.Option(
-        None, help="Judge-case directories; given, they replace --suites."
-    ),
+    suites: SuitesOpt = "auto",
+    cases: CasesOpt = None,
     out: Path = typer.Option(..., help="Output folder for calibration.md and per_case.csv."),
 ) -> None:
     """Fit the rule judge's thresholds on labelled cases and report pass rate and Spearman

@@ -305,19 +305,10 @@ def validation_table(results: Sequence[ValidationResult]):
         return "-" if value is None else f"{value:.2f}"
 
     colours = {Verdict.passed: "green", Verdict.failed: "red", Verdict.error: "yellow"}
-    table = Table(title="task validation")
-    for name, justify in [
-        ("task", "left"),
-        ("difficulty", "left"),
-        ("nop", "right"),
-        ("solution", "right"),
-        ("stable", "center"),
-        ("build s", "right"),
-        ("test s", "right"),
-        ("total s", "right"),
-        ("verdict", "left"),
-    ]:
-        table.add_column(name, justify=justify)
+    table = _table(
+        "task validation",
+        "task difficulty nop> solution> stable^ build_s> test_s> total_s> verdict",
+    )
     for r in results:
         stable = "-" if r.stable is None else ("yes" if r.stable else "NO")
         t = r.timings
@@ -343,16 +334,7 @@ def check_table(skipped: Sequence[Any], results: Sequence[ValidationResult]):
     """`tbrl tasks check`: one row per task found, loadable or not: loads / builds / no-op
     score / oracle score / what went wrong. A task without a solution is not a failure here
     (the oracle column says so)."""
-    table = Table(title="task compatibility")
-    for name, justify in [
-        ("task", "left"),
-        ("loads", "center"),
-        ("builds", "center"),
-        ("no-op", "right"),
-        ("oracle", "right"),
-        ("result", "left"),
-    ]:
-        table.add_column(name, justify=justify)
+    table = _table("task compatibility", "task loads^ builds^ no-op> oracle> result")
     for err in skipped:
         where = getattr(err, "location", "?")
         table.add_row(escape(str(where)), "[red]no[/]", "-", "-", "-", escape(str(err)))
@@ -399,3 +381,16 @@ def check_ok(skipped: Sequence[Any], results: Sequence[ValidationResult]) -> boo
         r.verdict is not Verdict.error and all(x.startswith(NO_SOLUTION) for x in r.reasons)
         for r in results
     )
+
+
+JUSTIFY = {">": "right", "^": "center"}
+
+
+def _table(title: str, columns: str) -> Table:
+    """A rich table with `columns` given as words: `name>` right-aligned, `name^` centred,
+    else left; `_` in a name is a space."""
+    table = Table(title=title)
+    for word in columns.split():
+        name, justify = word.rstrip(">^"), JUSTIFY.get(word[-1], "left")
+        table.add_column(name.replace("_", " "), justify=justify)
+    return table

@@ -66,9 +66,11 @@ def test_bare_eval_prints_help():
 
 
 @pytest.mark.docker  # the engine check comes first; these refusals come after it
-def test_run_refuses_a_bad_policy_spec_before_writing(tmp_path, tbrl):
+@pytest.mark.parametrize("command", [("eval", "run"), ("eval",)], ids=["run", "shorthand"])
+def test_run_refuses_a_bad_policy_spec_before_writing(tmp_path, tbrl, command):
+    """`tbrl eval --tasks ...` is `tbrl eval run --tasks ...`: the same options, the same run."""
     out = tmp_path / "run"
-    result = tbrl("eval", "run", "--tasks", "data/tasks", "--policy", "gpt5", "--out", out)
+    result = tbrl(*command, "--tasks", "data/tasks", "--policy", "gpt5", "--out", out)
     assert result.code == 1
     assert "unknown policy spec 'gpt5'" in result.err
     assert not (out / "results.json").exists()
