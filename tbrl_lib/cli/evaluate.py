@@ -129,19 +129,12 @@ def run(
     print_load_report(console(), loaded.report)
     run_folder = run_dir(out or "", f"eval-{policy.split(':')[0]}")
     results = run_eval(loaded.tasks, config, run_folder)
-    console().print(summary_table(results))
-    typer.echo(f"results: {run_folder / 'results.json'}")
-    for task_id, reason in results.summary.get("task_error_tasks", {}).items():
-        reason = reason.removeprefix(f"task {task_id}: ")
-        typer.echo(f"task error (not scored): {task_id}: {reason}", err=True)
-    infra = results.summary.get("infra_errors", 0)
-    if infra:
-        typer.echo(
-            f"error: {infra} of {results.summary['n_trials']} trials ended in infra errors "
-            f"(not scored; see results.json); rerun with --out {run_folder} to retry them",
-            err=True,
-        )
-        raise typer.Exit(1)
+    report_outcome(
+        results,
+        run_folder,
+        summary_table(results),
+        f"see results.json); rerun with --out {run_folder} to retry them",
+    )
 
 
 def main(ctx: typer.Context, **options: Any) -> None:
@@ -249,15 +242,28 @@ def harbor(
     except HarborRunError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from err
-    console().print(summary_table(results, title=f"{policy} on {tasks} through Harbor"))
+    report_outcome(
+        results,
+        run_folder,
+        summary_table(results, title=f"{policy} on {tasks} through Harbor"),
+        f"Harbor's log: {run_folder / 'harbor.log'})",
+    )
+
+
+def report_outcome(results: RunResults, run_folder: Path, table: Any, infra_hint: str) -> None:
+    """A finished run on the console: its summary `table`, where results.json is, each task
+    whose own image did not build (not scored); exit 1 when trials ended in infra errors,
+    the message closing with `infra_hint`."""
+    console().print(table)
     typer.echo(f"results: {run_folder / 'results.json'}")
-    for reason in results.summary.get("task_error_tasks", {}).values():
-        typer.echo(f"task error (not scored): {reason.removeprefix('task ')}", err=True)
+    for task_id, reason in results.summary.get("task_error_tasks", {}).items():
+        reason = reason.removeprefix(f"task {task_id}: ")
+        typer.echo(f"task error (not scored): {task_id}: {reason}", err=True)
     infra = results.summary.get("infra_errors", 0)
     if infra:
         typer.echo(
             f"error: {infra} of {results.summary['n_trials']} trials ended in infra errors "
-            f"(not scored; Harbor's log: {run_folder / 'harbor.log'})",
+            f"(not scored; {infra_hint}",
             err=True,
         )
         raise typer.Exit(1)

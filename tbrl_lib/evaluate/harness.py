@@ -37,7 +37,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from tbrl_lib.agent.trajectory import Trajectory
-from tbrl_lib.aio import run_sync
+from tbrl_lib.aio import blocking
 from tbrl_lib.evaluate.results import (
     ConfigMismatch,
     FailureMode,
@@ -93,7 +93,7 @@ class OutageWording:
 EVAL_WORDING = OutageWording()
 
 
-def run_eval(
+async def run_eval_async(
     tasks: Sequence[Task],
     config: RunConfig,
     out_dir: str | Path,
@@ -105,31 +105,8 @@ def run_eval(
 ) -> RunResults:
     """Run (or resume) an evaluation; returns the finished `RunResults` (also on disk).
     `policy` overrides `make_policy(config.policy)` (an object already built, e.g. the
-    trainer's); `config.policy` still names it in the results."""
-    return run_sync(
-        run_eval_async(
-            tasks,
-            config,
-            out_dir,
-            progress=progress,
-            policy=policy,
-            engine_wait_s=engine_wait_s,
-            outage=outage,
-        )
-    )
-
-
-async def run_eval_async(
-    tasks: Sequence[Task],
-    config: RunConfig,
-    out_dir: str | Path,
-    *,
-    progress: bool = True,
-    policy: Any | None = None,
-    engine_wait_s: float = 300.0,
-    outage: OutageWording = EVAL_WORDING,
-) -> RunResults:
-    """`run_eval` for callers that already run an event loop (notebooks, the trainer)."""
+    trainer's); `config.policy` still names it in the results. `run_eval` is its
+    synchronous twin (the CLI, scripts)."""
     policy = policy or make_policy(
         config.policy
     )  # a bad spec fails here, before anything is written
@@ -197,6 +174,9 @@ async def run_eval_async(
         results.wall_seconds = wall_before + time.monotonic() - started
         results.save(out)
     return results
+
+
+run_eval = blocking(run_eval_async)
 
 
 def require_credentials(policy: Any) -> None:

@@ -43,7 +43,7 @@ from rich.table import Table
 from tqdm.auto import tqdm
 
 from tbrl_lib.agent.scripted import SOLUTION_PATH, NoopPolicy, OraclePolicy
-from tbrl_lib.aio import run_sync
+from tbrl_lib.aio import blocking
 from tbrl_lib.rewards import RewardConfig
 from tbrl_lib.rollout import RolloutConfig, run_rollout
 from tbrl_lib.sandbox import SandboxConfig, SandboxError, backend_for
@@ -259,7 +259,8 @@ async def validate_tasks_async(
     progress: bool = True,
     on_result: Callable[[ValidationResult], None] | None = None,
 ) -> list[ValidationResult]:
-    """Validate `tasks`, at most `concurrency` at once; results in the input order."""
+    """Validate `tasks`, at most `concurrency` at once; results in the input order.
+    `validate_tasks` is its synchronous twin (also inside a notebook's loop)."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     ids = [t.id for t in tasks]
@@ -287,15 +288,7 @@ async def validate_tasks_async(
         bar.close()
 
 
-def validate_tasks(
-    tasks: Sequence[Task],
-    concurrency: int = 4,
-    config: ValidationConfig | None = None,
-    progress: bool = True,
-    on_result: Callable[[ValidationResult], None] | None = None,
-) -> list[ValidationResult]:
-    """Synchronous entry point (also inside a notebook's loop); see `validate_tasks_async`."""
-    return run_sync(validate_tasks_async(tasks, concurrency, config, progress, on_result))
+validate_tasks = blocking(validate_tasks_async)
 
 
 def validation_table(results: Sequence[ValidationResult]):
