@@ -7,7 +7,7 @@ peak memory of three workloads at each threshold.
 `train()` fixes the threshold at 128 KiB (`phase_memory.return_freed_memory`, issue 46's
 memory fix): every block that large is a mapping of its own, given back to the kernel when
 freed, so freed activations do not stay resident. Each new mapping is faulted in a page at a
-time (4 KiB; torch's huge pages cover tensors of 2 MiB and more, `import tbrl_lib`), so many
+time (4 KiB; torch's huge pages cover tensors of 2 MiB and more, `import tbrl_lib.train`), so many
 short-lived tensors between 128 KiB and 2 MiB cost page faults. Each workload runs in a fresh
 process with the threshold set before torch allocates; measured over the work alone (the
 model already loaded): wall seconds, user and kernel CPU seconds, minor page faults, and the

@@ -11,7 +11,7 @@ LM-head forward, in `VARIANTS`: the whole-batch head the CPU used before
 (`reference_logprobs`: fp32 log-probs and probabilities of every token kept for backward)
 or `TorchChunkedLogProb`, gradient checkpointing off or on, glibc's allocator as it comes or
 told to return freed memory (`return_freed_memory`), torch's large tensors on 4 KiB pages or
-on transparent huge pages (`THP_MEM_ALLOC_ENABLE`, which `import tbrl_lib` turns on); each
+on transparent huge pages (`THP_MEM_ALLOC_ENABLE`, which `import tbrl_lib.train` turns on); each
 in a fresh process, its peak
 resident memory (the kernel's high-water mark, reset after the model is loaded:
 `phase_memory.py`) and seconds. Baseline in the same run: the first variant (what

@@ -20,7 +20,14 @@ Sub-packages, each importing only those listed before it: `config`, `plan`, `mod
 `rollouts`, `report`, `pipeline`, `heldout`, `warm_start`, `grpo`.
 """
 
+import os
+
 from tbrl_lib.trl_vllm import silence_trl_vllm_warning
+
+# torch's CPU tensors of 2 MiB or more on transparent huge pages (a page fault per 2 MiB, not
+# per 4 KiB: docs/benchmarks.md, "Memory"). torch reads it at its first large allocation, so
+# it is set before this package loads torch; `THP_MEM_ALLOC_ENABLE=0` turns it off.
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 # Every module that loads TRL sits below this package, so this runs before TRL's import-time
 # vLLM-range check: its five identical warnings become one line (`tbrl_lib/trl_vllm.py`).

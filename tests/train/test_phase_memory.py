@@ -86,7 +86,7 @@ def test_a_phase_over_its_plan_by_more_than_15_percent_gets_one_line():
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 HUGE_PAGES = """
-import tbrl_lib, torch
+import tbrl_lib.train, torch
 block = torch.ones(16 * 2**20)  # 64 MiB, every page touched
 print(next(int(line.split()[1]) for line in open("/proc/self/smaps_rollup")
            if line.startswith("AnonHugePages:")))
@@ -97,7 +97,7 @@ print(next(int(line.split()[1]) for line in open("/proc/self/smaps_rollup")
     not THP.is_file() or "[never]" in THP.read_text(), reason="no transparent huge pages here"
 )
 @pytest.mark.parametrize("setting", [None, "0"])
-def test_importing_tbrl_puts_torchs_large_tensors_on_huge_pages(setting):
+def test_importing_tbrl_train_puts_torchs_large_tensors_on_huge_pages(setting):
     # one page fault per 2 MiB instead of per 4 KiB: a GRPO micro-batch 1.6x faster on CPU
     env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
     if setting is not None:  # the user's own setting wins

@@ -25,13 +25,12 @@ training dtype):
   max_total_tokens x 2 x layers x kv_heads x head_dim x b), and the larger of the batch's
   prefill (one layer's working set over B x max_total_tokens tokens) and its sampling
   scores (B x max_tokens_per_turn x vocab x 4 B: `generate` keeps each token's fp32 scores,
-  `HFBackend` takes their log-softmax one step at a time; until 2026-12-06 it stacked them
-  and took the log-softmax of the stack, three copies, and this row counted 3x). With
+  `HFBackend` takes their log-softmax one step at a time). With
   `vllm-server` the generation runs on the server's own GPUs: nothing is added.
 - On CPU (`launch.gpus_per_node: 0`) the plan is of the process's resident memory, with
-  the same activations (measured: torch's CPU attention keeps no T^2 scores; without
-  checkpointing SmolLM2 kept 1.14 MiB a token, the formula says 1.08, once the allocator
-  returns freed memory: `phase_memory.return_freed_memory`). TRL's fused head is replaced by `trl_compat.TorchChunkedLogProb`, which holds one chunk of logits at a time
+  the same activations (torch's CPU attention keeps no T^2 scores; the allocator returns
+  freed memory: `phase_memory.return_freed_memory`). TRL's fused head is replaced by
+  `trl_compat.TorchChunkedLogProb`, which holds one chunk of logits at a time
   (`HEAD_CHUNK_ELEMENTS` x 4 B, `HEAD_CHUNK_COPIES` times) beside the scored hidden states
   and their gradient; the process itself (Python, torch, transformers, TRL, the Docker
   client, the tokenizer) adds `CPU_RUNTIME_GIB`.
@@ -43,7 +42,7 @@ loaded from its checkpoint and its generation over launch.sandbox_concurrency ep
 `final evaluation` adds the trainer's weights, gradients and optimizer, still held; `warm
 start` is a training step over sft.batch_size demonstrations at full length before the run,
 and over its largest batch of recorded demonstrations in summary.json (they are known before
-the SFT trains; short demonstrations made the full-length plan 23-38% loose). `phase_memory`
+the SFT trains). `phase_memory`
 measures each phase's peak in a run (the kernel's high-water mark), summary.json `memory`
 puts it beside this plan, and a phase more than 15% over its plan prints one line. The plan
 is of full-length batches; each phase also notes the largest batches it ran
@@ -60,11 +59,8 @@ machine, the plan does not).
 
 It is an estimate to catch presets that cannot fit, not a promise that one does: CUDA
 context, allocator fragmentation and NCCL buffers (a few GB) are not counted. What is left
-out: CPU/NVMe offload, sequence parallelism, quantised (QLoRA) weights.
-
-Checked on one H200 (`benchmarks/gpu_check.py`'s `full` variant, TRL 1.15, Qwen3-1.7B shape,
-full bf16 fine-tuning, one 32k-token trajectory per micro-batch, checkpointing): measured
-peak 21.3 GiB; this plan says 20.1 GiB.
+out: CPU/NVMe offload, sequence parallelism, quantised (QLoRA) weights. How the plan compares
+with measured peaks, on CPU and on one H200: docs/benchmarks.md, "Memory" and "One GPU".
 """
 
 from __future__ import annotations
@@ -207,9 +203,9 @@ class MemoryPlan:
 
 
 CPU_RUNTIME_GIB = 0.8
-"""Resident memory of a training process before the model (measured here, 2026-12-06: 0.82
-GiB after importing `train()` with torch, transformers, TRL and datasets, loading SmolLM2's
-tokenizer and opening a Docker client; 0.51 before the Docker client and the rest of tbrl)."""
+"""Resident memory of a training process before the model: torch, transformers, TRL,
+datasets, a tokenizer, a Docker client (docs/benchmarks.md, "Where the planner's constants
+come from")."""
 HEAD_CHUNK_ELEMENTS = 2**24
 """Logits per chunk of the CPU log-prob head (`trl_compat`; 64 MiB in fp32)."""
 HEAD_CHUNK_COPIES = 4
@@ -365,8 +361,8 @@ def layer_bytes_per_token(shape: ModelShape, b: int) -> int:
 def cpu_head_bytes(shape: ModelShape, tokens: int) -> int:
     """`trl_compat.TorchChunkedLogProb`: a chunk's fp32 logits `HEAD_CHUNK_COPIES` times, the
     scored hidden states and their gradient, and one head-sized fp32 buffer (the head's
-    gradient when it trains; measured with a frozen head too: SmolLM2 with LoRA, 1 x 1,024
-    tokens, 0.48 GiB over the loaded model, 0.38 planned without it)."""
+    gradient when it trains, and present with a frozen head too: docs/benchmarks.md, "Where
+    the planner's constants come from")."""
     chunk = min(HEAD_CHUNK_ELEMENTS, tokens * shape.vocab) * 4 * HEAD_CHUNK_COPIES
     return chunk + 2 * tokens * shape.hidden * 4 + shape.vocab * shape.hidden * 4
 

@@ -51,10 +51,9 @@ def return_freed_memory(threshold: int = 128 * 1024) -> bool:
     a freed tensor goes back to the kernel at once; True where set (glibc only).
 
     By default glibc raises that threshold to the largest block freed so far (up to 32 MiB);
-    after a few steps activations come from its heap, and what they free stays resident. A
-    SmolLM2 GRPO micro-batch on CPU (2 x 1,024 tokens, checkpointing) peaked at 3.67 GiB
-    that way and at 1.63 GiB with this set (2026-12-06, `benchmarks/bench_memory.py head`).
-    Setting it also stops the raising. The cost: a page fault per 4 KiB of each new tensor."""
+    after a few steps activations come from its heap, and what they free stays resident.
+    Setting it also stops the raising. The cost: a page fault per 4 KiB of each new tensor
+    (what each costs: docs/benchmarks.md, "Memory")."""
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
