@@ -204,3 +204,26 @@ def test_commands_the_notebooks_name_exist():
         options = {o for p in command.params for o in p.opts}
         unknown = [w for w in words if w.startswith("-") and w.split("=")[0] not in options]
         assert not unknown, f"`tbrl {text}`: {command.name} has no option {unknown[0]}"
+
+
+FACES_AT_MOST = 3
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_notebook_imports_from_a_few_faces(notebook):
+    """A notebook reads as narrative over the library's public faces (`tbrl_lib.train`,
+    `tbrl_lib.evaluate`, ...): at most three tbrl_lib modules, none reached into."""
+    import ast
+
+    modules = set()
+    for cell in json.loads(notebook.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source, flags = "".join(cell["source"]), ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        tree = compile(source, notebook.name, "exec", flags=flags)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tbrl_lib"):
+                modules.add(node.module)
+            elif isinstance(node, ast.Import):
+                modules |= {a.name for a in node.names if a.name.startswith("tbrl_lib")}
+    assert len(modules) <= FACES_AT_MOST, f"{notebook.name} imports from {sorted(modules)}"

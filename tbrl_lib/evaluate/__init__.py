@@ -8,9 +8,11 @@ Public API:
   `RunConfig`; `eval_metrics(summary)` -> flat `eval/...` metrics for a trainer's log;
 - `report.compare_runs(a, b)` -> paired `stats.Comparison`; tables and plots in `report`;
 - `stats`: `pass_at_k`, `wilson_interval`, `bootstrap_mean_interval`, `paired_comparison`.
-CLI: `tbrl eval run|show|compare` (`tbrl_lib/cli/evaluate.py`); notebook: `notebooks/05_eval.ipynb`.
+CLI: `tbrl eval run|show|compare` (`tbrl_lib/cli/evaluate.py`); notebook: `notebooks/05_eval.ipynb`,
+which takes from this face also `load_tasks` and the trajectories' `live_viewer`.
 """
 
+from tbrl_lib.evaluate import report
 from tbrl_lib.evaluate.harness import run_eval, run_eval_async
 from tbrl_lib.evaluate.report import compare_runs
 from tbrl_lib.evaluate.results import (
@@ -21,6 +23,8 @@ from tbrl_lib.evaluate.results import (
     TrialResult,
     eval_metrics,
 )
+from tbrl_lib.tasks import load_tasks
+from tbrl_lib.viewers.live import live_viewer
 
 __all__ = [
     "ConfigMismatch",
@@ -30,6 +34,9 @@ __all__ = [
     "TrialResult",
     "compare_runs",
     "eval_metrics",
+    "live_viewer",
+    "load_tasks",
+    "report",
     "run_eval",
     "run_eval_async",
 ]

@@ -3,7 +3,8 @@
 One validator for everything (bundled, generated, LLM-written tasks): this module only
 adds what synthesis needs around it: a per-task async validator for the LLM pipeline (which
 takes it as an argument: synthesis sits below the agent and evaluation), a batch run that
-streams results to JSONL and times itself, and tables by family.
+streams results to JSONL and times itself, tables by family, and the export of a generated
+set in every format with the agent's first prompts (`export_tasks`).
 
     python -m tbrl_lib.evaluate.batch_validate --n 200 --concurrency 4 --out outputs/synth-validate
 
@@ -21,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from tbrl_lib.agent.prompts import initial_messages
 from tbrl_lib.aio import run_sync
 from tbrl_lib.evaluate.validate import (
     ValidationConfig,
@@ -31,6 +33,7 @@ from tbrl_lib.evaluate.validate import (
 from tbrl_lib.synth.generate import generate
 from tbrl_lib.synth.llm import AnthropicLLM
 from tbrl_lib.synth.pipeline import PipelineConfig, run_pipeline
+from tbrl_lib.synth.report import export_all
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.workspace import workspace_path
 
@@ -45,6 +48,12 @@ def task_validator(concurrency: int = 2, config: ValidationConfig | None = None)
             return await validate_task(task, config)
 
     return validate
+
+
+def export_tasks(tasks: list[Task], out_dir: str | Path) -> dict[str, Path]:
+    """`tasks` in every format under `out_dir` (`synth.report.export_all`), the parquet rows
+    carrying the agent's first prompt of each task; format -> path."""
+    return export_all(tasks, out_dir, prompt_fn=initial_messages)
 
 
 def validate_many(

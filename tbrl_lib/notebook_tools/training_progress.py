@@ -11,14 +11,9 @@ seconds per step and the ETA, and a small plot of the reward per step. Each row 
 printed lines show the same numbers. The panel depends on the run folder alone: training in
 this kernel, in a subprocess or on a Slurm allocation's nodes is followed alike.
 
-When is there a frontend to draw it? `frontend_renders_widgets()`: the code runs in an
-IPython kernel and the request that runs it allows standard input (`allow_stdin` of the
-Jupyter execute request). JupyterLab, Notebook and VS Code send `allow_stdin: true` (a person
-can answer `input()`); nbclient, which papermill and `tbrl demo` run notebooks with, always
-sends false (there is nobody to answer, and nobody to watch a widget), and a terminal or a
-script has no kernel. So under papermill nothing extra is shown: the console lines stay, and
-the saved notebook holds no widget a static report could not draw. Left out: frontends that
-execute without stdin yet render widgets live (Voila executes before it shows a page).
+Only where a frontend draws widgets (`tbrl_lib.frontend.frontend_renders_widgets`): under
+papermill nothing extra is shown, the console lines stay, and the saved notebook holds no
+widget a static report could not draw.
 """
 
 from __future__ import annotations
@@ -31,24 +26,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tbrl_lib.frontend import frontend_renders_widgets
 from tbrl_lib.step_progress import StepProgress, duration
 
 POLL_SECONDS = 1.0
 """How often the panel's thread looks for new rows."""
-
-
-def frontend_renders_widgets() -> bool:
-    """True in a kernel whose current request came from an interactive frontend (see the
-    module docstring); False under papermill/nbclient, in a terminal or a script."""
-    try:
-        from IPython import get_ipython  # the notebooks extra
-    except ImportError:
-        return False
-    kernel = getattr(get_ipython(), "kernel", None)
-    if kernel is None:
-        return False
-    request = kernel.get_parent("shell") or {}
-    return bool(request.get("content", {}).get("allow_stdin", False))
 
 
 class MetricsTail:

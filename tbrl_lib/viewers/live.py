@@ -1,11 +1,10 @@
 """The trajectory viewer where a person can use it: `live_viewer(traj)` in notebooks 02 and 05.
 
-In a frontend that renders widgets (JupyterLab; `notebook_tools.frontend_renders_widgets`)
+In a frontend that renders widgets (JupyterLab; `tbrl_lib.frontend`)
 it returns a `TrajectoryViewer` (slider over the turns) or, given several trajectories, a
 `TrajectoryPicker` (a dropdown, then the viewer), which the cell's last line displays; under
 papermill, in a terminal or with nothing to show it returns None, and the static pages
-(`trajectory_html.py`) stay the report's view. Apart from `viewer.py` because it asks the
-notebooks' helpers, which a training run does not load.
+(`trajectory_html.py`) stay the report's view.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tbrl_lib.agent.trajectory import Trajectory
-from tbrl_lib.notebook_tools import frontend_renders_widgets
+from tbrl_lib.frontend import frontend_renders_widgets
 from tbrl_lib.viewers.viewer import TrajectoryViewer
 
 

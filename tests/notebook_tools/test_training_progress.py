@@ -14,12 +14,8 @@ import papermill
 import pytest
 
 from tbrl_lib.notebook_tools import training_progress
-from tbrl_lib.notebook_tools.training_progress import (
-    MetricsTail,
-    TrainingPanel,
-    follow_training,
-    frontend_renders_widgets,
-)
+from tbrl_lib.frontend import frontend_renders_widgets
+from tbrl_lib.notebook_tools.training_progress import MetricsTail, TrainingPanel, follow_training
 from tbrl_lib.step_progress import SECONDS_PER_STEP, StepProgress
 
 
@@ -111,7 +107,7 @@ def test_papermill_is_no_frontend(tmp_path):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
         nbformat.v4.new_code_cell(
-            "from tbrl_lib.notebook_tools import frontend_renders_widgets\n"
+            "from tbrl_lib.frontend import frontend_renders_widgets\n"
             "print('frontend', frontend_renders_widgets())"
         )
     ]
