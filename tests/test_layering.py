@@ -16,7 +16,8 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "tbrl_lib"
 
 LAYERS: list[set[str]] = [
-    {"workspace"},  # where default paths resolve (the workspace root): everything may ask it
+    # where default paths resolve (the workspace root), and whether a person watches the kernel
+    {"workspace", "frontend"},
     # a run's folder and summary.json (the notebooks' helpers re-export them), and a training
     # step's progress from its metrics.jsonl row (the console line and the notebook's panel)
     {"run_folder", "step_progress"},
