@@ -194,7 +194,7 @@ class Rollout:
             traj.env_mask,
             traj.logprobs,
             reward=result.reward.total,
-            breakdown=result.reward.to_dict(),
+            breakdown=details["reward"],  # RewardBreakdown.to_dict(), made once above
             solved=result.resolved,
             **common,
         )
