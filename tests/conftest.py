@@ -5,6 +5,7 @@ TBRL_UPSTREAM_DIR says so); everything else runs anywhere."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,18 @@ def _engine_reason() -> str | None:
 
 
 _ENGINE_REASON: list[str | None] = []
+
+
+def pytest_runtest_setup(item):
+    """A test never starts inside an event loop an earlier one left running in this thread
+    (Playwright's sync API runs one until it is stopped): it fails naming that, instead of a
+    cascade of "asyncio.run() cannot be called from a running event loop"."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if "browser" not in item.keywords:
+        pytest.fail("an event loop left running by an earlier test (a session-scoped Playwright?)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -81,8 +81,11 @@ def _notebooks_digest() -> str:
     ).hexdigest()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator:
+    """Chromium through Playwright's sync API, for this module only: that API runs an event
+    loop in the main thread until it stops, and every later test calling `asyncio.run` would
+    find it running."""
     if not CHROMIUM.is_file():
         pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (.ci/run does)")
     try:
@@ -98,7 +101,7 @@ def browser() -> Iterator:
         chromium.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab(browser, tmp_path_factory) -> Iterator[Lab]:
     home = tmp_path_factory.mktemp("jupyterlab")
     for plugin, values in SETTINGS.items():

@@ -139,6 +139,7 @@ def test_an_engine_outage_past_the_wait_ends_in_one_line_saying_how_to_resume(
 ):
     """The engine answers at the start, then stops answering mid-run and stays down past
     the wait: `tbrl eval run` stops with exit 1 and one line (no traceback)."""
+    from tbrl_lib.aio import run_sync
     from tbrl_lib.cli import evaluate as eval_command
     from tbrl_lib.evaluate import harness
     from tbrl_lib.sandbox.backends.docker import engine
@@ -149,7 +150,7 @@ def test_an_engine_outage_past_the_wait_ends_in_one_line_saying_how_to_resume(
 
     def run_eval(tasks, config, out_dir, **kwargs):
         runner = harness.TrialRunner(None, None, config.rollout_config(), out_dir, 0.2)
-        harness.run_sync(runner._wait_for_engine("sandbox: daemon_unreachable: refused"))
+        run_sync(runner._wait_for_engine("sandbox: daemon_unreachable: refused"))
 
     monkeypatch.setattr(eval_command, "run_eval", run_eval)
     result = tbrl("eval", "run", "--tasks", "data/tasks", "--policy", "noop", "--out", tmp_path)

@@ -13,8 +13,8 @@ import nbformat
 import papermill
 import pytest
 
-from tbrl_lib.notebook_tools import training_progress
 from tbrl_lib.frontend import frontend_renders_widgets
+from tbrl_lib.notebook_tools import training_progress
 from tbrl_lib.notebook_tools.training_progress import MetricsTail, TrainingPanel, follow_training
 from tbrl_lib.step_progress import SECONDS_PER_STEP, StepProgress
 
