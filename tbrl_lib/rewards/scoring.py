@@ -6,7 +6,8 @@ Gathers the evidence (`parts.Evidence`): runs the verifier and the judge concurr
 judge needs no container; it is called only when `config.judged`), then scores every part of
 `config.weights` from it (`parts.PARTS`) and combines them (`reward.combine`). The verifier's
 `infra_error` flags the breakdown (training masks it); a judge that is missing is handled as
-`config.on_judge_missing` says.
+`config.on_judge_missing` says. A rollout whose sandbox was removed at a limit (storage:
+`sandbox.base.REMOVED_AT_LIMIT`) gives no evidence: nothing is run, every part scores 0.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tbrl_lib.rewards.judges import JudgeInput, JudgeMissing, JudgeResult
 from tbrl_lib.rewards.parts import PARTS, Evidence
 from tbrl_lib.rewards.reward import RewardBreakdown, RewardConfig, combine
 from tbrl_lib.rewards.verifier import TestReport, verify
+from tbrl_lib.sandbox.base import REMOVED_AT_LIMIT
 from tbrl_lib.tasks.model import Task
 
 
@@ -31,6 +33,8 @@ async def score_rollout(
     test_timeout: float | None = None,
 ) -> tuple[RewardBreakdown, TestReport, JudgeResult | JudgeMissing | None]:
     config = config or RewardConfig()
+    if trajectory.error_kind in REMOVED_AT_LIMIT:
+        return _removed_at_limit(task, trajectory, config)
     judged: JudgeResult | JudgeMissing | None = None
     if config.judged and judge is None:
         judged = JudgeMissing(reason="no judge configured")
@@ -51,3 +55,18 @@ async def score_rollout(
     if tests.infra_error:
         breakdown.notes.append(f"verifier: {tests.error}")
     return breakdown, tests, judged
+
+
+def _removed_at_limit(
+    task: Task, trajectory: Trajectory, config: RewardConfig
+) -> tuple[RewardBreakdown, TestReport, None]:
+    """Every part 0: the agent's limit removed the sandbox, so its tests cannot run."""
+    why = f"not run: the sandbox was removed at its {trajectory.error_kind} limit"
+    tests = TestReport(
+        score=0.0,
+        mode="pytest" if task.tests.pytest else "script",
+        error=f"{why} ({trajectory.termination_message})",
+    )
+    breakdown = combine(dict.fromkeys(config.weights, 0.0), config)
+    breakdown.notes.append(f"{why}; every part scores 0")
+    return breakdown, tests, None
