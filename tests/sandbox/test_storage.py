@@ -42,7 +42,7 @@ def test_the_default_cap_ends_a_writer_and_removes_its_sandbox_at_once(docker_cl
             started = time.monotonic()
             with pytest.raises(SandboxLimitExceeded) as info:
                 await sb.run("fallocate -l 1G /app/big; sleep 60", timeout=90)
-            assert time.monotonic() - started < 5
+            assert time.monotonic() - started < 30  # not the 60 s sleep: ended, removed
             with pytest.raises(NotFound):  # gone before the rollout's own close
                 docker_client.api.inspect_container(sb.container_id)
             with pytest.raises(SandboxLimitExceeded):
