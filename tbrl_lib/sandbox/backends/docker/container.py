@@ -21,11 +21,11 @@ Failures are raised, never returned as a command result, and classified by cause
 (`container_gone`) or was stopped from outside (`container_died`) are infrastructure; an
 OOM kill that took the shell down (`SandboxLimitExceeded` kind `memory`), the pids limit
 exhausted (`pids`: checked when a command times out, every 5 s while one runs long, and
-after output showing a failed fork), writes past the storage limit (`storage`), the rollout's wall-clock limit (`wall_clock`;
-commands are clipped to the deadline, and a timer kills the container a few seconds after
-it as a backstop), a shell that died and cannot be restarted (`shell_broken`) and an
-operation the engine refuses on a running container (`exec_failed`) are the agent's
-doing. Once raised, every later call re-raises it. A
+after output showing a failed fork), writes past the storage limit (`storage`), the
+rollout's wall-clock limit (`wall_clock`; commands are clipped to the deadline, and a timer
+kills the container a few seconds after it as a backstop), a shell that died and cannot be
+restarted (`shell_broken`) and an operation the engine refuses on a running container
+(`exec_failed`) are the agent's doing. Once raised, every later call re-raises it. A
 *command* killed by the OOM killer while the shell survives is returned with exit code
 137 and a notice (like a terminal's "Killed"); OOM kills are read from the daemon's
 `oom` events, since Docker sets `State.OOMKilled` only when pid 1 dies.
@@ -84,9 +84,10 @@ going on without it (a wedged leftover container can take minutes to remove)."""
 """`run()` clips each command to the deadline itself; the timer that kills the container
 fires this much later, as the backstop for anything still holding the sandbox."""
 PIDS_NEAR_LIMIT = 3
-OOM_EVENT_WAIT_S = 1.0
 PIDS_WATCH_EVERY_S = 5.0
 """A command running longer than this has the container's pids count checked this often."""
+OOM_EVENT_WAIT_S = 1.0
+"""How long a SIGKILLed command waits for the engine's `oom` event (see `_note_oom`)."""
 
 
 class DockerSandbox(FileTransfer):
