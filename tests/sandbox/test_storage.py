@@ -50,7 +50,7 @@ def test_the_default_cap_ends_a_writer_and_removes_its_sandbox_at_once(docker_cl
             return info.value
 
     err = run(body())
-    assert err.kind == "storage" and err.limit == 300 and err.used >= 1100
+    assert err.kind == "storage" and err.limit == 300 and err.used > 300  # mid-fallocate: <1124
     assert "300 MB" in str(err) and "removed" in str(err)
 
 
@@ -130,10 +130,10 @@ def test_the_meter_is_locked_down_and_leaves_with_its_process(docker_client, bas
         for c in docker_client.api.containers(all=True, filters={"label": "tbrl.task=meter-exit"}):
             if c["Labels"][reaper.LABEL_OWNER].split(":")[1] == str(child.pid):
                 docker_client.api.remove_container(c["Id"], force=True)  # its sandbox
-    for _ in range(50):
+    for _ in range(150):
         try:
             docker_client.api.inspect_container(meter["Id"])
         except NotFound:
             return
         time.sleep(0.2)
-    pytest.fail("the storage meter outlived its process by 10 s")
+    pytest.fail("the storage meter outlived its process by 30 s")
