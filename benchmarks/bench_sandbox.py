@@ -21,6 +21,14 @@ drifts during the run weighs on both alike. On one machine the
 "straight to the node's engine" alternative IS the local Docker column (over a network it
 adds the round trip to the engine); the ray column is the host-actor path the backend takes.
 
+`--storage` measures what holding storage limits costs (`sandbox/backends/docker/storage.py`):
+each candidate way of measuring a sandbox's writes (the engine's `SizeRw`, a walk inside this
+process, the storage meter) timed on a fresh sandbox's writable layer and on one holding a
+copy of the Python standard library, with what each one counts for a sparse file and for many
+small files; then per-command p50 and 20-command episodes/hour at each concurrency level
+with the meter (tasks capped) and without it (no cap anywhere), in the order with, without,
+without, with.
+
 Everything runs on the offline base image and removes what it creates. Numbers depend on
 the machine and on whatever else runs on it; compare columns of one run, not runs.
 """
@@ -29,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -37,8 +47,9 @@ from collections.abc import Callable
 from tqdm import tqdm
 
 from tbrl_lib.sandbox import open_sandbox as open_any
-from tbrl_lib.sandbox.backends.docker import base_images, engine
+from tbrl_lib.sandbox.backends.docker import base_images, engine, storage
 from tbrl_lib.sandbox.backends.docker.container import DockerSandbox
+from tbrl_lib.sandbox.backends.docker.hosts import get_host
 from tbrl_lib.sandbox.backends.docker.pool import SandboxPool, open_sandbox
 from tbrl_lib.sandbox.backends.docker.reaper import LABEL_OWNER, LABEL_RUN, owner_label
 from tbrl_lib.sandbox.config import SandboxConfig
@@ -67,15 +78,17 @@ EPISODE = [
     "true",
 ]
 """A scripted 20-command episode (trivial commands: the cost measured is the sandbox's)."""
+STORAGE_MB = 512
+"""The benchmark task's storage cap: 36 sandboxes' caps fit a small disk (the guard's sum)."""
 
 
-def bench_task() -> Task:
+def bench_task(storage_mb: int | None = STORAGE_MB) -> Task:
     return Task(
         id="bench-sandbox",
         instruction="benchmark",
         environment=Environment(dockerfile=f"FROM {base_images.BASE_IMAGE}\n"),
         tests=Tests(pytest="def test_ok():\n    pass\n"),
-        limits=Limits(cpus=1, memory_mb=512),
+        limits=Limits(cpus=1, memory_mb=512, storage_mb=storage_mb),
     )
 
 
@@ -296,6 +309,200 @@ def run_ray_comparison(
     return result
 
 
+TREES = {
+    "fresh writable layer": "true",
+    "+ a copy of the stdlib": "cp -a /usr/lib/python3.13 /app/stdlib",
+    "+ 5 GB sparse, 20k 1-byte files": (
+        "truncate -s 5G /app/sparse && mkdir -p /app/small && cd /app/small && "
+        "for i in $(seq 20000); do echo > $i; done; cd /app"
+    ),
+}
+"""Each added to the one before: what a sandbox holds when each way of measuring is timed."""
+
+
+def _cpu_s(path: str) -> float:
+    """CPU seconds of a process (`/proc/PID/stat`) or a cgroup (`cpuacct.usage`), 0 if unreadable."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return 0.0
+    if path.endswith("cpuacct.usage"):
+        return int(text) / 1e9
+    fields = text.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure_candidates(samples: int) -> dict:
+    """Each way of measuring a sandbox's writes, on each tree: wall ms (p50), CPU ms per
+    measurement (the daemon's, this process's or the meter's) and the bytes it counted."""
+    out: dict = {}
+    async with DockerSandbox(bench_task(), SandboxConfig(run_id="bench-storage")) as sb:
+        api, cid = sb.host.client.api, sb.container_id
+        meter = storage.meter_for(sb.host)
+        paths = storage.writable_paths(api.inspect_container(cid))
+        daemon = f"/proc/{open('/var/run/docker.pid').read().strip()}/stat"
+        meter_cg = f"/sys/fs/cgroup/cpuacct/docker/{meter.container_id}/cpuacct.usage"
+        candidates = {
+            "SizeRw (engine API)": (
+                lambda: api.containers(filters={"id": cid}, size=True)[0].get("SizeRw", 0),
+                daemon,
+            ),
+            "walk in this process": (lambda: storage.blocks_under(paths, 1 << 62), None),
+            "storage meter": (lambda: meter._ask([(paths, 1 << 62)])["used"][0], meter_cg),
+        }
+        for tree, setup in TREES.items():
+            await sb.run(setup, timeout=600)
+            for name, (measure, where) in candidates.items():
+                walls, cpu0, own0 = [], _cpu_s(where) if where else 0.0, time.process_time()
+                for _ in range(samples):
+                    t0 = time.perf_counter()
+                    counted = await asyncio.to_thread(measure)
+                    walls.append(time.perf_counter() - t0)
+                cpu = (_cpu_s(where) if where else 0.0) - cpu0 + time.process_time() - own0
+                out[f"{tree} | {name}"] = {
+                    "wall_ms": statistics.median(walls) * 1e3,
+                    "cpu_ms": cpu / samples * 1e3,
+                    "counted_mb": counted / 2**20,
+                }
+    return out
+
+
+async def _episodes(task: Task, config: SandboxConfig, c: int, count: int):
+    """`count` scripted episodes, `c` at once: episodes/hour and every command's latency."""
+    gate, latencies = asyncio.Semaphore(c), []
+
+    async def one() -> None:
+        async with gate, open_any(task, config) as sb:
+            for cmd in EPISODE:
+                t0 = time.perf_counter()
+                await sb.run(cmd)
+                latencies.append(time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(count)))
+    return count / (time.perf_counter() - t0) * 3600, latencies
+
+
+async def _commands_beside(task: Task, config: SandboxConfig, c: int, n: int) -> list[float]:
+    """`n` trivial commands in one sandbox while `c - 1` more of `task` are open (watched
+    by the meter when `task` has a cap): the steady cost of watching, without start-ups."""
+    async with contextlib.AsyncExitStack() as stack:
+        boxes = await asyncio.gather(
+            *(stack.enter_async_context(open_any(task, config)) for _ in range(c))
+        )
+        await asyncio.sleep(2 * storage.POLL_S)  # the meter has measured them all
+        out = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await boxes[0].run("true")
+            out.append(time.perf_counter() - t0)
+        return out
+
+
+def run_storage_comparison(
+    samples: int, episodes: int, levels: list[int], rounds: int, out, echo=print
+):
+    """What holding storage limits costs (see module docstring), in one run: the candidates,
+    then `rounds` x (with, without, without, with) phases of `episodes` at each level."""
+    config = SandboxConfig(
+        run_id="bench-storage", default_storage_mb=None, docker={"hosts": [(None, 40)]}
+    )
+    tasks = {"with": bench_task(), "without": bench_task(None)}
+    result: dict = {"candidates": asyncio.run(measure_candidates(samples))}
+    meter = storage.meter_for(get_host(config.docker.hosts[0]))
+    cgroup = f"/sys/fs/cgroup/cpuacct/docker/{meter.container_id}/cpuacct.usage"
+    daemon = f"/proc/{open('/var/run/docker.pid').read().strip()}/stat"
+    beside: dict = {name: {c: [] for c in levels} for name in tasks}
+    for _ in range(rounds):
+        for name in ("with", "without", "without", "with"):
+            for c in levels:
+                lat = asyncio.run(_commands_beside(tasks[name], config, c, samples))
+                beside[name][c].append(_stats(lat)[0] * 1e3)
+    result["commands_beside"] = beside
+    phases: list[dict] = []
+    for _ in range(rounds):
+        for name in ("with", "without", "without", "with"):
+            for c in levels:
+                meter0, daemon0 = _cpu_s(cgroup), _cpu_s(daemon)
+                own0, t0 = time.process_time(), time.perf_counter()
+                rate, lat = asyncio.run(_episodes(tasks[name], config, c, max(episodes, c)))
+                phases.append({
+                    "name": name, "c": c, "episodes_per_hour": rate, "latencies": lat,
+                    "wall_s": time.perf_counter() - t0, "own_cpu_s": time.process_time() - own0,
+                    "meter_cpu_s": _cpu_s(cgroup) - meter0, "episodes": max(episodes, c),
+                    "daemon_cpu_s": _cpu_s(daemon) - daemon0,
+                })  # fmt: skip
+    result["levels"] = {}
+    for c in levels:
+        mine = [p for p in phases if p["c"] == c]
+        row = {}
+        for name in tasks:
+            runs = [p for p in mine if p["name"] == name]
+            lat = [x for p in runs for x in p["latencies"]]
+            row[name] = {
+                "episodes_per_hour": statistics.mean(p["episodes_per_hour"] for p in runs),
+                "command_p50_ms": _stats(lat)[0] * 1e3,
+                "own_cpu_ms_per_episode": 1e3
+                * sum(p["own_cpu_s"] for p in runs)
+                / sum(p["episodes"] for p in runs),
+                "daemon_cpu_ms_per_episode": 1e3
+                * sum(p["daemon_cpu_s"] for p in runs)
+                / sum(p["episodes"] for p in runs),
+            }
+        withs = [p for p in mine if p["name"] == "with"]
+        row["meter_core_share"] = sum(p["meter_cpu_s"] for p in withs) / sum(
+            p["wall_s"] for p in withs
+        )
+        pairs = list(zip(mine[0::2], mine[1::2], strict=True))  # (with, without) neighbours
+        for what in ("episodes_per_hour", "command_p50_ms"):
+            ratios = []
+            for a, b in pairs:
+                w, wo = (a, b) if a["name"] == "with" else (b, a)
+                if what == "episodes_per_hour":
+                    ratios.append(w[what] / wo[what] - 1)
+                else:
+                    ratios.append(_stats(w["latencies"])[0] / _stats(wo["latencies"])[0] - 1)
+            row[f"{what}_pair_changes"] = ratios
+        result["levels"][c] = row
+    _print_storage(result, levels, echo)
+    if out:
+        with open(out, "w") as handle:
+            json.dump(result, handle, indent=2)
+    return result
+
+
+def _print_storage(result: dict, levels: list[int], echo) -> None:
+    echo(f"{'way of measuring, on':<62}{'wall ms':>9}{'CPU ms':>8}{'counts MB':>11}")
+    for key, row in result["candidates"].items():
+        echo(f"{key:<62}{row['wall_ms']:>9.2f}{row['cpu_ms']:>8.2f}{row['counted_mb']:>11.1f}")
+    echo(
+        f"\n{'1 command beside c-1 open sandboxes':<36}{'with':>8}{'without':>9}  p50 ms of each block"
+    )
+    for c in levels:
+        w, wo = result["commands_beside"]["with"][c], result["commands_beside"]["without"][c]
+        blocks = " ".join(f"{x:.2f}" for x in w) + " | " + " ".join(f"{x:.2f}" for x in wo)
+        echo(
+            f"{'p50 ms, c=' + str(c):<36}{statistics.median(w):>8.2f}{statistics.median(wo):>9.2f}  {blocks}"
+        )
+    echo(f"\n{'20-command episodes':<30}{'with':>10}{'without':>10}{'change':>9}  pairs")
+    for c in levels:
+        row = result["levels"][c]
+        for what, unit in (
+            ("command_p50_ms", "per command p50 ms"),
+            ("episodes_per_hour", "episodes/h"),
+            ("own_cpu_ms_per_episode", "tbrl CPU ms/episode"),
+            ("daemon_cpu_ms_per_episode", "dockerd CPU ms/episode"),
+        ):
+            w, wo = row["with"][what], row["without"][what]
+            pairs = " ".join(f"{x * 100:+.0f}%" for x in row.get(f"{what}_pair_changes", []))
+            echo(
+                f"{unit + ' c=' + str(c):<30}{w:>10.2f}{wo:>10.2f}{(w / wo - 1) * 100:>+8.1f}%  {pairs}"
+            )
+        echo(
+            f"{'meter CPU, share of a core c=' + str(c):<30}{row['meter_core_share'] * 100:>9.2f}%"
+        )
+
+
 def _print(result: dict, echo) -> None:
     lat = result["latency_ms"]
     echo(f"{'measure':<34}{'p50 ms':>10}{'p90 ms':>10}")
@@ -325,7 +532,13 @@ if __name__ == "__main__":
     parser.add_argument("--levels", default="1,8,32", help="comma-separated concurrency levels")
     parser.add_argument("--out", default=None, help="also write the numbers as JSON here")
     parser.add_argument("--ray", action="store_true", help="the ray backend beside local Docker")
+    parser.add_argument("--storage", action="store_true", help="what holding storage costs")
+    parser.add_argument("--rounds", type=int, default=2, help="--storage: with/without rounds")
     args = parser.parse_args()
+    if args.storage:
+        levels = [int(x) for x in args.levels.split(",")]
+        run_storage_comparison(args.commands // 4, args.episodes, levels, args.rounds, args.out)
+        raise SystemExit(0)
     if args.ray:
         levels = [int(x) for x in args.levels.split(",")]
         run_ray_comparison(args.commands, args.starts, args.episodes, levels, args.out)

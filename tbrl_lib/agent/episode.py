@@ -3,7 +3,8 @@
 Each turn: ask the policy for a reply (within the time and token budget left), parse its
 tags, run the actions in order, send their outputs back as the next user message. The loop
 ends by raising `EpisodeEnd` with a `Termination` reason and a message; infrastructure
-failures end it as `infra_error`, a sandbox the agent broke as `sandbox_broken` (scored).
+failures end it as `infra_error`, a sandbox the agent broke as `sandbox_broken` (scored), a
+sandbox limit as `time_limit`, `resource_limit` or `storage_limit` with the limit recorded.
 The trajectory is returned in every case but one: any other exception is a bug and
 propagates. The episode never decides the score: the verifier runs the tests afterwards,
 also for rollouts that stopped on a limit.
@@ -67,8 +68,10 @@ async def run_episode(
             "wall_clock": Termination.time_limit,
             "pids": Termination.resource_limit,
             "memory": Termination.resource_limit,
+            "storage": Termination.storage_limit,
         }.get(exc.kind, Termination.infra_error)
         traj.termination_message, traj.error_kind = str(exc), exc.kind
+        traj.limit_exceeded = exc.record()
     except SandboxError as exc:  # blame by cause: see tbrl_lib.sandbox.base
         traj.termination = Termination.infra_error if exc.infra else Termination.sandbox_broken
         traj.termination_message, traj.error_kind = str(exc), exc.kind

@@ -42,6 +42,10 @@ class Termination(str, Enum):
     resource_limit = "resource_limit"
     """The agent's commands hit the container's pids or memory limit (a fork bomb, a memory
     hog): the agent's doing, so the rollout is scored, not masked."""
+    storage_limit = "storage_limit"
+    """The agent's commands wrote past the sandbox's storage limit: the sandbox was removed at
+    once to give the host its disk back, nothing is left to verify, and the rollout scores 0
+    (the agent's doing, never masked)."""
     sandbox_broken = "sandbox_broken"
     """The agent's commands left the running container unusable (its shell died and no new
     one starts, the engine refuses an operation): the agent's doing, scored."""
@@ -87,6 +91,9 @@ class Trajectory(BaseModel):
     termination_message: str = ""
     error_kind: str | None = None
     """For infra errors and sandbox limits: the `SandboxError.kind` or exception type."""
+    limit_exceeded: dict[str, Any] | None = None
+    """For a sandbox limit: which (`kind`), its value (`limit`), how far the agent went
+    (`used`, where measured: the MB a storage limit saw written) and the `unit`."""
     prompt_ids: list[int] | None = None
     completion_ids: list[int] | None = None
     env_mask: list[int] | None = None

@@ -60,6 +60,7 @@ TERMINATION_MODES: dict[str, FailureMode] = {
     "context_overflow": FailureMode.context_overflow,
     "token_budget": FailureMode.context_overflow,
     "infra_error": FailureMode.infra_error,
+    "storage_limit": FailureMode.storage_limit,
 }
 """`Termination` value -> failure mode. `token_budget` (the conversation reached the
 episode's token limit) counts as a context overflow; `finished`, `max_turns`,

@@ -57,6 +57,8 @@ class FailureMode(str, Enum):
     parse_error = "parse_error"
     no_action = "no_action"
     context_overflow = "context_overflow"
+    storage_limit = "storage_limit"
+    """The agent wrote past the sandbox's storage limit: the sandbox was removed, score 0."""
     infra_error = "infra_error"
     """The engine, the network during a build, or the verifier failed: not the agent's fault."""
     task_error = "task_error"

@@ -14,8 +14,9 @@ Who is to blame is decided by cause (see `tbrl_lib.sandbox.base`):
 - the task's defect (`task_error` set, reward None): a `SandboxError` whose `task_fault` is
   true (its Dockerfile does not build here, its prebuilt image is missing): reported, never
   scored, never retried;
-- the agent's doing, scored: limits (time, pids, memory), a shell it broke, anything its
-  commands did inside a running container;
+- the agent's doing, scored: limits (time, pids, memory, storage: a sandbox removed at its
+  storage limit scores 0, nothing left to verify), a shell it broke, anything its commands
+  did inside a running container;
 - anything else is a bug and raises: it is never turned into a score or a masked rollout.
 """
 
@@ -33,7 +34,7 @@ from tbrl_lib.rewards.verifier import verify
 from tbrl_lib.rollout.config import RolloutConfig
 from tbrl_lib.rollout.result import RolloutResult
 from tbrl_lib.sandbox import open_sandbox
-from tbrl_lib.sandbox.base import SandboxError
+from tbrl_lib.sandbox.base import REMOVED_AT_LIMIT, SandboxError
 from tbrl_lib.tasks.model import Task
 
 AGENT_TIMEOUT = "agent_timeout"
@@ -110,7 +111,7 @@ async def _score(
         )
         result.tests, result.judge = tests, judged
         for _ in range(config.verify_repeats - 1):
-            if tests.infra_error:
+            if tests.infra_error or trajectory.error_kind in REMOVED_AT_LIMIT:
                 break
             again = await asyncio.wait_for(verify(task, sandbox, timeout=test_limit), bound)
             result.retests.append(again)

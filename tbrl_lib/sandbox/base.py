@@ -21,8 +21,10 @@ Who is to blame when something fails, decided by cause, not by symptom:
   substitute. Neither the agent's doing nor a machine's: reported per task, never scored,
   never retried;
 - the agent: when the engine answers and the container runs, whatever went wrong inside it
-  (a dead shell that cannot restart, the pids or memory limit, the wall clock, a refused
-  file operation) is the agent's doing and is scored.
+  (a dead shell that cannot restart, the pids, memory or storage limit, the wall clock, a
+  refused file operation) is the agent's doing and is scored. A storage limit removes the
+  sandbox at once (the space goes back to the host), so there is nothing left to verify:
+  such a rollout scores 0 (`REMOVED_AT_LIMIT`).
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ class SandboxError(RuntimeError):
     Infrastructure kinds ("daemon_unreachable", "container_died", "build_failed", ...) make
     a rollout `infra_error` (masked in training, retried in evaluation); the task's kinds
     (`TASK_KINDS`) make it a `task_error` (the task is skipped or reported, never scored);
-    the agent's kinds ("pids", "memory", "wall_clock", "shell_broken", "exec_failed") are
-    scored.
+    the agent's kinds ("pids", "memory", "storage", "wall_clock", "shell_broken",
+    "exec_failed") are scored.
     """
 
     def __init__(self, message: str = "", kind: str = "infra") -> None:
@@ -74,11 +76,18 @@ INFRA_KINDS = frozenset(
         "pool_failed",
         "pool_timeout",
         "node_lost",
+        "disk_space",
+        "meter_failed",
     }
 )
-"""`SandboxError.kind`s that are infrastructure failures. The others are the agent's doing:
-`pids`, `memory`, `wall_clock` (limits), `shell_broken` (the shell died and no new one
-starts), `exec_failed` (the engine refused an operation on a running container)."""
+"""`SandboxError.kind`s that are infrastructure failures (`disk_space`: the engine's disk
+cannot hold the sandbox's storage cap beside the others'; `meter_failed`: the storage meter
+does not answer). The others are the agent's doing: `pids`, `memory`, `storage`,
+`wall_clock` (limits), `shell_broken` (the shell died and no new one starts), `exec_failed`
+(the engine refused an operation on a running container)."""
+REMOVED_AT_LIMIT = frozenset({"storage"})
+"""Limits that end the rollout by removing its sandbox (to give the host its disk back): the
+verifier has nothing to run in, and the rollout scores 0."""
 TASK_KINDS = frozenset({"task_build_failed", "task_image_missing"})
 """`SandboxError.kind`s that are the task's own defect: its Dockerfile does not build here
 (a failing step, a base image that is neither on the engine nor substitutable), or its
@@ -94,10 +103,29 @@ class FileTooLarge(ValueError):
 
 
 class SandboxLimitExceeded(SandboxError):
-    """A hard limit ended the rollout: wall clock, pids, memory. `kind` names which."""
+    """A hard limit ended the rollout: wall clock, pids, memory, storage. `kind` names which;
+    `limit` and `used` say how far past it, in `unit`, where they are known."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        limit: float | None = None,
+        used: float | None = None,
+        unit: str = "",
+    ) -> None:
         super().__init__(message, kind)
+        self.limit, self.used, self.unit = limit, used, unit
+
+    def __reduce__(self):
+        """Pickled whole (a Ray node raises it, the caller re-raises it): the default would
+        call `SandboxLimitExceeded(message)` and fail."""
+        return (type(self), (self.kind, str(self)), self.__dict__)
+
+    def record(self) -> dict[str, str | float | None]:
+        """Which limit and how far past it, for the trajectory."""
+        return {"kind": self.kind, "limit": self.limit, "used": self.used, "unit": self.unit}
 
 
 @dataclass(frozen=True)

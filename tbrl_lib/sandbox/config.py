@@ -2,10 +2,10 @@
 
 A trainer builds one config and passes it to `open_sandbox` for every rollout. Values
 that come from the task (cpus, memory, pids, storage, internet, timeouts) live on
-`Task.limits`; this config only holds what is a property of the *run*: output caps,
-default timeouts, which backend runs the sandboxes (`backend`, with each backend's own
-settings under its name: `docker.hosts`, `ray.address`, ...), the warm pool size and
-overrides. Validation errors say which field is wrong and how to fix it.
+`Task.limits`; this config only holds what is a property of the *run*: output caps, the
+storage cap of tasks that state none, default timeouts, which backend runs the sandboxes
+(`backend`, with each backend's own settings under its name: `docker.hosts`, `ray.address`,
+...), the warm pool size and overrides. Validation errors say which field is wrong and how to fix it.
 """
 
 from __future__ import annotations
@@ -111,6 +111,11 @@ class SandboxConfig(BaseModel):
     pool_size: int = Field(default=0, ge=0)
     """Warm containers kept ready per image by the docker backend's `open_sandbox` (0 = start on
     demand; the ray backend always starts on demand)."""
+    default_storage_mb: int | None = Field(default=10240, gt=0)
+    """Storage cap (MB) of a sandbox whose task states no `storage_mb` (Harbor and TB1 tasks
+    often do not); None = no cap for those. Held like a task's own (`docs/sandbox.md`), and a
+    sandbox does not start where the engine's disk has less free space than the caps of the
+    sandboxes it would hold: lower it to run many at once on a small disk."""
     max_file_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     """Largest file `write_file`/`read_file` moves."""
     workdir: str = "/app"

@@ -8,10 +8,10 @@ other side, a vanished container or a stopped engine being infrastructure, is pi
 `tests/rollout/test_run_rollout.py` (container removed from outside) and
 `tests/sandbox/test_hosts.py` (second daemon stopped mid-rollout).
 
-Left out: a full disk. This engine's storage driver cannot limit a container's size
-(`limits_applied["storage"]`), so filling the disk would fill the host's; where a limit
-applies, ENOSPC fails the agent's own writes and the verifier's `put_archive` is blamed by
-cause like any refused operation (`exec_failed`, scored).
+Left out here: writing past the storage limit. The sandbox is then removed at once and the
+rollout scores 0 as `storage_limit`, the agent's doing (`tests/sandbox/test_limits.py`); where
+a driver's quota fills first, ENOSPC fails the agent's own writes and the verifier's
+`put_archive` is blamed by cause like any refused operation (`exec_failed`, scored).
 """
 
 from __future__ import annotations

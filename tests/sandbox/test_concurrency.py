@@ -19,7 +19,7 @@ pytestmark = pytest.mark.docker
 @pytest.mark.slow
 def test_32_concurrent_rollouts_complete_with_isolated_state(docker_client, base_image):
     config = SandboxConfig(run_id=f"conc-{time.time_ns()}", start_timeout_s=240)
-    task = make_task("concurrency", cpus=0.25, memory_mb=256)
+    task = make_task("concurrency", cpus=0.25, memory_mb=256, storage_mb=256)  # 32 caps: 8 GB
     ready = 0
 
     async def rollout(i: int) -> str:

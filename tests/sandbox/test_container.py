@@ -54,11 +54,7 @@ def test_limits_labels_and_isolation_as_the_daemon_sees_them(docker_client, base
             assert int(pid) > 0
             r = await sb.run("ls /var/run/docker.sock; cat /proc/self/status | grep CapEff")
             assert "No such file" in r.output and "0000000000000000" not in r.output
-            r = await sb.run(
-                "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 2)\""
-            )
-            assert r.exit_code != 0 and "unreachable" in r.output.lower()
-            return sb.container_id
+            return sb.container_id  # network off, pushed against: test_limits.py
 
     cid = run(body())
     assert not docker_client.api.containers(all=True, filters={"id": cid})
@@ -71,19 +67,6 @@ def test_internet_follows_the_task_and_the_config_override(docker_client, base_i
 
     assert run(mode(make_task(allow_internet=True))) in ("bridge", "default")
     assert run(mode(make_task(allow_internet=True), SandboxConfig(allow_internet=False))) == "none"
-
-
-def test_storage_limit_is_enforced_or_reported(base_image):
-    async def body():
-        async with open_sandbox(make_task(storage_mb=64)) as sb:
-            applied = sb.limits_applied["storage"]
-            if applied.startswith("not enforced"):
-                assert "storage" in applied.lower() or "support" in applied.lower()
-                return
-            r = await sb.run("dd if=/dev/zero of=/big bs=1M count=200", timeout=60)
-            assert r.exit_code != 0 and "No space left" in r.output
-
-    run(body())
 
 
 def test_files_round_trip_with_directories_modes_and_limits(task):
