@@ -61,11 +61,11 @@ class DockerBackend:
         return waited
 
     def reap(self, run_id: str | None = None) -> list[str]:
-        """Dead processes' leftovers on every declared engine (`run_id` changes nothing here:
-        an engine's containers die with neither their node nor their run)."""
+        """Dead processes' leftovers on every declared engine (only `run_id`'s containers when
+        given)."""
         lines = []
         for url in dict.fromkeys(self.urls):
-            report = reaper.reap(engine.client(url))
+            report = reaper.reap(engine.client(url), run_id=run_id)
             lines.append(f"{url or 'default'}: removed {report.removed}")
         return lines
 

@@ -1,19 +1,19 @@
 """`RayBackend`: each rollout's sandbox placed by Ray on a node with a free `sandbox` unit.
 
-Open = reserve one unit (`cluster.reserve`: Ray's scheduler picks the node, waiting while
-the cluster is full, so the capacity is global across every process and job), then start a
-`DockerSandbox` on that node through its host actor (`host.py`) and talk to it through a
-`RaySandbox` (`remote.py`); close = remove the container, give the unit back. Images are
-built on the node that needs them, when a sandbox first lands there (`prepare` only checks
-that the cluster has somewhere to run).
+Open = spawn the sandbox's own actor (`host.SandboxActor`), which needs one `sandbox` unit:
+Ray's scheduler picks the node, keeping the actor pending while the cluster is full, so the
+capacity is global across every process and job; the actor starts a `DockerSandbox` on its
+node and the caller talks to it through a `RaySandbox` (`remote.py`); close = remove the
+container, end the actor, and Ray frees the unit. Images are built on the node that needs
+them, when a sandbox first lands there (`prepare` only checks that the cluster has somewhere
+to run).
 
-A node lost mid-run: its rollouts' calls fail as `node_lost` (infrastructure: masked in
-training, rerun in evaluation, on the nodes left); the unit is given back; the node's
-containers are reaped by its host actor when the node (and its engine) come back, or by
-`reap()`. Measured choice: commands go through the node's actor rather than straight to the
-node's Docker engine, because the actor works on any Ray cluster (no engine socket exposed
-across machines); it costs 1.4-2.3 ms more per command on a loaded 2-core machine, 6 ms at
-twice that load (docs/benchmarks.md, 2026-12-06).
+A node lost mid-run takes its actors with it: Ray frees their units, their rollouts' calls
+fail as `node_lost` (infrastructure: masked in training, rerun in evaluation, on the nodes
+left), and the node's containers are reaped when it is back (`reap()`, or the automatic reap
+of the next sandbox that lands there). Measured choice: commands go through an actor rather
+than straight to the node's Docker engine, because an actor works on any Ray cluster (no
+engine socket exposed across machines): docs/benchmarks.md has what it costs per command.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from tbrl_lib.sandbox.backend import Capacity, EngineOutage, EngineUnavailable
 from tbrl_lib.sandbox.backends.ray import cluster
+from tbrl_lib.sandbox.backends.ray.host import reap_node
 from tbrl_lib.sandbox.backends.ray.remote import RaySandbox
 from tbrl_lib.sandbox.base import Sandbox, SandboxError
 from tbrl_lib.sandbox.config import RaySettings, SandboxConfig
@@ -47,16 +48,7 @@ class RayBackend:
 
     @asynccontextmanager
     async def _open(self, task: Task, config: SandboxConfig) -> AsyncIterator[Sandbox]:
-        try:
-            unit = await cluster.reserve(self.settings)
-        except TimeoutError as err:
-            raise SandboxError(
-                f"task {task.id}: no `{self.settings.resource}` unit of the Ray cluster came "
-                f"free within {self.settings.placement_timeout_s:.0f}s (raise "
-                "sandbox.ray.placement_timeout_s, or add nodes)",
-                kind="no_capacity",
-            ) from err
-        sandbox = RaySandbox(task, config, unit)
+        sandbox = RaySandbox(task, config)
         try:
             await sandbox.start()
             yield sandbox
@@ -89,12 +81,10 @@ class RayBackend:
         raise EngineOutage(f"{self._no_nodes()} for {wait_s:.0f}s ({why}); {resume}")
 
     def reap(self, run_id: str | None = None) -> list[str]:
-        """Every live sandbox node's engine reaped by its host actor."""
-        ray = cluster.connect(self.settings)
-        nodes = cluster.sandbox_nodes(self.settings)
-        hosts = [cluster.host_for(self.settings, n["NodeID"]) for n in nodes]
-        counts = ray.get([h.reap.remote(run_id) for h in hosts], timeout=300)
-        return [f"node {n['NodeID'][:8]}: removed {c}" for n, c in zip(nodes, counts, strict=True)]
+        """Dead owners' leftovers on every live sandbox node's engine (only `run_id`'s
+        containers when given), removed by a task pinned to each node."""
+        done = cluster.on_each_node(self.settings, reap_node, run_id)
+        return [f"node {node['NodeID'][:8]}: removed {count}" for node, count in done]
 
     def check(self, purpose: str) -> str:
         try:
