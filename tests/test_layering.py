@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
         "notebook_tools",
         "fake_llm_server",
         "slow_notice",
+        "slurm",
         "trl_vllm",
     },  # fmt: skip
     {"llm_api"},  # the SDK clients and one Usage: policies, judges and synthesis call them
@@ -304,6 +305,7 @@ TRAIN_ROOMS = [
     "heldout",
     "warm_start",
     "grpo",
+    "job",
 ]
 
 

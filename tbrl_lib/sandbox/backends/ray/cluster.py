@@ -12,6 +12,7 @@ that declares `LOCAL_UNITS` of the resource (a laptop's cluster of one).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -49,6 +50,7 @@ def connect(settings: RaySettings) -> Any:
                     address=address,
                     namespace=settings.namespace,
                     log_to_driver=False,
+                    logging_level=logging.WARNING,  # not "Connecting to ..." in every run's log
                     include_dashboard=False if not address else None,
                     **extra,
                 )

@@ -79,6 +79,7 @@ class RaySandbox:
             ) from err
         except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as err:
             raise self._lost("placement", err) from err
+        self.stats.place = self.node_id
         wall = self.config.wall_clock_s or 0.0
         self.open = True
         info = await self._call(
