@@ -85,6 +85,10 @@ class RaySettings(BaseModel):
     placement_timeout_s: float = Field(default=900.0, gt=0)
     """How long a rollout waits for a free `resource` unit before it is an infra error
     (`no_capacity`)."""
+    keep_idle_s: float = Field(default=10.0, ge=0)
+    """How long a finished sandbox's actor, and the unit it holds, waits for this process's
+    next rollout before it ends and the unit is freed (a new actor is a new process on its
+    node: 1-3 s here); 0 = end at once."""
 
 
 class SandboxConfig(BaseModel):

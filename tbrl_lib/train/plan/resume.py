@@ -36,6 +36,7 @@ MAY_DIFFER = frozenset(
         "rollout.sandbox.backend",
         "rollout.sandbox.docker.max_concurrency",
         "rollout.sandbox.ray.address",
+        "rollout.sandbox.ray.keep_idle_s",
         "rollout.sandbox.start_timeout_s",
         "rollout.sandbox.engine_wait_s",
         "launch.sandbox_concurrency",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -114,6 +115,18 @@ def sandbox_nodes(settings: RaySettings) -> list[dict]:
         for n in ray.nodes()
         if n.get("Alive") and n.get("Resources", {}).get(settings.resource, 0) > 0
     ]
+
+
+def wait_until_dead(settings: RaySettings, node_id: str, timeout: float) -> bool:
+    """Wait (up to `timeout`) until Ray counts node `node_id` dead, so that nothing is placed
+    on it any more; whether it does."""
+    ray = connect(settings)
+    deadline = time.monotonic() + timeout
+    while any(n["NodeID"] == node_id and n.get("Alive") for n in ray.nodes()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1.0)
+    return True
 
 
 def capacity(settings: RaySettings) -> Capacity:

@@ -1,14 +1,16 @@
 """`RaySandbox`: the caller's side of a sandbox that lives on a cluster node.
 
-Opening it spawns the sandbox's own actor (`host.SandboxActor`), which holds one `sandbox`
-unit: waiting for it to answer is waiting for a free unit (up to
-`RaySettings.placement_timeout_s`, then a `no_capacity` infra error). Every `Sandbox` call
+It runs in an actor of its own (`host.SandboxActor`), which holds one `sandbox` unit: a new
+one is spawned, and waiting for it to answer is waiting for a free unit (up to
+`RaySettings.placement_timeout_s`, then a `no_capacity` infra error), or the backend hands
+over one a finished sandbox of this process left idle (`IdleActors`). Every `Sandbox` call
 becomes one call of that actor; the answer (a `CommandResult`, bytes, an `ExecResult`) comes
 back as it is, and an error raised there is raised here as itself (a `SandboxError` keeps its
 kind, so blame is decided on the node, by the `docker` backend's rules). An actor that dies
 (its node, its raylet) or stops answering within a call's limit makes the call a
 `SandboxError` of kind `node_lost`: infrastructure, masked in training and rerun in
-evaluation. Closing removes the container and ends the actor, which frees the unit.
+evaluation. Closing removes the container; the backend then keeps the actor idle for a
+moment or ends it, which frees the unit.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tbrl_lib.sandbox.backends.ray.cluster import end, ray_module, spawn
+from tbrl_lib.sandbox.backends.ray.cluster import ray_module, spawn
 from tbrl_lib.sandbox.backends.ray.host import SandboxActor
 from tbrl_lib.sandbox.base import CommandResult, ExecResult, SandboxError, SandboxStats
 from tbrl_lib.sandbox.config import SandboxConfig
@@ -29,10 +31,12 @@ CALL_MARGIN_S = 60.0
 class RaySandbox:
     """A `Sandbox` on a cluster node, reached through its own actor there."""
 
-    def __init__(self, task: Task, config: SandboxConfig) -> None:
+    def __init__(
+        self, task: Task, config: SandboxConfig, actor: Any = None, node_id: str = ""
+    ) -> None:
         self.task, self.config = task, config
-        self.actor: Any = None
-        self.node_id = ""
+        self.actor, self.node_id = actor, node_id
+        """A placed actor to reuse (idle, its unit held), or None: spawn one."""
         self.stats = SandboxStats()
         self.runtime_dir = ""
         self.workdir = config.workdir
@@ -63,7 +67,20 @@ class RaySandbox:
         )
 
     async def start(self) -> None:
-        """Wait for a unit (the actor placed), then start the container on its node."""
+        """Wait for a unit (a new actor placed), then start the container on its node."""
+        if self.actor is None:
+            await self._place()
+        self.stats.place = self.node_id
+        wall = self.config.wall_clock_s or 0.0
+        self.open = True
+        info = await self._call(
+            "open", self.task, self.config, limit=self.config.start_timeout_s + wall
+        )
+        self.runtime_dir, self.workdir = info["runtime_dir"], info["workdir"]
+        self.stats.startup_seconds = info["startup_seconds"]
+        self.limits_applied = info["limits_applied"]
+
+    async def _place(self) -> None:
         ray, ray_settings = ray_module(), self.config.ray
         self.actor = spawn(SandboxActor, ray_settings)
         try:
@@ -79,38 +96,20 @@ class RaySandbox:
             ) from err
         except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as err:
             raise self._lost("placement", err) from err
-        self.stats.place = self.node_id
-        wall = self.config.wall_clock_s or 0.0
-        self.open = True
-        info = await self._call(
-            "open", self.task, self.config, limit=self.config.start_timeout_s + wall
-        )
-        self.runtime_dir, self.workdir = info["runtime_dir"], info["workdir"]
-        self.stats.startup_seconds = info["startup_seconds"]
-        self.limits_applied = info["limits_applied"]
 
-    async def close(self) -> None:
-        """Remove the container on its node and end the actor, freeing the unit (idempotent)."""
-        actor = self.actor
-        if actor is None:
-            return
+    async def close(self) -> bool:
+        """Remove the container on its node (idempotent); whether the actor is fit for
+        another sandbox (False: it, or its node, is gone, or it never opened one)."""
+        if not self.open:
+            return False
+        self.open = False
         try:
-            if self.open:
-                stats = await self._call("close", limit=self.config.start_timeout_s)
-                if stats is not None:
-                    self.stats.extra.update(stats.extra)
+            stats = await self._call("close", limit=self.config.start_timeout_s)
         except SandboxError:
-            pass  # the node is gone: its containers are reaped when it is back (`reap_node`)
-        finally:
-            self.actor, self.open = None, False
-            end(actor)
-
-    async def __aenter__(self) -> RaySandbox:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+            return False  # the node is gone: its containers are reaped when it is back
+        if stats is not None:
+            self.stats.extra.update(stats.extra)
+        return True
 
     # ------------------------------------------------------------------ the Sandbox calls
     async def run(self, cmd: str, timeout: float | None = None) -> CommandResult:
