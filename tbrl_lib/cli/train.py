@@ -128,9 +128,8 @@ def run_cmd(
     if dry_run:
         typer.echo(dry_run_text(config, overrides))
         return
-    sandbox = config.rollout.sandbox
-    if sandbox.backend != "docker" or not any(h.base_url for h in sandbox.docker.hosts):
-        backend_for(sandbox).check("tbrl train run")  # remote engines: the preflight asks
+    if config.rollout.sandbox.backend == "docker":  # a cluster is the preflight's to ask
+        backend_for(config.rollout.sandbox).check("tbrl train run")
     try:
         if not no_preflight:
             require_preflight(config)  # before any image build or download
