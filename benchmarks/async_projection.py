@@ -30,7 +30,7 @@ turns a preset into the simulator's inputs under `ClusterAssumptions` (training 
 FLOPs model, GPUs, C) and `PresetPlan.assumes` says each choice in a line.
 
 Assumed throughout, and left out: an episode's duration does not depend on how many run at once
-nor on the mode (vLLM and the Docker hosts keep pace: KV-cache pressure and preemption are not
+nor on the mode (vLLM and the sandbox nodes keep pace: KV-cache pressure and preemption are not
 modelled); a weight update costs nothing; dynamic sampling's refill groups, held-out
 evaluations and checkpoints are not played; tasks are interchangeable (no curriculum). What
 staleness and taking the first-completed groups (which favours short episodes) do to learning
@@ -53,6 +53,7 @@ from pathlib import Path
 from tbrl_lib.tasks.model import Limits
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.plan.gpu_memory import model_shape
+from tbrl_lib.train.plan.launch import node_count
 
 Sampler = Callable[[random.Random], float]
 """Seconds of one episode, drawn with the simulation's own random generator."""
@@ -326,17 +327,19 @@ class PresetPlan:
 
 def episode_slots(config: TrainConfig) -> tuple[int, str]:
     """C, and how it follows from the preset. Each process runs `sandbox_concurrency` at a
-    time; a host's `max_concurrency` is shared by the processes of a node (`sandbox/slots.py`)
-    and preflight refuses nodes whose sandboxes in flight exceed the shared hosts' declared
-    sum, so the job's count is capped at that sum."""
-    launch, hosts = config.launch, config.rollout.sandbox.docker.hosts
-    per_process = min(launch.sandbox_concurrency, sum(h.max_concurrency for h in hosts))
+    time, at most its engine's `max_concurrency` (docker backend, one engine per node); on the
+    ray backend the job's cluster has `units_per_node` on each node for every process at once
+    (preflight refuses more in flight), so the job's count is capped at the cluster's units."""
+    launch, sandbox = config.launch, config.rollout.sandbox
+    per_process = launch.sandbox_concurrency
+    if sandbox.backend == "docker":
+        per_process = min(per_process, sandbox.docker.max_concurrency)
     slots = per_process * launch.num_processes
     why = f"{per_process} per process x {launch.num_processes} process(es)"
-    shared = [h for h in hosts if h.base_url]
-    if shared and slots > (declared := sum(h.max_concurrency for h in shared)):
-        why += f" = {slots}, capped at the {len(shared)} shared hosts' declared {declared}"
-        slots = declared
+    units = launch.units_per_node * node_count(config)
+    if sandbox.backend == "ray" and slots > units:
+        why += f" = {slots}, capped at the Ray cluster's {units} sandbox units"
+        slots = units
     return slots, why
 
 
@@ -413,7 +416,7 @@ def general_assumptions(a: ClusterAssumptions, durations: str) -> list[str]:
         f"MFU {a.mfu} of the {a.peak_flops / 1e12:.0f} TFLOP/s bf16 peak (the aim; measured 0.19 "
         "on one H200)",
         "an episode lasts as long whatever the number in flight and the mode (vLLM and the "
-        "Docker hosts keep pace; KV-cache limits not modelled); weight updates are free",
+        "sandbox nodes keep pace; KV-cache limits not modelled); weight updates are free",
         "not played: dynamic sampling's refill groups, held-out evaluations, checkpoints, "
         "the curriculum",
     ]

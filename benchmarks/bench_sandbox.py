@@ -19,7 +19,8 @@ command), and scripted 20-command episodes/hour at each concurrency level, each 
 twice in the order docker, ray, ray, docker (half the counts each time) so that a load that
 drifts during the run weighs on both alike. On one machine the
 "straight to the node's engine" alternative IS the local Docker column (over a network it
-adds the round trip to the engine); the ray column is the host-actor path the backend takes.
+adds the round trip to the engine); the ray column is the path the backend takes (an actor
+per sandbox, holding its unit).
 
 `--storage` measures what holding storage limits costs (`sandbox/backends/docker/storage.py`):
 each candidate way of measuring a sandbox's writes (the engine's `SizeRw`, a walk inside this
@@ -203,7 +204,7 @@ def run_benchmark(
 ) -> dict:
     """Run every measurement, print the table, return (and optionally save) the numbers."""
     levels = levels or [1, 8, 32]
-    config = SandboxConfig(run_id="bench", docker={"hosts": [(None, max(levels) + 4)]})
+    config = SandboxConfig(run_id="bench", docker={"max_concurrency": max(levels) + 4})
 
     async def main():
         await asyncio.to_thread(engine.ensure_engine)
@@ -270,7 +271,7 @@ def run_ray_comparison(
     units = max(levels) + 4
     ray.init(resources={"sandbox": units}, namespace="tbrl", include_dashboard=False,
              log_to_driver=False)  # fmt: skip
-    hosts = {"hosts": [(None, units)]}
+    hosts = {"max_concurrency": units}
     docker_config = SandboxConfig(run_id="bench-ray", docker=hosts)
     ray_config = docker_config.model_copy(update={"backend": "ray"})
     result: dict = {"latency_ms": {}, "episodes_per_hour": {}}

@@ -23,6 +23,7 @@ from rich.table import Table
 
 from tbrl_lib.sandbox import SandboxConfig, backend_for
 from tbrl_lib.sandbox.backends.docker import base_images, engine
+from tbrl_lib.slurm import SlurmError, allocation
 from tbrl_lib.trl_vllm import installed_note
 
 EXTRAS = {
@@ -163,6 +164,17 @@ def check_ray_cluster() -> list[Check]:
     return rows
 
 
+def check_slurm() -> Check:
+    """The Slurm allocation this process runs in: job, nodes, GPUs per node."""
+    try:
+        job = allocation()
+    except SlurmError as err:
+        return Check("slurm", False, str(err), "disables the notebook's multi-node job")
+    if job is None:
+        return Check("slurm", True, "not in an allocation (SLURM_JOB_ID unset)")
+    return Check("slurm", True, job.describe())
+
+
 def check_gpu() -> list[Check]:
     smi = shutil.which("nvidia-smi")
     gpus = ""
@@ -277,6 +289,7 @@ def run_checks() -> list[Check]:
         *check_extras(),
         *check_docker(),
         *check_ray_cluster(),
+        check_slurm(),
         *check_gpu(),
         *check_gpu_libs(),
         *check_trl_vllm(),

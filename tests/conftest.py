@@ -1,11 +1,16 @@
 """Shared fixtures. Docker tests carry the `docker` marker and are skipped, with the
 reason, when no engine answers; tests that need the upstream reference data skip, with the
 reason, when `tbrl_lib.upstream` finds none (nothing outside the repository is read unless
-TBRL_UPSTREAM_DIR says so); everything else runs anywhere."""
+TBRL_UPSTREAM_DIR says so); everything else runs anywhere.
+
+In CI (`CI=true`, as `.ci/run` sets it) a test of a group that needs a real system beside
+Docker (`MUST_RUN_IN_CI`: Ray, Slurm, Harbor, a browser) that skips fails the run: CI
+installs all of them, so a skip there means the group silently stopped running."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +67,30 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "docker" in item.keywords:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+MUST_RUN_IN_CI = ("ray", "slurm", "harbor", "browser")
+_SKIPPED_IN_CI: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and os.environ.get("CI") == "true":
+        groups = [g for g in MUST_RUN_IN_CI if g in report.keywords]
+        if groups:
+            reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else ""
+            _SKIPPED_IN_CI.append(f"{report.nodeid} [{', '.join(groups)}]: {reason}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SKIPPED_IN_CI:
+        terminalreporter.section("skipped in CI (a failure there)", red=True)
+        for line in _SKIPPED_IN_CI:
+            terminalreporter.line(line)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _SKIPPED_IN_CI and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
         "notebook_tools",
         "fake_llm_server",
         "slow_notice",
+        "slurm",
         "trl_vllm",
     },  # fmt: skip
     {"llm_api"},  # the SDK clients and one Usage: policies, judges and synthesis call them
@@ -308,6 +309,7 @@ TRAIN_ROOMS = [
     "heldout",
     "warm_start",
     "grpo",
+    "job",
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typer
 
+from tbrl_lib.sandbox import SandboxConfig, backend_for
 from tbrl_lib.sandbox.backends.docker import engine, pristine_volume, reaper
 
 app = typer.Typer(no_args_is_help=True)
@@ -36,16 +37,30 @@ def docker_reap(
         help="Also remove the verifier's pristine copies of images (`tbrl-pristine-*` volumes, "
         "~95 MB each) that no container uses; they are rebuilt on demand.",
     ),
+    backend: str = typer.Option(
+        "docker",
+        help="docker: the engines above; ray: every live node of the Ray cluster RAY_ADDRESS "
+        "names (sandbox.backend=ray), each reaping its own engine.",
+    ),
+    run_id: str = typer.Option(
+        "", "--run-id", help="Only this run's containers (their `tbrl.run` label)."
+    ),
 ) -> None:
     """Remove tbrl-labelled containers/networks/volumes whose owner process is gone.
 
     Only objects carrying tbrl's `tbrl.owner` label are considered; live owners' objects
     are kept (with --caches, also unused `tbrl-pristine-*` volumes). Never a host-wide prune."""
+    if backend not in ("docker", "ray"):
+        raise typer.BadParameter(f"{backend!r}: use docker or ray", param_hint="--backend")
+    if backend == "ray":
+        for line in backend_for(SandboxConfig(backend="ray")).reap(run_id or None):
+            typer.echo(line)
+        return
     if not host:
         engine.require_engine("tbrl docker reap")
     for base_url in host or [None]:
         client = engine.client(base_url)
-        report = reaper.reap(client, foreign=foreign)
+        report = reaper.reap(client, foreign=foreign, run_id=run_id or None)
         where = base_url or "default engine"
         typer.echo(
             f"{where}: removed {len(report.containers)} containers, "

@@ -26,8 +26,9 @@ from tbrl_lib.train.config.presets import load_preset, preset_names
 from tbrl_lib.train.grpo.preflight import PreflightError, dry_run_text, require_preflight
 from tbrl_lib.train.model.model_loader import import_early
 from tbrl_lib.train.plan.gpu_memory import plan_memory
-from tbrl_lib.train.plan.launch import launch_commands, server_shares_node, write_launch_files
+from tbrl_lib.train.plan.launch import launch_commands, server_shares_node
 from tbrl_lib.train.plan.resume import ResumeError, find_checkpoint
+from tbrl_lib.train.plan.scripts import write_launch_files
 from tbrl_lib.workspace import workspace_path
 
 app = typer.Typer(no_args_is_help=True)
@@ -110,6 +111,12 @@ def run_cmd(
     ),
     tasks: Path | None = TasksOpt,
     lenient: bool = LenientOpt,
+    show_summary: bool = typer.Option(
+        True,
+        "--summary/--no-summary",
+        help="Print summary.json's entries at the end (the notebook's job does not: its report "
+        "renders them).",
+    ),
 ) -> None:
     """Train with GRPO; the run folder gets config, metrics, trajectories, plot, summary.
     Tasks whose own image does not build are skipped before step 1 (one line each)."""
@@ -124,9 +131,8 @@ def run_cmd(
     if dry_run:
         typer.echo(dry_run_text(config, overrides))
         return
-    sandbox = config.rollout.sandbox
-    if sandbox.backend != "docker" or not any(h.base_url for h in sandbox.docker.hosts):
-        backend_for(sandbox).check("tbrl train run")  # remote engines: the preflight asks
+    if config.rollout.sandbox.backend == "docker":  # a cluster is the preflight's to ask
+        backend_for(config.rollout.sandbox).check("tbrl train run")
     try:
         if not no_preflight:
             require_preflight(config)  # before any image build or download
@@ -137,7 +143,7 @@ def run_cmd(
     from tbrl_lib.train.grpo.run import train  # torch and TRL: only once the engine answers
 
     summary = train(config, out_dir=out, resume=checkpoint or "")
-    for key, value in summary.items():
+    for key, value in summary.items() if show_summary else ():
         typer.echo(f"{key}: {value}")
 
 
@@ -190,7 +196,9 @@ def presets_cmd() -> None:
         nodes = launch.num_nodes + launch.vllm_server_nodes  # training + vLLM server nodes
         per_node = launch.gpus_per_node  # + a server's GPUs beside training on its node
         per_node += launch.vllm_tensor_parallel_size if server_shares_node(c) else 0
-        gpus = "CPU" if launch.cpu else f"{nodes}x{per_node} GPU"
+        gpus = (
+            (f"{nodes}x CPU" if nodes > 1 else "CPU") if launch.cpu else f"{nodes}x{per_node} GPU"
+        )
         typer.echo(
             f"{name:<{wide}} {c.model.name:<16} {gpus:<10} {launch.distributed:<6} "
             f"{launch.generation_backend:<14} "
@@ -248,12 +256,19 @@ def launch_cmd(
     nodes: str = typer.Option(
         "", "--nodes", help="Comma-separated node names for commands.sh: training nodes, then vLLM."
     ),
+    run_dir: str = typer.Option(
+        "",
+        "--run-dir",
+        help="The Slurm job's run folder, where {job} becomes the job's id "
+        "(default outputs/04_train-<preset>-{job}).",
+    ),
 ) -> None:
-    """Write accelerate.yaml, commands.sh (per node) and job.sbatch (Slurm) for a preset."""
+    """Write accelerate.yaml, commands.sh (per node) and job.sbatch (Slurm: notebook 04 under
+    papermill, which runs the preset on the allocation's nodes) for a preset."""
     config = _config(preset_name or preset, overrides)
     names = [n.strip() for n in nodes.split(",") if n.strip()]
     try:
-        files = write_launch_files(config, out, overrides, names)
+        files = write_launch_files(config, out, overrides, names, run_dir or None)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--nodes") from exc
     typer.echo("wrote " + ", ".join(str(p) for p in files.values()))

@@ -48,7 +48,7 @@ from tbrl_lib.evaluate.results import (
 from tbrl_lib.models import make_policy
 from tbrl_lib.rewards import judge_for
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
-from tbrl_lib.sandbox import backend_for
+from tbrl_lib.sandbox import backend_for, reap_run
 from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.tasks.model import Task
 
@@ -174,6 +174,8 @@ async def run_eval_async(
         bar.close()
         results.wall_seconds = wall_before + time.monotonic() - started
         results.save(out)
+        for line in await asyncio.to_thread(reap_run, runner.rollout.sandbox):
+            tqdm.write(line)
     return results
 
 

@@ -43,6 +43,8 @@ class RolloutResult:
     """Seconds: `sandbox_start`, `episode`, `scoring`, `total`."""
     sandbox: dict[str, float] = field(default_factory=dict)
     """The sandbox's counters (`SandboxStats`)."""
+    place: str = ""
+    """Where the sandbox ran (`SandboxStats.place`: the Ray node's id; empty when local)."""
 
     @property
     def resolved(self) -> bool:
@@ -85,6 +87,7 @@ class RolloutResult:
             "judge": None if self.judge is None else _judge_dict(self.judge),
             "timings": self.timings,
             "sandbox": self.sandbox,
+            "place": self.place,
             "messages": None if traj is None else traj.messages,
             "termination_message": None if traj is None else traj.termination_message,
         }

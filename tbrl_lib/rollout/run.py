@@ -53,6 +53,7 @@ async def run_rollout(
     try:
         async with open_sandbox(task, sandbox_config) as sandbox:
             timings["sandbox_start"] = time.monotonic() - started
+            result.place = sandbox.stats.place
             t0 = time.monotonic()
             try:
                 trajectory = await asyncio.wait_for(

@@ -3,7 +3,8 @@ backend chosen by name.
 
 Public API (everything above the sandbox uses only these and `base.Sandbox`):
 `open_sandbox(task, config)`, `backend_for(config)` (prepare images, wait, reap, check,
-capacity: `backend.SandboxBackend`), `SandboxConfig`, `DockerHost`, and the errors in `base`
+capacity: `backend.SandboxBackend`), `reap_run(config)` (a run's leftovers, when it ends),
+`SandboxConfig`, `DockerHost`, and the errors in `base`
 and `backend`. The backends live in `backends/` (`docker/`, `ray/`).
 """
 
@@ -13,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from tbrl_lib.sandbox.backend import Capacity, EngineOutage, EngineUnavailable, SandboxBackend
-from tbrl_lib.sandbox.backends import BACKENDS, backend_for, close_backends
+from tbrl_lib.sandbox.backends import BACKENDS, backend_for, close_backends, reap_run
 from tbrl_lib.sandbox.base import (
     CommandResult,
     FileTooLarge,
@@ -52,4 +53,5 @@ __all__ = [
     "backend_for",
     "close_backends",
     "open_sandbox",
+    "reap_run",
 ]

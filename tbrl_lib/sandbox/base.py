@@ -165,6 +165,8 @@ class SandboxStats:
     bytes_read: int = 0
     startup_seconds: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)
+    place: str = ""
+    """Where it runs beyond this machine: the Ray node's id (ray backend); empty when local."""
 
 
 @runtime_checkable

@@ -4,19 +4,21 @@ A trainer builds one config and passes it to `open_sandbox` for every rollout. V
 that come from the task (cpus, memory, pids, storage, internet, timeouts) live on
 `Task.limits`; this config only holds what is a property of the *run*: output caps, the
 storage cap of tasks that state none, default timeouts, which backend runs the sandboxes
-(`backend`, with each backend's own settings under its name: `docker.hosts`, `ray.address`,
-...), the warm pool size and overrides. Validation errors say which field is wrong and how to fix it.
+(`backend`, with each backend's own settings under its name: `docker.max_concurrency`,
+`ray.address`, ...), the warm pool size and overrides. Validation errors say which field is
+wrong and how to fix it.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class DockerHost(BaseModel):
-    """One Docker engine and how many rollouts it may hold at once."""
+    """One Docker engine and how many rollouts it may hold at once (the docker backend's
+    engine, `DockerSettings.hosts`; a test's or a tool's own engine)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -40,34 +42,32 @@ class DockerHost(BaseModel):
 
 
 class DockerSettings(BaseModel):
-    """The `docker` backend: containers on Docker engines this process talks to directly."""
+    """The `docker` backend: containers on this machine's Docker engine (`DOCKER_HOST`, else
+    the local socket). Sandboxes across machines go through the `ray` backend."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    hosts: tuple[DockerHost, ...] = (DockerHost(),)
-    """Docker engines to place containers on (least loaded first); each host's
-    `max_concurrency` is counted per machine (file locks), not across nodes."""
+    max_concurrency: int = Field(default=64, gt=0)
+    """Most containers tbrl runs on the engine at once, counted across this machine's processes
+    (`slots.py`); more rollouts wait for a slot."""
 
-    @field_validator("hosts", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _hosts(cls, value):
-        if isinstance(value, (str, DockerHost)):
-            value = [value]
-        out = []
-        for item in value:
-            if isinstance(item, str):
-                item = DockerHost(base_url=item)
-            elif isinstance(item, (tuple, list)):
-                if len(item) != 2:
-                    raise ValueError(
-                        f"host {item!r} must be (base_url, max_concurrency), e.g. "
-                        "('unix:///var/run/docker.sock', 32)"
-                    )
-                item = DockerHost(base_url=item[0], max_concurrency=item[1])
-            out.append(item)
-        if not out:
-            raise ValueError("hosts is empty; give at least one, e.g. [(None, 64)] for the default")
-        return tuple(out)
+    def _no_hosts(cls, data):
+        if isinstance(data, dict) and "hosts" in data:
+            raise ValueError(
+                "sandbox.docker.hosts (several Docker engines) is gone: place sandboxes across "
+                "machines with sandbox.backend=ray (each node runs its share on its own engine; "
+                "docs/sandbox.md); the docker backend uses this machine's engine (DOCKER_HOST), "
+                "at most sandbox.docker.max_concurrency at once"
+            )
+        return data
+
+    @property
+    def hosts(self) -> tuple[DockerHost, ...]:
+        """The engine as the slot and image code sees it: one `DockerHost` (`DOCKER_HOST`, else
+        the local socket) with this cap."""
+        return (DockerHost(max_concurrency=self.max_concurrency),)
 
 
 class RaySettings(BaseModel):
@@ -86,6 +86,10 @@ class RaySettings(BaseModel):
     placement_timeout_s: float = Field(default=900.0, gt=0)
     """How long a rollout waits for a free `resource` unit before it is an infra error
     (`no_capacity`)."""
+    keep_idle_s: float = Field(default=10.0, ge=0)
+    """How long a finished sandbox's actor, and the unit it holds, waits for this process's
+    next rollout before it ends and the unit is freed (a new actor is a new process on its
+    node: 1-3 s here); 0 = end at once."""
 
 
 class SandboxConfig(BaseModel):
@@ -94,8 +98,8 @@ class SandboxConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     backend: Literal["docker", "ray"] = "docker"
-    """Where sandboxes run: `docker` (this machine's engine, or the engines in `docker.hosts`)
-    or `ray` (placed across a Ray cluster's nodes by their `sandbox` resource)."""
+    """Where sandboxes run: `docker` (this machine's engine) or `ray` (placed across a Ray
+    cluster's nodes by their `sandbox` resource, each on its node's engine)."""
     docker: DockerSettings = Field(default_factory=DockerSettings)
     """Settings of the `docker` backend."""
     ray: RaySettings = Field(default_factory=RaySettings)

@@ -16,8 +16,11 @@ Public API:
 - `report.callbacks.StepLines`, `report.callbacks.SFTLines` (console lines; a step's
   numbers from its `metrics.jsonl` row through `tbrl_lib.step_progress`)
 
+- `job.run_training.run_training(config, out_dir, resume)`: notebook 04's entry point, `train()`
+  here or the run's roles on a Slurm allocation's nodes
+
 Sub-packages, each importing only those listed before it: `config`, `plan`, `model`, `vllm`,
-`rollouts`, `report`, `pipeline`, `heldout`, `warm_start`, `grpo`.
+`rollouts`, `report`, `pipeline`, `heldout`, `warm_start`, `grpo`, `job`.
 """
 
 import os

@@ -63,7 +63,7 @@ def test_async_presets_launch_files_are_written_and_parse(name, tmp_path):
     for script in ("commands.sh", "job.sbatch"):
         parsed = subprocess.run(["bash", "-n", str(tmp_path / script)], capture_output=True)
         assert parsed.returncode == 0, (script, parsed.stderr)
-        text = (tmp_path / script).read_text()
-        assert ("vllm serve Qwen/" in text) == serves
-        assert f"--preset {name} " in text
+    commands = (tmp_path / "commands.sh").read_text()
+    assert ("vllm serve Qwen/" in commands) == serves and f"--preset {name} " in commands
+    assert f"-p preset {name} " in (tmp_path / "job.sbatch").read_text()  # notebook 04
     assert ("vllm_server:" in result.output) == serves

@@ -23,8 +23,8 @@ def test_the_name_picks_the_backend_and_its_settings_come_from_its_section():
     # one object per name and settings: a rollout's per-task config copy reuses it
     per_task = SandboxConfig(wall_clock_s=30, run_id="x")
     assert backend_for(per_task) is backend_for(SandboxConfig())
-    other_hosts = SandboxConfig(docker={"hosts": ["tcp://a:2375"]})
-    assert backend_for(other_hosts) is not backend_for(SandboxConfig())
+    other_cap = SandboxConfig(docker={"max_concurrency": 3})
+    assert backend_for(other_cap) is not backend_for(SandboxConfig())
 
 
 def test_an_unknown_backend_is_refused_naming_the_known_ones():
@@ -43,13 +43,11 @@ def test_eval_and_training_settings_reach_the_backend():
     assert config.rollout.sandbox.backend == "ray"
 
 
-def test_docker_capacity_is_per_machine_and_sums_its_hosts():
-    backend = DockerBackend(
-        SandboxConfig(docker={"hosts": [(None, 3), ("tcp://b:2375", 5)]}).docker
-    )
+def test_docker_capacity_is_this_machines_engine_and_its_cap():
+    backend = DockerBackend(SandboxConfig(docker={"max_concurrency": 3}).docker)
     capacity = backend.capacity()
-    assert capacity.total == 8 and not capacity.shared
-    assert [p.capacity for p in capacity.places] == [3, 5]
+    assert capacity.total == 3 and not capacity.shared
+    assert [p.capacity for p in capacity.places] == [3]
 
 
 def _nested(item: str) -> dict:

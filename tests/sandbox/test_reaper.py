@@ -98,3 +98,26 @@ def test_reap_keeps_live_owners_and_other_machines(docker_client, base_image):
             docker_client.api.remove_container(cid, force=True)
         with contextlib.suppress(docker.errors.NotFound):
             docker_client.api.remove_network(net)
+
+
+@pytest.mark.docker
+def test_reap_of_one_run_removes_that_runs_dead_containers_only(docker_client, base_image, tbrl):
+    """A run that ends reaps with its id (`SandboxBackend.reap(run_id)`, `tbrl docker reap
+    --run-id`): another run's leftovers, dead owner or not, are left to their own reap."""
+    dead = f"{reaper.HOSTNAME}:999999999:1"
+    runs = {name: f"{name}-{os.getpid()}-{time.time_ns()}" for name in ("ended", "other")}
+    made = {
+        name: docker_client.api.create_container(
+            base_image, "true", labels={reaper.LABEL_OWNER: dead, reaper.LABEL_RUN: run}
+        )["Id"]
+        for name, run in runs.items()
+    }
+    try:
+        done = tbrl("docker", "reap", "--run-id", runs["ended"])
+        assert done.code == 0 and "removed 1 containers, 0 networks, 0 volumes" in done.out
+        assert tbrl_containers(docker_client, **{"tbrl.run": runs["ended"]}) == []
+        assert len(tbrl_containers(docker_client, **{"tbrl.run": runs["other"]})) == 1
+    finally:
+        for cid in made.values():
+            with contextlib.suppress(docker.errors.NotFound):
+                docker_client.api.remove_container(cid, force=True)

@@ -151,7 +151,7 @@ def test_an_async_run_gives_its_training_seconds(run_folder):
     assert numbers["steps_h"] == pytest.approx(3600 * 3 / 42)
 
 
-def test_32xh100_plan_caps_c_at_the_shared_hosts_and_times_training_by_flops():
+def test_32xh100_plan_caps_c_at_the_clusters_units_and_times_training_by_flops():
     config = load_preset("32xh100", {})
     a = ClusterAssumptions()
     sync, run_async = (plan_preset(config, mode, a) for mode in ("sync", "async"))
@@ -164,7 +164,9 @@ def test_32xh100_plan_caps_c_at_the_shared_hosts_and_times_training_by_flops():
     assert run_async.train_s == sync.train_s
     assert any("5 per process x 24 process(es)" in line for line in sync.assumes)
     over = plan_preset(load_preset("32xh100", {"launch.sandbox_concurrency": 32}), "sync", a)
-    assert over.slots == 128 and any("768, capped" in line for line in over.assumes)
+    assert over.slots == 128 and any(
+        "768, capped at the Ray cluster's 128" in s for s in over.assumes
+    )
 
 
 def test_8xh100_async_gives_gpus_to_a_server():

@@ -70,12 +70,12 @@ def _infra_then_scored(calls: list[str]):
     return rollout_fn
 
 
-def test_an_engine_that_stays_down_stops_the_step_with_the_way_to_resume(tmp_path):
+def test_an_engine_that_stays_down_stops_the_step_with_the_way_to_resume(tmp_path, monkeypatch):
     tasks = [make_task("a"), make_task("b")]
     calls: list[str] = []
-    nowhere = f"unix://{tmp_path}/no-engine.sock"
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     outage = EngineWait(
-        DockerBackend(DockerSettings(hosts=[nowhere])),
+        DockerBackend(DockerSettings()),
         0.3,
         "tbrl train run --out RUN --resume latest",
         tmp_path,

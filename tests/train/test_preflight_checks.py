@@ -1,7 +1,7 @@
 """Preflight refusals beyond the machine: settings that hang or desync a run, trackers that
-are not installed, Docker engines that do not answer, sandboxes beyond the engines' memory,
-and a vLLM server that does not answer (the GPU count of a shared node depends on it); the async
-presets refuse only for what this machine lacks."""
+are not installed, a Docker engine that does not answer, sandboxes beyond its memory or beyond
+a Ray cluster's `sandbox` units, and a vLLM server that does not answer (the GPU count of a
+shared node depends on it); the async presets refuse only for what this machine lacks."""
 
 from __future__ import annotations
 
@@ -14,12 +14,7 @@ from typer.testing import CliRunner
 
 from tbrl_lib.cli.train import app
 from tbrl_lib.train.config.presets import load_preset
-from tbrl_lib.train.grpo.preflight import (
-    capacity_problems,
-    preflight,
-    sandbox_problems,
-    setting_problems,
-)
+from tbrl_lib.train.grpo.preflight import preflight, sandbox_problems, setting_problems
 
 
 @pytest.fixture(autouse=True)
@@ -63,12 +58,12 @@ def test_trackers_that_import_pass():
     assert setting_problems(load_preset("cpu-smoke", {"grpo.report_to": "tensorboard"})) == []
 
 
-def test_a_docker_host_that_does_not_answer_is_named_within_seconds():
-    config = load_preset("cpu-smoke", {"rollout.sandbox.docker.hosts": ["tcp://127.0.0.1:9"]})
+def test_an_engine_that_does_not_answer_is_named_within_seconds(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
     t0 = time.monotonic()
-    problems = sandbox_problems(config)
+    (problem,) = sandbox_problems(load_preset("cpu-smoke"))
     assert time.monotonic() - t0 < 8
-    assert problems == ["Docker engine(s) not answering: tcp://127.0.0.1:9"]
+    assert "needs a Docker engine" in problem and "DOCKER_HOST" in problem
 
 
 @pytest.mark.docker
@@ -78,30 +73,51 @@ def test_sandboxes_beyond_the_engines_memory_are_refused(docker_client):
     assert "100000 sandboxes in flight" in line and "lower launch.sandbox_concurrency" in line
 
 
-def test_nodes_sharing_hosts_beyond_their_declared_capacity_are_refused(monkeypatch):
-    """Slots are shared by one node's processes only: across nodes, preflight holds the job
-    to the shared hosts' declared capacity, naming the numbers."""
-    monkeypatch.delenv("VLLM_HOST", raising=False)
-    over = load_preset("32xh100", {"launch.sandbox_concurrency": 32})
-    (line,) = capacity_problems(over)
-    assert "24 training processes (3 nodes x 8) x launch.sandbox_concurrency 32 = 768" in line
-    assert "declare 128 (ssh://tbrl@docker-1 32," in line and "sandbox_concurrency <= 5" in line
-    assert line in preflight(over)  # also where the hosts do not answer (none does here)
-    assert capacity_problems(load_preset("32xh100")) == []  # 24 x 5 = 120 <= 128
-    one_node = {"launch.sandbox_concurrency": 100, "rollout.sandbox.docker.hosts": ["tcp://a:2375"]}
-    assert capacity_problems(load_preset("16xh100", one_node)) == []  # the slot files hold it
-    local = {"rollout.sandbox.docker.hosts": [{"base_url": "unix:///var/run/docker.sock"}]}
-    assert capacity_problems(load_preset("32xh100", local)) == []  # each node its own engine
-    mixed = {
-        "launch.sandbox_concurrency": 10,
-        "rollout.sandbox.docker.hosts": [
-            {"base_url": "tcp://a:2375", "max_concurrency": 100},
-            {"base_url": "unix:///var/run/docker.sock", "max_concurrency": 40},
-        ],
-    }
-    (line,) = capacity_problems(load_preset("32xh100", mixed))  # 240 > 100 + 3 x 40
-    assert "= 240 sandboxes in flight, but rollout.sandbox.docker.hosts declare 220" in line
-    assert "40 per node on local engines" in line
+def test_several_docker_hosts_are_refused_in_one_line_naming_the_ray_backend():
+    """One way to place sandboxes across machines: the ray backend."""
+    for settings in (
+        {"rollout.sandbox.docker.hosts": ["ssh://tbrl@docker-1"]},
+        {"rollout": {"sandbox": {"docker": {"hosts": [{"base_url": "tcp://a:2375"}]}}}},
+    ):
+        with pytest.raises(ValueError) as refused:
+            load_preset("cpu-smoke", settings)
+        assert "sandbox.docker.hosts (several Docker engines) is gone" in str(refused.value)
+        assert "sandbox.backend=ray" in str(refused.value)
+    result = CliRunner().invoke(app, ["preflight", "cpu-smoke", "--set", "docker_hosts=[a]"])
+    assert (
+        result.exit_code != 0 and "'docker_hosts' is now 'rollout.sandbox.backend'" in result.output
+    )
+    local = load_preset("cpu-smoke", {"rollout.sandbox.docker.max_concurrency": 3})
+    assert local.rollout.sandbox.docker.hosts[0].max_concurrency == 3  # this machine's cap
+
+
+def test_several_processes_on_a_ray_cluster_named_nowhere_are_refused(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (line,) = sandbox_problems(load_preset("cpu-cluster"))
+    assert "2 processes place sandboxes on a Ray cluster, and RAY_ADDRESS is not set" in line
+    assert "sbatch job.sbatch" in line
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_more_rollouts_at_once_than_the_clusters_sandbox_units_are_refused(monkeypatch):
+    """A Ray instance of this process's, 8 units: 9 in flight are refused, 8 pass."""
+    ray = pytest.importorskip("ray")
+    from tbrl_lib.sandbox import SandboxConfig, backend_for
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    assert backend_for(SandboxConfig(backend="ray")).capacity().total == 8  # ray.init() here
+    monkeypatch.setenv("RAY_ADDRESS", ray.get_runtime_context().gcs_address)
+    try:
+        on_ray = {"rollout.sandbox.backend": "ray"}
+        fits = load_preset("cpu-smoke", {**on_ray, "launch.sandbox_concurrency": 8})
+        assert sandbox_problems(fits) == []
+        over = load_preset("cpu-smoke", {**on_ray, "launch.sandbox_concurrency": 9})
+        (line,) = sandbox_problems(over)
+        assert "9 sandboxes in flight (9 x 1 process(es)) but the ray backend offers 8" in line
+    finally:
+        ray.shutdown()
 
 
 class _Health(http.server.BaseHTTPRequestHandler):

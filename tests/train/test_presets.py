@@ -186,10 +186,10 @@ def test_32xh100_is_four_nodes_with_a_vllm_server_node():
     launch = config.launch
     assert config.model.name == "Qwen/Qwen3-32B" and launch.distributed == "zero3"
     assert launch.num_nodes + launch.vllm_server_nodes == 4 and launch.gpus_per_node == 8
-    hosts = config.rollout.sandbox.docker.hosts
-    assert launch.generation_backend == "vllm-server" and len(hosts) == 4
-    assert {h.max_concurrency for h in hosts} == {32}
-    # the 24 processes' sandboxes fit the shared hosts' declared 128 (preflight refuses more)
+    assert launch.generation_backend == "vllm-server"
+    # sandboxes through the job's Ray cluster: 32 units on each of the 4 nodes hold the 24
+    # processes' 5 in flight (preflight refuses more)
+    assert config.rollout.sandbox.backend == "ray" and launch.units_per_node == 32
     assert launch.num_processes * launch.sandbox_concurrency <= 4 * 32
 
 
@@ -214,7 +214,7 @@ def test_overrides_apply_nested_or_dotted_and_unknown_keys_are_named():
         ("max_context_tokens", "rollout.episode.max_total_tokens"),
         ("sft_demos", "sft.demos"),
         ("eval_tasks", "heldout.instances"),
-        ("docker_hosts", "rollout.sandbox.docker.hosts"),
+        ("docker_hosts", "rollout.sandbox.backend"),
         ("judge", "rollout.reward.judge"),
         ("sandbox_concurrency", "launch.sandbox_concurrency"),
         ("model", "model.name"),  # a section's name now: a plain value is the old key
@@ -254,7 +254,10 @@ def _reference():
     [
         ({"grpo.num_generations": 1}, "use at least 2"),
         ({"grpo.gradient_accumulation_steps": 6}, "multiple of 4"),  # 6 rollouts, groups of 4
-        ({"launch.distributed": "ddp"}, "gpus_per_node=0 \\(CPU\\) needs distributed='none'"),
+        (
+            {"launch.distributed": "zero3"},
+            "gpus_per_node=0 \\(CPU\\) needs distributed='none' \\(one process\\) or 'ddp'",
+        ),
         ({"model.dtype": "bf8"}, "model.dtype: Input should be 'bf16', 'fp16' or 'fp32'"),
         ({"model.dtype": "fp16"}, "CPU.*needs model.dtype fp32 or bf16"),
         ({"rollout.episode.max_tokens_per_turn": 10_000}, "lower it or raise the budget"),
@@ -397,3 +400,11 @@ def test_cpu_smollm2_learn_keeps_its_measured_recipe():
     assert c.curriculum.dynamic_sampling and c.rollout.episode.max_turns == 2
     assert (c.heldout.instances, c.heldout.bundled) == (12, 3)
     assert c.rollout.reward.weights == {"tests": 0.65, "judge": 0.35}
+
+
+def test_cpu_cluster_is_two_cpu_nodes_of_one_process_with_sandboxes_on_ray():
+    launch = load_preset("cpu-cluster").launch
+    assert (launch.num_nodes, launch.num_processes, launch.distributed) == (2, 2, "ddp")
+    assert load_preset("cpu-cluster").rollout.sandbox.backend == "ray"
+    # every node declares units: the 2 processes' 2 in flight each fit the 4 of the cluster
+    assert launch.units_per_node * 2 == launch.num_processes * launch.sandbox_concurrency

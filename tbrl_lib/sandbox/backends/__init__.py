@@ -28,6 +28,18 @@ def backend_for(config: SandboxConfig | None = None) -> SandboxBackend:
     return _MADE[key]
 
 
+def reap_run(config: SandboxConfig) -> list[str]:
+    """Remove what the run `config.run_id` left behind (containers of dead owners carrying its
+    label) on its backend, for a run that ended; one line per place where some were (a lost
+    node's, say). A backend that does not answer is a line too, not an error: the run's
+    results stand, and `tbrl docker reap` finishes the job."""
+    try:
+        lines = backend_for(config).reap(config.run_id)
+        return [line for line in lines if not line.endswith(": removed 0")]
+    except Exception as err:  # noqa: BLE001 - a backstop after the run; never fails it
+        return [f"run {config.run_id}: leftovers not reaped ({type(err).__name__}: {err})"]
+
+
 async def close_backends() -> None:
     """`close()` every backend this process made (warm pools drained, placements freed)."""
     for backend in list(_MADE.values()):

@@ -374,11 +374,12 @@ class LaunchSettings(Section):
     num_nodes: int = Field(default=1, ge=1)
     """Training nodes (vLLM server nodes are counted separately)."""
     gpus_per_node: int = Field(default=1, ge=0)
-    """Training processes per node (0 on CPU)."""
+    """Training GPUs per node, one process each (0 on CPU: one process per node)."""
     gpu_memory_gb: float = Field(default=80.0, ge=0)
     """Memory of one GPU, for the memory planner."""
     distributed: Literal["none", "ddp", "zero3", "fsdp2"] = "none"
-    """none, ddp, zero3 (DeepSpeed ZeRO-3) or fsdp2."""
+    """none, ddp, zero3 (DeepSpeed ZeRO-3) or fsdp2; on CPU, ddp is one process per node over
+    gloo."""
     generation_backend: Literal["hf", "vllm-colocate", "vllm-server"] = "vllm-colocate"
     """hf (transformers generate, CPU/debug), vllm-colocate, vllm-server."""
     vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
@@ -397,6 +398,11 @@ class LaunchSettings(Section):
     on CPU takes most of the machine's memory for it (20 GiB of 24 here)."""
     sandbox_concurrency: int = Field(default=32, ge=1)
     """Episodes running at once on one training process (each holds one container)."""
+    sandbox_units_per_node: int = Field(default=0, ge=0)
+    """`sandbox` units each node of the job declares to the Ray cluster the job starts
+    (`rollout.sandbox.backend: ray`; `ray start --resources '{"sandbox": N}'` on every node);
+    0 = what one node's training processes keep in flight (processes per node x
+    sandbox_concurrency)."""
 
     @property
     def cpu(self) -> bool:
@@ -404,8 +410,13 @@ class LaunchSettings(Section):
 
     @property
     def num_processes(self) -> int:
-        """Training processes in total (1 on CPU)."""
-        return max(1, self.num_nodes * self.gpus_per_node)
+        """Training processes in total (on CPU one per node)."""
+        return self.num_nodes * max(1, self.gpus_per_node)
+
+    @property
+    def units_per_node(self) -> int:
+        """`sandbox_units_per_node`, or its default (see there)."""
+        return self.sandbox_units_per_node or max(1, self.gpus_per_node) * self.sandbox_concurrency
 
     @property
     def uses_vllm(self) -> bool:
@@ -413,8 +424,11 @@ class LaunchSettings(Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> LaunchSettings:
-        if self.cpu and self.distributed != "none":
-            raise ValueError("gpus_per_node=0 (CPU) needs distributed='none'")
+        if self.cpu and self.distributed not in ("none", "ddp"):
+            raise ValueError(
+                "gpus_per_node=0 (CPU) needs distributed='none' (one process) or 'ddp' (one "
+                "process per node, gloo)"
+            )
         if self.num_processes > 1 and self.distributed == "none":
             raise ValueError(
                 f"{self.num_processes} training processes need distributed ddp, zero3 or fsdp2"

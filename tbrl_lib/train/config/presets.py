@@ -12,6 +12,7 @@ key (`overrides.merge`), so an `-async` preset states only what differs from its
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
@@ -38,7 +39,7 @@ OLD_KEYS: dict[str, str] = {
     "episode_time_limit_s": "rollout.episode.time_limit_s",
     "system_prompt": "rollout.episode.system_prompt",
     "tools": "rollout.episode.tools",
-    "docker_hosts": "rollout.sandbox.docker.hosts",
+    "docker_hosts": "rollout.sandbox.backend",  # several machines: the ray backend
     "sandbox_start_timeout_s": "rollout.sandbox.start_timeout_s",
     "judge": "rollout.reward.judge",
     "reward_w_tests": "rollout.reward.weights.tests",
@@ -186,3 +187,35 @@ def refuse_old_keys(values: dict[str, Any], where: str) -> None:
             f"{where}: {moves} (settings are sections now, e.g. --set {example}=VALUE; "
             "`tbrl train settings` lists every key)"
         )
+
+
+def flat_settings(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`{"grpo": {"max_steps": 2}}` -> `{"grpo.max_steps": 2}` (lists and values are leaves)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(flat_settings(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def overrides_of(config: TrainConfig) -> list[str]:
+    """The `--set KEY=VALUE` items that make `config` from its preset (the settings that
+    differ from preset `config.preset`'s; none when that is no shipped preset): how a
+    command line or a launch file asks for this very config."""
+    if config.preset not in preset_names():
+        return []
+    preset = flat_settings(load_preset(config.preset).to_dict())
+    return [
+        f"{key}={_yaml_value(value)}"
+        for key, value in flat_settings(config.to_dict()).items()
+        if preset.get(key) != value
+    ]
+
+
+def _yaml_value(value: object) -> str:
+    """`value` as `--set` reads it back (YAML): plain when that round-trips, else JSON."""
+    if isinstance(value, str) and yaml.safe_load(value) == value:
+        return value
+    return json.dumps(value)

@@ -9,13 +9,12 @@ Beyond the machine (world size, GPUs, vLLM/DeepSpeed, model, hub) it refuses set
 would hang or desync a run: vLLM colocated with tensor parallel > 1 (tbrl's rollouts call the
 engine per rank, without the gather across the parallel group TRL's own generate does) and
 HF generation under ZeRO-3 (ranks generating different numbers of tokens wait for each other's
-parameter gathers: a deadlock). It asks the Docker engines (all at once, a few seconds at most)
-and compares their memory with the sandboxes the preset keeps in flight (and, where several
-nodes share declared hosts, their declared capacity: `capacity_problems`), checks that a vLLM
-server answers its /health when the preset uses one, and that the `report_to` trackers import.
-With `rollout.sandbox.backend` other than docker it asks that backend instead
-(`backend_problems`): does it answer, and does its capacity, one pool for the whole job, hold
-the sandboxes the job keeps in flight.
+parameter gathers: a deadlock). It asks the Docker engine (a few seconds at most) and compares
+its memory with the sandboxes this node keeps in flight, checks that a vLLM server answers its
+/health when the preset uses one, and that the `report_to` trackers import. With
+`rollout.sandbox.backend` other than docker it asks that backend instead (`backend_problems`):
+does it answer, and do the cluster's `sandbox` units, one pool for the whole job, hold the
+rollouts the job runs at once (processes x `launch.sandbox_concurrency`).
 
 GPU presence is read from `torch.cuda` (imported only when the preset needs GPUs);
 `TBRL_FAKE_GPUS=N[:MEM_GB]` overrides what torch reports, for tests on machines without GPUs.
@@ -106,8 +105,8 @@ def _server_url(config: TrainConfig) -> str | None:
 
 
 def _docker_memory(hosts: list[str | None]) -> dict[str | None, int | None]:
-    """Each Docker engine's total memory in bytes (None: it did not answer), asked in parallel
-    on daemon threads so a hung ssh:// host costs DOCKER_TIMEOUT_S at most."""
+    """Each Docker engine's total memory in bytes (None: it did not answer), asked on daemon
+    threads so a hung engine costs DOCKER_TIMEOUT_S at most."""
     answers: dict[str | None, int | None] = dict.fromkeys(hosts)
 
     def ask(host: str | None) -> None:
@@ -128,14 +127,24 @@ def _docker_memory(hosts: list[str | None]) -> dict[str | None, int | None]:
 
 def backend_problems(config: TrainConfig) -> list[str]:
     """A backend other than docker: it does not answer, or the job's sandboxes in flight
-    (processes x launch.sandbox_concurrency) exceed the capacity it offers every process."""
-    backend = backend_for(config.rollout.sandbox)
+    (processes x launch.sandbox_concurrency) exceed the capacity it offers every process. A
+    Ray cluster named nowhere is not started to be asked: one process makes its own when it
+    runs (`LOCAL_UNITS`), several need the job's."""
+    sandbox, launch = config.rollout.sandbox, config.launch
+    if sandbox.backend == "ray" and not (sandbox.ray.address or os.environ.get("RAY_ADDRESS")):
+        if launch.num_processes == 1:
+            return []  # the run starts a Ray instance of its own (`ray.init()`), with units
+        return [
+            f"{launch.num_processes} processes place sandboxes on a Ray cluster, and "
+            "RAY_ADDRESS is not set: the job starts one (sbatch job.sbatch, or notebook 04 "
+            "inside an allocation), or start one and set RAY_ADDRESS"
+        ]
+    backend = backend_for(sandbox)
     try:
         backend.check("the sandboxes")
         capacity = backend.capacity()
     except EngineUnavailable as exc:
         return [str(exc)]
-    launch = config.launch
     in_flight = launch.sandbox_concurrency * launch.num_processes
     if capacity.shared and in_flight > capacity.total:
         return [
@@ -148,67 +157,29 @@ def backend_problems(config: TrainConfig) -> list[str]:
 
 
 def sandbox_problems(config: TrainConfig) -> list[str]:
-    """Docker engines that do not answer, and sandboxes in flight beyond their memory."""
+    """The Docker engine does not answer, or this node's sandboxes in flight exceed its
+    memory (the ray backend: `backend_problems`)."""
     if config.rollout.sandbox.backend != "docker":
         return backend_problems(config)
-    hosts: list[str | None] = docker_hosts(config) or [None]
-    memory = _docker_memory(hosts)
-    if (
-        None in memory and memory[None] is None
-    ):  # the local engine: its message says how to start it
+    memory = _docker_memory([None])[None]
+    if memory is None:  # its message says how to start it
         try:
             engine.require_engine("the sandboxes")
         except engine.EngineUnavailable as exc:
             return [str(exc)]
-    silent = [h for h, mem in memory.items() if h and mem is None]
-    problems = [f"Docker engine(s) not answering: {', '.join(silent)}"] if silent else []
-    if problems:
-        return problems
-    # Shared hosts serve every process of the job; the local engine only this node's.
     launch = config.launch
-    processes = launch.num_processes if docker_hosts(config) else max(1, launch.gpus_per_node)
+    processes = max(1, launch.gpus_per_node)  # this node's: the engine is the node's own
     in_flight = launch.sandbox_concurrency * processes
     need_gb = in_flight * SANDBOX_WORKING_SET_MB / 1024
-    have_gb = sum(m or 0 for m in memory.values()) / 2**30
+    have_gb = (memory or 0) / 2**30
     if need_gb > have_gb:
-        problems.append(
+        return [
             f"{in_flight} sandboxes in flight ({launch.sandbox_concurrency} x {processes} "
             f"process(es)) need ~{need_gb:.0f} GB at {SANDBOX_WORKING_SET_MB} MB each; the "
-            f"Docker engine(s) have {have_gb:.0f} GB: lower launch.sandbox_concurrency or add "
-            "rollout.sandbox.docker.hosts"
-        )
-    return problems
-
-
-def capacity_problems(config: TrainConfig) -> list[str]:
-    """Nodes that share declared Docker hosts would overrun them: a host's slots are counted
-    across the processes of one node (`sandbox.slots`), not across nodes, so the job's
-    sandboxes in flight (processes x launch.sandbox_concurrency) must fit the declared
-    capacity (shared hosts once, each node's local engines once per node)."""
-    launch, hosts = config.launch, config.rollout.sandbox.docker.hosts
-    shared = [h for h in hosts if _is_shared(h.base_url)]
-    if launch.num_nodes <= 1 or not shared:
-        return []
-    local = sum(h.max_concurrency for h in hosts if not _is_shared(h.base_url))
-    declared = sum(h.max_concurrency for h in shared) + local * launch.num_nodes
-    in_flight = launch.num_processes * launch.sandbox_concurrency
-    if in_flight <= declared:
-        return []
-    fits = max(1, declared // launch.num_processes)
-    return [
-        f"{launch.num_processes} training processes ({launch.num_nodes} nodes x "
-        f"{launch.gpus_per_node}) x launch.sandbox_concurrency {launch.sandbox_concurrency} = "
-        f"{in_flight} sandboxes in flight, but rollout.sandbox.docker.hosts declare {declared} ("
-        + ", ".join(f"{h.base_url} {h.max_concurrency}" for h in shared)
-        + (f", {local} per node on local engines" if local else "")
-        + f"); slots are counted per node, so nodes sharing hosts would overrun them: set "
-        f"launch.sandbox_concurrency <= {fits} or declare more max_concurrency"
-    ]
-
-
-def _is_shared(base_url: str | None) -> bool:
-    """A host every node reaches (tcp://, ssh://, http(s)://), not a node's own socket."""
-    return bool(base_url) and not base_url.startswith("unix://")
+            f"Docker engine has {have_gb:.0f} GB: lower launch.sandbox_concurrency, or place "
+            "sandboxes on several machines with rollout.sandbox.backend=ray"
+        ]
+    return []
 
 
 def setting_problems(config: TrainConfig) -> list[str]:
@@ -290,12 +261,7 @@ def preflight(config: TrainConfig) -> list[str]:
             f"model {config.model.name}: not in a local folder or the HF cache, and the hub is "
             "not reachable"
         )
-    return problems + capacity_problems(config) + sandbox_problems(config)
-
-
-def docker_hosts(config: TrainConfig) -> list[str]:
-    """The Docker engines the preset names (empty: the local default engine)."""
-    return [h.base_url for h in config.rollout.sandbox.docker.hosts if h.base_url]
+    return problems + sandbox_problems(config)
 
 
 def launch_hint(config: TrainConfig) -> str:

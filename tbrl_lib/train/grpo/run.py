@@ -31,7 +31,7 @@ writes the run folder's files (trajectories: each process its own).
 
 from __future__ import annotations
 
-import os
+import hashlib
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from typing import Any
 from tbrl_lib.models import resolve_model, tiny_size
 from tbrl_lib.policies.vllm_engine import check_cpu_attention
 from tbrl_lib.run_folder import run_dir
+from tbrl_lib.sandbox import reap_run
 from tbrl_lib.step_progress import heldout_line
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.grpo.async_trainer import AsyncSessionTrainer
@@ -68,7 +69,7 @@ def train(config: TrainConfig, out_dir: str | Path = "", resume: str | Path = ""
     main = processes.is_main_process
     if main:  # the plan: what was asked for, and whether it fits
         write_plan(config, out)
-    rollout = config.rollout.for_run(f"train-{config.preset}-{os.getpid()}")
+    rollout = config.rollout.for_run(run_label(config, out))
     heldout = HeldoutEvaluator.for_run(config, rollout, out / "eval", out)
     evals: dict[str, Any] = {}
     warm: dict[str, Any] | None = None
@@ -111,6 +112,9 @@ def train(config: TrainConfig, out_dir: str | Path = "", resume: str | Path = ""
             say(heldout_line("final", evals["grpo"]["metrics"]), main)
     finally:
         close_sandboxes()
+        if main:  # what a lost node or a killed process left of this run
+            for line in reap_run(rollout.sandbox):
+                say(line, main)
     phases["total"] = round(time.monotonic() - started, 1)
     return summarize_run(session, trainer.state.global_step, evals, warm, phases, main)
 
@@ -123,6 +127,12 @@ def run_folder(
     checkpoint = find_checkpoint(resume, out_dir, config) if resume else None
     folder = out_dir or (run_folder_of(checkpoint) if checkpoint else "")
     return run_dir(folder, f"train-{config.preset}"), checkpoint
+
+
+def run_label(config: TrainConfig, out: Path) -> str:
+    """The run's `tbrl.run` label, the same in every process of the run (its run folder's)."""
+    digest = hashlib.sha1(str(out.resolve()).encode()).hexdigest()[:10]
+    return f"train-{config.preset}-{digest}"
 
 
 def write_plan(config: TrainConfig, out: Path) -> None:

@@ -2,6 +2,7 @@
 the tests read back), `reward.png`, and `families.png` when several families were evaluated.
 
     preset, model, model_path, steps, rollouts, wall_seconds, run_dir
+    world_size        the training processes the run ran in (every node's)
     phase_seconds     wall seconds of each part: base evaluation, warm start (demonstrations
                       and SFT), its evaluation, grpo (`trainer.train()`), final evaluation
     mean_reward, infra_error_rate   over the logged steps (`reward/total`, `rollout/…`)
@@ -29,6 +30,7 @@ from tbrl_lib.train.heldout.evaluator import before_after_table, bundled_table, 
 from tbrl_lib.train.plan.gpu_memory import memory_report
 from tbrl_lib.train.report.family_plot import plot_families
 from tbrl_lib.train.report.reporting import plot_rewards
+from tbrl_lib.train.rollouts.hooks import process_state
 from tbrl_lib.train.rollouts.step_rollouts import mean
 
 WARM_START_KEYS = (
@@ -62,6 +64,7 @@ def summarize_run(
         "model": session.config.model.name,
         "model_path": session.model_path,
         "steps": steps,
+        "world_size": process_state().num_processes,
         "rollouts": sum(r.get("rollout/count", 0) for r in records),
         "mean_reward": mean(rewards),
         "infra_error_rate": mean(r.get("rollout/infra_error_rate", 0.0) for r in records),

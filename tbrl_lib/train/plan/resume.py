@@ -8,8 +8,8 @@ scheduler, RNG, trainer state: `Trainer.train(resume_from_checkpoint=...)` resto
 plus `tbrl_state.json`, which `callbacks.CheckpointState` writes last: the run's settings,
 the curriculum, the sampler's drawn chunks and the rollout runner's counters. A folder
 without it (the run died while saving) is not a checkpoint. Settings must match the run
-being resumed, except those in `MAY_DIFFER` (dotted keys: a run may be extended or moved to
-other sandbox hosts). Standard library only: the CLI refuses before torch loads.
+being resumed, except those in `MAY_DIFFER` (dotted keys: a run may be extended, or its sandboxes
+moved to another engine or cluster). Standard library only: the CLI refuses before torch loads.
 Left out: resuming the SFT warm start or the held-out evaluations of the base model (a
 resumed run starts from the GRPO checkpoint; its summary's before/after table has the
 evaluations run after the resume).
@@ -22,6 +22,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tbrl_lib.train.config.presets import flat_settings
+
 STATE_NAME = "tbrl_state.json"
 CHECKPOINT_PREFIX = "checkpoint-"
 MAY_DIFFER = frozenset(
@@ -31,10 +33,14 @@ MAY_DIFFER = frozenset(
         "grpo.report_to",
         "grpo.push_to_hub",
         "grpo.hub_model_id",
-        "rollout.sandbox.docker.hosts",
+        "rollout.sandbox.backend",
+        "rollout.sandbox.docker.max_concurrency",
+        "rollout.sandbox.ray.address",
+        "rollout.sandbox.ray.keep_idle_s",
         "rollout.sandbox.start_timeout_s",
         "rollout.sandbox.engine_wait_s",
         "launch.sandbox_concurrency",
+        "launch.sandbox_units_per_node",
         "launch.vllm_server_url",
     }
 )
@@ -106,17 +112,6 @@ def check_same_run(checkpoint: Path, config: Any) -> None:
             f"--resume {checkpoint}: saved by preset {saved.get('preset')!r} with other settings "
             f"({shown}); resume with that run's --preset and --set, or start a new run folder"
         )
-
-
-def flat_settings(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """`{"grpo": {"max_steps": 2}}` -> `{"grpo.max_steps": 2}` (lists and values are leaves)."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            out.update(flat_settings(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def read_state(checkpoint: Path) -> dict[str, Any]:

@@ -68,9 +68,11 @@ def headline_lines(summary: Mapping[str, Any], config: TrainConfig | None = None
     """Three or four lines (HTML) that say what the run did and what came of it."""
     minutes = (summary.get("wall_seconds") or 0) / 60
     rollouts = number_text(summary.get("rollouts"))
+    world = summary.get("world_size") or 1
+    processes = f" in {world} training processes" if world > 1 else ""
     lines = [
         f"<b>{_esc(summary.get('preset'))}</b> ({_esc(summary.get('model'))}): "
-        f"{_plural(summary.get('steps') or 0, 'GRPO step')}, {rollouts} rollouts, "
+        f"{_plural(summary.get('steps') or 0, 'GRPO step')}{processes}, {rollouts} rollouts, "
         f"{minutes:.1f} min wall time"
     ]
     trend = summary.get("reward_trend") or {}

@@ -22,16 +22,13 @@ another's engine came back leaves the other waiting at the next gather).
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 
-import yaml
-
 from tbrl_lib.sandbox import SandboxBackend, backend_for
 from tbrl_lib.train.config.config import TrainConfig
-from tbrl_lib.train.config.presets import load_preset, preset_names
-from tbrl_lib.train.plan.resume import complete_checkpoints, flat_settings
+from tbrl_lib.train.config.presets import overrides_of
+from tbrl_lib.train.plan.resume import complete_checkpoints
 
 WHO = "tbrl train"
 
@@ -65,17 +62,6 @@ class EngineWait:
 def resume_command(config: TrainConfig, out: Path) -> str:
     """`tbrl train run --preset P --set ... --out OUT --resume latest`: how to continue this
     run, the `--set` items being the settings that differ from preset P's."""
-    args = ["tbrl", "train", "run", "--preset", config.preset]
-    if config.preset in preset_names():
-        preset = flat_settings(load_preset(config.preset).to_dict())
-        for key, value in flat_settings(config.to_dict()).items():
-            if preset.get(key) != value:
-                args += ["--set", f"{key}={_yaml_value(value)}"]
+    sets = [arg for item in overrides_of(config) for arg in ("--set", item)]
+    args = ["tbrl", "train", "run", "--preset", config.preset, *sets]
     return shlex.join([*args, "--out", str(out), "--resume", "latest"])
-
-
-def _yaml_value(value: object) -> str:
-    """`value` as `--set` reads it back (YAML): plain when that round-trips, else JSON."""
-    if isinstance(value, str) and yaml.safe_load(value) == value:
-        return value
-    return json.dumps(value)

@@ -1,13 +1,9 @@
-"""`DockerBackend`: sandboxes as containers on the Docker engines this process talks to.
+"""`DockerBackend`: sandboxes as containers on this machine's Docker engine.
 
-The engines are `SandboxConfig.docker.hosts` (default: `DOCKER_HOST`, else the local
-socket); each host's `max_concurrency` is counted across this machine's processes with
-file-lock slots (`slots.py`), so the capacity is per machine: several nodes that share one
-declared host each count it whole (preflight says so). The `ray` backend runs this same
-code on each node of a cluster, where Ray counts the capacity globally.
-
-Kept, beside Ray: one trainer whose sandboxes run on a Docker engine that runs no Ray (a
-sandbox box reached over `ssh://` or `tcp://`), and the single-machine default.
+The engine is `DOCKER_HOST`, else the local socket; `docker.max_concurrency` is counted
+across this machine's processes with file-lock slots (`slots.py`), so the capacity is per
+machine. Sandboxes across machines go through the `ray` backend, which runs this same code on
+each node of a cluster, where Ray counts the capacity globally.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from docker.errors import DockerException
 from tqdm.auto import tqdm
 
-from tbrl_lib.sandbox.backend import Capacity, EngineUnavailable, Place
+from tbrl_lib.sandbox.backend import Capacity, Place
 from tbrl_lib.sandbox.backends.docker import engine, reaper
 from tbrl_lib.sandbox.backends.docker.hosts import get_host
 from tbrl_lib.sandbox.backends.docker.images import ensure_image
@@ -35,67 +31,50 @@ class DockerBackend:
 
     def __init__(self, settings: DockerSettings | None = None) -> None:
         self.settings = settings or DockerSettings()
-
-    @property
-    def urls(self) -> list[str | None]:
-        return [h.base_url for h in self.settings.hosts]
+        self.host = self.settings.hosts[0]
 
     def open(self, task: Task, config: SandboxConfig) -> AbstractAsyncContextManager[Sandbox]:
         return open_sandbox(task, config)
 
     async def prepare(self, task: Task) -> None:
-        """Build (or find) the image on every declared engine (a rollout may land on any)."""
-        await asyncio.gather(*(ensure_image(task, h) for h in self.settings.hosts))
+        """Build (or find) the task's image on the engine."""
+        await ensure_image(task, self.host)
 
     async def wait(
         self, why: str, wait_s: float, who: str, resume: str, idle: bool = False
     ) -> bool:
-        waited = False
-        for url in dict.fromkeys(self.urls):
-            waited |= await engine.wait_for_engine(why, wait_s, who, resume, base_url=url)
+        waited = await engine.wait_for_engine(why, wait_s, who, resume)
         if waited and idle:
-            for url in dict.fromkeys(self.urls):
-                stranded = await asyncio.to_thread(_reap_stranded, url, who)
-                if stranded:
-                    tqdm.write(f"{who}: removed {len(stranded)} containers the outage stranded")
+            stranded = await asyncio.to_thread(_reap_stranded, who)
+            if stranded:
+                tqdm.write(f"{who}: removed {len(stranded)} containers the outage stranded")
         return waited
 
     def reap(self, run_id: str | None = None) -> list[str]:
-        """Dead processes' leftovers on every declared engine (`run_id` changes nothing here:
-        an engine's containers die with neither their node nor their run)."""
-        lines = []
-        for url in dict.fromkeys(self.urls):
-            report = reaper.reap(engine.client(url))
-            lines.append(f"{url or 'default'}: removed {report.removed}")
-        return lines
+        """Dead processes' leftovers on the engine (only `run_id`'s containers when given)."""
+        client = engine.client()
+        try:
+            return [f"default: removed {reaper.reap(client, run_id=run_id).removed}"]
+        finally:
+            client.close()
 
     def check(self, purpose: str) -> str:
-        missing = [url for url in dict.fromkeys(self.urls) if engine.ping(url) is None]
-        if missing == [None]:
-            engine.require_engine(purpose)
-        if missing:
-            raise EngineUnavailable(
-                f"{purpose} needs the Docker engines of sandbox.docker.hosts; "
-                f"{', '.join(str(m) for m in missing)} do not answer: start them, or drop them "
-                "from sandbox.docker.hosts"
-            )
-        return ", ".join(f"docker at {get_host(h).name}" for h in self.settings.hosts)
+        info = engine.require_engine(purpose)
+        return f"docker {info.version} at {info.endpoint}"
 
     def capacity(self) -> Capacity:
-        places = tuple(
-            Place(get_host(h).name, h.max_concurrency, h.max_concurrency - get_host(h).slots.held())
-            for h in self.settings.hosts
-        )
-        return Capacity(self.name, places, shared=False)
+        host = get_host(self.host)
+        cap = self.host.max_concurrency
+        return Capacity(self.name, (Place(host.name, cap, cap - host.slots.held()),), shared=False)
 
     async def close(self) -> None:
         await close_pools()
 
 
-def _reap_stranded(base_url: str | None, who: str) -> list[str]:
-    """`reaper.reap_stranded` on one engine; one that fails again leaves them to the reaper."""
+def _reap_stranded(who: str) -> list[str]:
+    """`reaper.reap_stranded` on the engine; one that fails again leaves them to the reaper."""
     try:
-        docker_client = engine.client(base_url)
+        docker_client = engine.client()
         try:
             return reaper.reap_stranded(docker_client)
         finally:

@@ -162,11 +162,15 @@ def _should_remove(labels: dict[str, str], foreign: bool, report: ReapReport) ->
     return True
 
 
-def reap(client: docker.DockerClient, foreign: bool = False) -> ReapReport:
-    """Remove tbrl-labelled containers/networks/volumes whose owner process is gone."""
+def reap(
+    client: docker.DockerClient, foreign: bool = False, run_id: str | None = None
+) -> ReapReport:
+    """Remove tbrl-labelled containers/networks/volumes whose owner process is gone; with
+    `run_id`, only that run's containers (a run that ended reaps its own, nobody else's)."""
     report = ReapReport()
     flt = {"label": LABEL_OWNER}
-    for c in client.api.containers(all=True, filters=flt):
+    only_run = {"label": [LABEL_OWNER, f"{LABEL_RUN}={run_id}"]} if run_id else flt
+    for c in client.api.containers(all=True, filters=only_run):
         if _should_remove(c.get("Labels") or {}, foreign, report):
             try:
                 client.api.remove_container(c["Id"], force=True)
@@ -175,6 +179,8 @@ def reap(client: docker.DockerClient, foreign: bool = False) -> ReapReport:
                 pass
             except Exception as err:  # noqa: BLE001 - report it, keep reaping the rest
                 report.errors.append(f"container {c['Id'][:12]}: {err}")
+    if run_id:
+        return report  # networks and volumes carry no run label
     for n in client.api.networks(filters=flt):
         if _should_remove(n.get("Labels") or {}, foreign, report):
             try:

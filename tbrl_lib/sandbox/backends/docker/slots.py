@@ -16,8 +16,8 @@ file, so two rollouts of one process cannot take the same slot. Counting the eng
 containers by label instead would race between the count and the create, and miss the
 containers still being created.
 
-Limits: the files are shared by one node's processes only; nodes sharing remote hosts are
-held to the declared capacity by preflight (`train.preflight.sandbox_problems`). Processes
+Limits: the files are shared by one node's processes only (across machines the ray backend
+places sandboxes, and Ray counts its units for the whole cluster). Processes
 that declare different capacities for one engine share slots `0..min-1` and the larger
 declaration wins beyond it. A child forked (not exec'd) while slots are held closes its copies
 (`os.register_at_fork`), so it never keeps a slot alive after its parent gives it back.

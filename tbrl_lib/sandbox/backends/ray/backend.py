@@ -1,37 +1,101 @@
 """`RayBackend`: each rollout's sandbox placed by Ray on a node with a free `sandbox` unit.
 
-Open = reserve one unit (`cluster.reserve`: Ray's scheduler picks the node, waiting while
-the cluster is full, so the capacity is global across every process and job), then start a
-`DockerSandbox` on that node through its host actor (`host.py`) and talk to it through a
-`RaySandbox` (`remote.py`); close = remove the container, give the unit back. Images are
-built on the node that needs them, when a sandbox first lands there (`prepare` only checks
-that the cluster has somewhere to run).
+Open = a sandbox actor (`host.SandboxActor`), which holds one `sandbox` unit: a new one is
+spawned, and Ray's scheduler picks its node, keeping it pending while the cluster is full, so
+the capacity is global across every process and job; the actor starts a `DockerSandbox` on
+its node and the caller talks to it through a `RaySandbox` (`remote.py`); close = remove the
+container. The actor then waits idle, its unit still held, for this process's next rollout
+(`IdleActors`, up to `sandbox.ray.keep_idle_s`), and is ended after that, when Ray frees the
+unit: an actor is a process on its node, whose start costs 1-3 s on a loaded 2-core machine,
+so back-to-back rollouts (a step's, an evaluation's) reuse it. Images are built on the node
+that needs them, when a sandbox first lands there (`prepare` only checks that the cluster has
+somewhere to run).
 
-A node lost mid-run: its rollouts' calls fail as `node_lost` (infrastructure: masked in
-training, rerun in evaluation, on the nodes left); the unit is given back; the node's
-containers are reaped by its host actor when the node (and its engine) come back, or by
-`reap()`. Measured choice: commands go through the node's actor rather than straight to the
-node's Docker engine, because the actor works on any Ray cluster (no engine socket exposed
-across machines); it costs 1.4-2.3 ms more per command on a loaded 2-core machine, 6 ms at
-twice that load (docs/benchmarks.md, 2026-12-06).
+A node lost mid-run takes its actors with it: Ray frees their units, their rollouts' calls
+fail as `node_lost` (infrastructure: masked in training, rerun in evaluation, on the nodes
+left), and the node's containers are reaped when it is back (`reap()`, or the automatic reap
+of the next sandbox that lands there). Measured choice: commands go through an actor rather
+than straight to the node's Docker engine, because an actor works on any Ray cluster (no
+engine socket exposed across machines): docs/benchmarks.md has what it costs per command.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 from tqdm.auto import tqdm
 
 from tbrl_lib.sandbox.backend import Capacity, EngineOutage, EngineUnavailable
 from tbrl_lib.sandbox.backends.ray import cluster
+from tbrl_lib.sandbox.backends.ray.host import reap_node
 from tbrl_lib.sandbox.backends.ray.remote import RaySandbox
 from tbrl_lib.sandbox.base import Sandbox, SandboxError
 from tbrl_lib.sandbox.config import RaySettings, SandboxConfig
 from tbrl_lib.tasks.model import Task
 
 WAIT_EVERY_S = 2.0
+LOST_WAIT_S = 90.0
+"""How long an open that found its node lost waits for Ray to count the node dead (its
+heartbeats are missed for about 15-30 s) before it places a new actor."""
+PLACE_TRIES = 4
+"""Actors one open may try when each finds its node lost (see `_after_lost`)."""
+
+
+class IdleActors:
+    """Sandbox actors this process finished with, each holding its unit for `keep_s` more
+    seconds in case another rollout of this process needs one (the newest first); a timer
+    thread ends each after that (the event loops of training steps come and go)."""
+
+    def __init__(self, keep_s: float) -> None:
+        self.keep_s = keep_s
+        self._idle: list[tuple[Any, str, threading.Timer]] = []
+        self._lock = threading.Lock()
+
+    def put(self, actor: Any, node_id: str) -> None:
+        if self.keep_s <= 0:
+            cluster.end(actor)
+            return
+        timer = threading.Timer(self.keep_s, self._expire, (actor,))
+        timer.daemon = True
+        with self._lock:
+            self._idle.append((actor, node_id, timer))
+        timer.start()
+
+    def take(self) -> tuple[Any, str] | tuple[()]:
+        """(actor, node id) to reuse, or () when none is idle."""
+        with self._lock:
+            if not self._idle:
+                return ()
+            actor, node_id, timer = self._idle.pop()
+        timer.cancel()
+        return actor, node_id
+
+    def forget(self, node_id: str) -> None:
+        """End the idle actors of a node that went (their calls would fail)."""
+        with self._lock:
+            gone = [entry for entry in self._idle if entry[1] == node_id]
+            self._idle = [entry for entry in self._idle if entry[1] != node_id]
+        for actor, _, timer in gone:
+            timer.cancel()
+            cluster.end(actor)
+
+    def _expire(self, actor: Any) -> None:
+        with self._lock:
+            found = [entry for entry in self._idle if entry[0] is actor]
+            self._idle = [entry for entry in self._idle if entry[0] is not actor]
+        if found:
+            cluster.end(actor)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for actor, _, timer in idle:
+            timer.cancel()
+            cluster.end(actor)
 
 
 class RayBackend:
@@ -41,27 +105,51 @@ class RayBackend:
 
     def __init__(self, settings: RaySettings | None = None) -> None:
         self.settings = settings or RaySettings()
+        self.idle = IdleActors(self.settings.keep_idle_s)
 
     def open(self, task: Task, config: SandboxConfig) -> AbstractAsyncContextManager[Sandbox]:
         return self._open(task, config)
 
     @asynccontextmanager
     async def _open(self, task: Task, config: SandboxConfig) -> AsyncIterator[Sandbox]:
+        sandbox = RaySandbox(task, config, *self.idle.take())
         try:
-            unit = await cluster.reserve(self.settings)
-        except TimeoutError as err:
-            raise SandboxError(
-                f"task {task.id}: no `{self.settings.resource}` unit of the Ray cluster came "
-                f"free within {self.settings.placement_timeout_s:.0f}s (raise "
-                "sandbox.ray.placement_timeout_s, or add nodes)",
-                kind="no_capacity",
-            ) from err
-        sandbox = RaySandbox(task, config, unit)
-        try:
-            await sandbox.start()
+            for attempt in range(PLACE_TRIES):
+                try:
+                    await sandbox.start()
+                    break
+                except SandboxError as err:
+                    if err.kind != "node_lost" or attempt == PLACE_TRIES - 1:
+                        raise
+                    sandbox = await self._after_lost(sandbox, task, config)
             yield sandbox
         finally:
-            await asyncio.shield(sandbox.close())
+            self._done(sandbox, fit=await asyncio.shield(sandbox.close()))
+
+    async def _after_lost(
+        self, sandbox: RaySandbox, task: Task, config: SandboxConfig
+    ) -> RaySandbox:
+        """A new sandbox once its node is gone from Ray's view: an idle actor's node, or one
+        Ray placed a new actor on before it counted the node dead (the node's heartbeats are
+        missed for 15-30 s), after which nothing lands there."""
+        lost = sandbox.node_id
+        self._done(sandbox, fit=False)
+        if lost:
+            self.idle.forget(lost)
+            await asyncio.to_thread(cluster.wait_until_dead, self.settings, lost, LOST_WAIT_S)
+        else:
+            await asyncio.sleep(LOST_WAIT_S / PLACE_TRIES)
+        return RaySandbox(task, config)
+
+    def _done(self, sandbox: RaySandbox, fit: bool) -> None:
+        """Keep a closed sandbox's actor idle for the next rollout, or end it."""
+        if sandbox.actor is None:
+            return
+        if fit:
+            self.idle.put(sandbox.actor, sandbox.node_id)
+        else:
+            cluster.end(sandbox.actor)
+        sandbox.actor = None
 
     async def prepare(self, task: Task) -> None:
         """Images are built on the node a sandbox lands on; here only: is there a node."""
@@ -89,12 +177,10 @@ class RayBackend:
         raise EngineOutage(f"{self._no_nodes()} for {wait_s:.0f}s ({why}); {resume}")
 
     def reap(self, run_id: str | None = None) -> list[str]:
-        """Every live sandbox node's engine reaped by its host actor."""
-        ray = cluster.connect(self.settings)
-        nodes = cluster.sandbox_nodes(self.settings)
-        hosts = [cluster.host_for(self.settings, n["NodeID"]) for n in nodes]
-        counts = ray.get([h.reap.remote(run_id) for h in hosts], timeout=300)
-        return [f"node {n['NodeID'][:8]}: removed {c}" for n, c in zip(nodes, counts, strict=True)]
+        """Dead owners' leftovers on every live sandbox node's engine (only `run_id`'s
+        containers when given), removed by a task pinned to each node."""
+        done = cluster.on_each_node(self.settings, reap_node, run_id)
+        return [f"node {node['NodeID'][:8]}: removed {count}" for node, count in done]
 
     def check(self, purpose: str) -> str:
         try:
@@ -109,7 +195,8 @@ class RayBackend:
         return cluster.capacity(self.settings)
 
     async def close(self) -> None:
-        """Nothing beyond open sandboxes: each gives its unit back when it closes."""
+        """End the idle actors now (their units are freed)."""
+        self.idle.close()
 
     def _no_nodes(self) -> str:
         return (

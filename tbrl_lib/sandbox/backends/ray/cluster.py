@@ -1,29 +1,30 @@
-"""Ray itself, behind four functions: connect, place a sandbox unit, find a node's host
-actor, read the cluster's capacity. The only module of the backend that imports `ray`
-(lazily: Ray is the optional extra `ray`; without it one line says how to install it).
+"""Ray itself, behind a few functions: connect, spawn an actor that holds a sandbox unit, run
+a function on every sandbox node, read the cluster's capacity. The only module of the
+backend that imports `ray` (lazily: Ray is the optional extra `ray`; without it one line says
+how to install it).
 
-A rollout's unit is a placement group of one bundle `{resource: 1}`: Ray's scheduler picks
-a node with a free unit and the group waits (pending) while every unit of the cluster is
-held, by any job; removing the group gives the unit back. The cluster is found the Ray way:
-`RaySettings.address`, else `RAY_ADDRESS`, else a local `ray.init()` that declares
-`LOCAL_UNITS` of the resource (a laptop's cluster of one).
+A rollout's unit is held by the actor that runs its sandbox (`spawn`): Ray's scheduler puts
+the actor on a node with a free unit, keeps it pending while every unit of the cluster is
+held (by any job), and frees the unit when the actor ends, or dies with its node. The cluster
+is found the Ray way: `RaySettings.address`, else `RAY_ADDRESS`, else a local `ray.init()`
+that declares `LOCAL_UNITS` of the resource (a laptop's cluster of one).
 """
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import os
 import threading
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
 from typing import Any
 
 from tbrl_lib.sandbox.backend import Capacity, EngineUnavailable, Place
-from tbrl_lib.sandbox.backends.ray.host import SandboxHost
 from tbrl_lib.sandbox.config import RaySettings
 
 LOCAL_UNITS = 8
 """Sandbox units a local `ray.init()` (no address anywhere) declares."""
-HOST_PREFIX = "tbrl-sandbox-host-"
+REAP_TIMEOUT_S = 300.0
 _LOCK = threading.Lock()
 
 
@@ -50,6 +51,7 @@ def connect(settings: RaySettings) -> Any:
                     address=address,
                     namespace=settings.namespace,
                     log_to_driver=False,
+                    logging_level=logging.WARNING,  # not "Connecting to ..." in every run's log
                     include_dashboard=False if not address else None,
                     **extra,
                 )
@@ -62,60 +64,47 @@ def connect(settings: RaySettings) -> Any:
     return ray
 
 
-@dataclass
-class Unit:
-    """One reserved `resource` unit: its placement group and the node it is on."""
-
-    group: Any
-    node_id: str
-
-    def release(self) -> None:
-        ray_module().util.remove_placement_group(self.group)
-
-
-async def reserve(settings: RaySettings) -> Unit:
-    """A unit on whichever node Ray picks; waits (up to `placement_timeout_s`) while the
-    cluster is full. `TimeoutError` past it."""
+def spawn(cls: type, settings: RaySettings) -> Any:
+    """An actor of `cls` holding one `resource` unit, on whichever node Ray picks (pending
+    while the cluster is full); ended with `end`. Its owner is this process: it dies with
+    it, or with its node, and either way its unit is freed."""
     ray = connect(settings)
-    group = ray.util.placement_group([{settings.resource: 1}], strategy="STRICT_PACK")
-    try:
-        await asyncio.wait_for(group.ready(), settings.placement_timeout_s)
-        table = await asyncio.to_thread(ray.util.placement_group_table, group)
-    except BaseException:
-        ray.util.remove_placement_group(group)
-        raise
-    return Unit(group, table["bundles_to_node_id"][0])
+    actor = ray.remote(cls).options(
+        resources={settings.resource: 1},
+        num_cpus=0,
+        max_restarts=0,
+        max_task_retries=0,
+        max_concurrency=1000,
+    )
+    return actor.remote()
 
 
-_HOSTS: dict[tuple[str, str], Any] = {}
+def current_node_id() -> str:
+    """The id of the node this process runs on (inside an actor or task)."""
+    return ray_module().get_runtime_context().get_node_id()
 
 
-def host_for(settings: RaySettings, node_id: str) -> Any:
-    """The node's `SandboxHost` actor handle: created on that node on first use (by any job
-    in the namespace), found by name after that. Detached: it outlives the job that made it,
-    so jobs sharing a node share it."""
-    key = (settings.namespace, node_id)
-    if key not in _HOSTS:
-        ray = connect(settings)
-        strategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
-            node_id, soft=False
-        )
-        actor = ray.remote(SandboxHost).options(
-            name=HOST_PREFIX + node_id,
-            namespace=settings.namespace,
-            get_if_exists=True,
-            lifetime="detached",
+def on_each_node(settings: RaySettings, fn: Callable[..., Any], *args: Any) -> list[tuple]:
+    """`fn(*args)` on every live sandbox node (a task pinned there, no CPU): [(node, result)]."""
+    ray = connect(settings)
+    nodes = sandbox_nodes(settings)
+    pinned = [
+        ray.remote(fn)
+        .options(
             num_cpus=0,
-            max_concurrency=10_000,
-            scheduling_strategy=strategy,
+            scheduling_strategy=ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+                n["NodeID"], soft=False
+            ),
         )
-        _HOSTS[key] = actor.remote(node_id)
-    return _HOSTS[key]
+        .remote(*args)
+        for n in nodes
+    ]
+    return list(zip(nodes, ray.get(pinned, timeout=REAP_TIMEOUT_S), strict=True))
 
 
-def forget_host(settings: RaySettings, node_id: str) -> None:
-    """Drop a cached handle (its node was lost)."""
-    _HOSTS.pop((settings.namespace, node_id), None)
+def end(actor: Any) -> None:
+    """End an actor now (its unit is freed)."""
+    ray_module().kill(actor, no_restart=True)
 
 
 def sandbox_nodes(settings: RaySettings) -> list[dict]:
@@ -126,6 +115,18 @@ def sandbox_nodes(settings: RaySettings) -> list[dict]:
         for n in ray.nodes()
         if n.get("Alive") and n.get("Resources", {}).get(settings.resource, 0) > 0
     ]
+
+
+def wait_until_dead(settings: RaySettings, node_id: str, timeout: float) -> bool:
+    """Wait (up to `timeout`) until Ray counts node `node_id` dead, so that nothing is placed
+    on it any more; whether it does."""
+    ray = connect(settings)
+    deadline = time.monotonic() + timeout
+    while any(n["NodeID"] == node_id and n.get("Alive") for n in ray.nodes()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1.0)
+    return True
 
 
 def capacity(settings: RaySettings) -> Capacity:
