@@ -99,6 +99,37 @@ def test_the_guard_refuses_what_the_disk_cannot_hold(base_image):
 
 
 @pytest.mark.docker
+def test_the_guard_counts_the_engines_other_sandboxes(docker_client, base_image):
+    """A sandbox of another process on the engine (another rank, another run, another Ray
+    actor: here a container of the test's own carrying the cap label) counts with its whole
+    cap: a cap that fits beside this process's sandboxes alone is refused beside it."""
+
+    async def body():
+        async with open_sandbox(make_task("storage-elsewhere-probe", storage_mb=64)) as sb:
+            free_mb = storage.meter_for(sb.host).free // storage.MIB
+        half = SandboxConfig(default_storage_mb=int(free_mb * 0.6))
+        other = docker_client.containers.run(
+            BASE_IMAGE,
+            ["sleep", "120"],
+            detach=True,
+            network_mode="none",
+            labels={storage.LABEL_CAP: str(int(free_mb * 0.6)), reaper.LABEL_RUN: "elsewhere"},
+        )
+        try:
+            with pytest.raises(SandboxError) as refused:
+                async with open_sandbox(make_task("storage-elsewhere"), half):
+                    pass
+        finally:
+            other.remove(force=True)
+        async with open_sandbox(make_task("storage-elsewhere"), half):
+            pass  # the other one gone, the same cap fits
+        return refused.value
+
+    refused = run(body())
+    assert refused.kind == "disk_space" and "1 open" in str(refused)
+
+
+@pytest.mark.docker
 def test_the_meter_is_locked_down_and_leaves_with_its_process(docker_client, base_image):
     script = (
         "import asyncio, os\n"

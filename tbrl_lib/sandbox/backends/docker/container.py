@@ -250,6 +250,7 @@ class DockerSandbox(FileTransfer):
             reaper.LABEL_OWNER: reaper.owner_label(),
             reaper.LABEL_RUN: self.config.run_id,
             reaper.LABEL_TASK: self.task.id,
+            **({storage.LABEL_CAP: str(cap)} if cap is not None else {}),
             **self.labels,
         }
         while True:

@@ -28,10 +28,11 @@ tbrl, on every host (with the quota too, for the volumes it does not cover):
   `SandboxLimitExceeded("storage")`, scored 0.
 
 The guard: `reserve` refuses to start a sandbox (`SandboxError` kind `disk_space`,
-infrastructure) when the data root's free space is below its cap plus what the sandboxes
-this process holds on that engine may still write (each one's cap less what it wrote).
-Each process counts its own sandboxes (a job's processes on one engine do not see each
-other's caps); a refusal is an infra error, so a run that asks for more than the disk holds
+infrastructure) when the data root's free space is below its cap plus what the engine's other
+sandboxes may still write: this process's own, each its cap less what it wrote, and every
+other running tbrl sandbox on the engine (another rank's, another run's, the `ray` backend's
+other actors: found by their `LABEL_CAP` label), each its whole cap, since what it wrote is
+not known here. A refusal is an infra error, so a run that asks for more than the disk holds
 stops on training's infra-error rate with this message among its first errors.
 
 Why a meter: the engine's `SizeRw` counts apparent sizes (a sparse file as its length, many
@@ -78,6 +79,8 @@ is what a starting sandbox is weighed against; an older one is read again."""
 ANSWER_S = 60.0
 """A meter that does not answer within this is restarted."""
 MIB = 1 << 20
+LABEL_CAP = "tbrl.storage_mb"
+"""A sandbox container's storage cap, for the guard of every process on its engine."""
 LABEL_ROLE = "tbrl.role"
 ROLE = "storage-meter"
 
@@ -150,6 +153,7 @@ class Watch:
     """One sandbox's reservation (`cap` bytes) and, once it runs, what it has written."""
 
     cap: int
+    container: str | None = None
     paths: list[str] | None = None
     used: int = 0
     on_over: Callable[[int], None] | None = None
@@ -256,16 +260,17 @@ class StorageMeter:
         space than this cap plus what this process's open sandboxes there may still write;
         `origin` names where the cap came from, for that message."""
         free = self._free_now()
+        elsewhere = self._caps_elsewhere()
         cap = cap_mb * MIB
         with self._lock:
-            others = [w for w in self.watches.values()]
-            left = sum(max(0, w.cap - w.used) for w in others)
+            mine = list(self.watches.values())
+            left = sum(max(0, w.cap - w.used) for w in mine) + sum(elsewhere)
             if free < cap + left:
                 raise SandboxError(
                     f"docker host {self.host.name} has {free / 2**30:.1f} GiB free on its "
                     f"data root ({self._meter.root if self._meter else '?'}), less than the "
                     f"{(cap + left) / 2**30:.1f} GiB its sandboxes may write: this one "
-                    f"{cap_mb} MB ({origin}) and {len(others)} open with "
+                    f"{cap_mb} MB ({origin}) and {len(mine) + len(elsewhere)} open with "
                     f"{left / 2**30:.1f} GiB of their caps left. Lower "
                     "sandbox.default_storage_mb (tasks that state no storage_mb) or the "
                     "sandboxes run at once, or free space on that disk",
@@ -275,14 +280,29 @@ class StorageMeter:
             self.watches[key] = Watch(cap)
         return key
 
-    def watch(self, key: str, paths: list[str], on_over: Callable[[int], None]) -> None:
-        """Measure the reserved sandbox `key` at `paths` from now on; `on_over(bytes)` is
-        called once, from the meter's thread, when it has written past its cap."""
+    def _caps_elsewhere(self) -> list[int]:
+        """The caps (bytes) of the engine's running tbrl sandboxes this process does not
+        watch: `LABEL_CAP` of each."""
+        running = self.host.client.api.containers(filters={"label": LABEL_CAP})
+        with self._lock:
+            mine = {w.container for w in self.watches.values()}
+        return [
+            int(c["Labels"][LABEL_CAP]) * MIB
+            for c in running
+            if c["Id"] not in mine and c["Labels"].get(LABEL_CAP, "").isdigit()
+        ]
+
+    def watch(
+        self, key: str, container: str, paths: list[str], on_over: Callable[[int], None]
+    ) -> None:
+        """Measure the reserved sandbox `key` (its `container`) at `paths` from now on;
+        `on_over(bytes)` is called once, from the meter's thread, when it has written past
+        its cap."""
         with self._lock:
             entry = self.watches.get(key)
             if entry is None:
                 return
-            entry.paths, entry.on_over = paths, on_over
+            entry.container, entry.paths, entry.on_over = container, paths, on_over
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name=f"tbrl-storage-{self.host.name}", daemon=True
@@ -400,7 +420,7 @@ class SandboxStorage:
         if paths is None:
             self.release()
         else:
-            self.meter.watch(self.key, paths, on_over)
+            self.meter.watch(self.key, info["Id"], paths, on_over)
             held.append(
                 f"tbrl's storage meter (writable layer and volumes, every {POLL_S:g} s; the "
                 "sandbox is removed past it)"
