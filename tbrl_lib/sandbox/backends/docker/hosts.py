@@ -54,11 +54,19 @@ class Host:
         self._held: list[Slot] = []
         self._full_until = 0.0
         self._client: docker.DockerClient | None = None
+        self._connection = 0
         self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
         return self.base_url or "default"
+
+    @property
+    def engine_key(self) -> tuple[str, int]:
+        """What caches of the engine's volumes key on: its address and this connection to it
+        (`close` starts another; the address may lead to another engine since, as a changed
+        `DOCKER_HOST` does)."""
+        return (self.name, self._connection)
 
     @property
     def client(self) -> docker.DockerClient:
@@ -133,6 +141,8 @@ class Host:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+            self._connection += 1
+            self.storage_opt_supported = None
 
 
 def _looks_unreachable(err: Exception) -> bool:

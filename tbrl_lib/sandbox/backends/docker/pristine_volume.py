@@ -180,10 +180,11 @@ print(digest.hexdigest())
 )
 """Prints a digest of everything `BUILD_SCRIPT` would copy (and its manifest would record)."""
 
-_locks: dict[tuple[str, str], threading.Lock] = {}
-_ready: dict[tuple[str, str], str] = {}
-_built: set[tuple[str, str]] = set()
-_volume_locks: dict[tuple[str, str], threading.Lock] = {}
+# keyed by (Host.engine_key, image or volume name)
+_locks: dict[tuple[tuple[str, int], str], threading.Lock] = {}
+_ready: dict[tuple[tuple[str, int], str], str] = {}
+_built: set[tuple[tuple[str, int], str]] = set()
+_volume_locks: dict[tuple[tuple[str, int], str], threading.Lock] = {}
 _registry_lock = threading.Lock()
 build_seconds: dict[str, float] = {}
 """Volume name -> seconds its build took in this process (for benchmarks and logs)."""
@@ -204,7 +205,7 @@ async def ensure_pristine_volume(
 ) -> str:
     """The name of `image`'s pristine volume on `host`, built on first use."""
     with _registry_lock:
-        done = _ready.get((host.name, image))
+        done = _ready.get((host.engine_key, image))
     if done is not None and await host.call(_exists, host, done, what="finding a volume"):
         return done
     return await host.call(
@@ -227,16 +228,16 @@ def _exists(host: Host, name: str) -> bool:
         with _registry_lock:
             for key in [k for k, v in _ready.items() if v == name]:
                 del _ready[key]
-            _built.discard((host.name, name))
+            _built.discard((host.engine_key, name))
         return False
 
 
 def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: float) -> str:
     with _registry_lock:
-        lock = _locks.setdefault((host.name, image), threading.Lock())
+        lock = _locks.setdefault((host.engine_key, image), threading.Lock())
     with lock:
-        if (host.name, image) in _ready:
-            return _ready[(host.name, image)]
+        if (host.engine_key, image) in _ready:
+            return _ready[(host.engine_key, image)]
         client = host.client
         try:
             client.images.get(image)
@@ -247,11 +248,11 @@ def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: flo
         digest = content_digest(client, image, runtime_volume, timeout_s)
         name = volume_name(pristine_key(digest))
         with _registry_lock:
-            volume_lock = _volume_locks.setdefault((host.name, name), threading.Lock())
+            volume_lock = _volume_locks.setdefault((host.engine_key, name), threading.Lock())
         with volume_lock:  # two images of one content: one copy, the other waits for it
             # built by this process for another image of the content, and still there (a
             # prune elsewhere may have removed it: a mount would then make an empty one)
-            if (host.name, name) not in _built or not _exists(host, name):
+            if (host.engine_key, name) not in _built or not _exists(host, name):
                 try:
                     client.volumes.get(name)
                 except NotFound:
@@ -260,9 +261,9 @@ def _ensure_blocking(host: Host, image: str, runtime_volume: str, timeout_s: flo
                 _build(client, image, name, runtime_volume, timeout_s)
                 build_seconds.setdefault(name, time.monotonic() - t0)
                 with _registry_lock:
-                    _built.add((host.name, name))
+                    _built.add((host.engine_key, name))
         with _registry_lock:
-            _ready[(host.name, image)] = name
+            _ready[(host.engine_key, image)] = name
         return name
 
 

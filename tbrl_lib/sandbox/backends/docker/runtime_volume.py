@@ -103,8 +103,9 @@ and SIGSTOP are never delivered to it from inside. Orphans are adopted by PID 1 
 as soon as they exit (SIGCHLD is blocked and waited for, with a 1 s poll as the backstop), so
 long episodes do not fill the pids limit with zombies, and a killed tree is gone at once."""
 
-_locks: dict[str, threading.Lock] = {}
-_ready: dict[str, str] = {}
+EngineKey = tuple[str, int]  # Host.engine_key
+_locks: dict[EngineKey, threading.Lock] = {}
+_ready: dict[EngineKey, str] = {}
 _registry_lock = threading.Lock()
 
 
@@ -129,7 +130,7 @@ def volume_name(key: str) -> str:
 async def ensure_runtime_volume(host: Host, timeout_s: float = 300.0) -> str:
     """The name of `host`'s runtime volume, built on first use (once per engine)."""
     with _registry_lock:
-        done = _ready.get(host.name)
+        done = _ready.get(host.engine_key)
     if done is not None:
         return done
     return await host.call(_ensure_blocking, host, timeout_s, what="preparing the verifier runtime")
@@ -137,10 +138,10 @@ async def ensure_runtime_volume(host: Host, timeout_s: float = 300.0) -> str:
 
 def _ensure_blocking(host: Host, timeout_s: float) -> str:
     with _registry_lock:
-        lock = _locks.setdefault(host.name, threading.Lock())
+        lock = _locks.setdefault(host.engine_key, threading.Lock())
     with lock:
-        if host.name in _ready:
-            return _ready[host.name]
+        if host.engine_key in _ready:
+            return _ready[host.engine_key]
         client = host.client
         name = volume_name(runtime_key(client))
         try:
@@ -149,7 +150,7 @@ def _ensure_blocking(host: Host, timeout_s: float) -> str:
             client.volumes.create(name, labels={LABEL: name})
         _build(client, name, timeout_s)
         with _registry_lock:
-            _ready[host.name] = name
+            _ready[host.engine_key] = name
         return name
 
 
