@@ -18,6 +18,7 @@ from docker.errors import NotFound
 from tbrl_lib.sandbox import SandboxConfig, SandboxError, SandboxLimitExceeded, open_sandbox
 from tbrl_lib.sandbox.backends.docker import reaper, storage
 from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
+from tests.conftest import REPO
 from tests.sandbox.conftest import make_task, run
 
 
@@ -142,7 +143,9 @@ def test_the_meter_is_locked_down_and_leaves_with_its_process(docker_client, bas
         "        await asyncio.sleep(30)\n"
         "asyncio.run(main())\n"
     )
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
     try:
         pid = int(child.stdout.readline())
         (meter,) = [

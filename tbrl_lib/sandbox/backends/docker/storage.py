@@ -9,8 +9,9 @@ tbrl, on every host (with the quota too, for the volumes it does not cover):
 - one *meter* per engine and tbrl process: a small container of the runtime's source image
   running `METER` (stdlib Python), the engine's data root bind-mounted read-only and not
   recursively (no other container's mounts), network off, every capability dropped but
-  DAC_READ_SEARCH, removed by the engine when its stdin closes (this process's socket to it:
-  at exit, even after SIGKILL; `tbrl.owner` lets the reaper find it should the engine not).
+  DAC_READ_SEARCH, removed when this process exits (`close_meters`), and by the engine when
+  its stdin closes (this process's socket to it: even after SIGKILL; `tbrl.owner` lets the
+  reaper find it should the engine not).
   It sees the data root as the engine does, so it works for a user in the `docker` group
   (who cannot read /var/lib/docker), on a remote engine, and on every node of the `ray`
   backend (the node's host actor runs this code for its engine);
@@ -47,6 +48,7 @@ starts (preflight does not know the tasks' own caps).
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import json
 import logging
@@ -237,6 +239,7 @@ class StorageMeter:
 
     def __init__(self, host: Host) -> None:
         self.host = host
+        self.engine_key = host.engine_key
         self.watches: dict[str, Watch] = {}
         self.free: int | None = None
         """The data root's free bytes at the last answer."""
@@ -324,11 +327,16 @@ class StorageMeter:
             entry = self.watches.pop(key, None)
         return entry.used if entry else 0
 
-    def close(self) -> None:
-        with self._io:
+    def close(self, wait_s: float = -1) -> None:
+        """Remove the meter container; give up after `wait_s` when a request holds it."""
+        if not self._io.acquire(timeout=wait_s):
+            return  # the engine removes it once this process's socket to it closes
+        try:
             if self._meter is not None:
                 self._meter.close()
                 self._meter = None
+        finally:
+            self._io.release()
 
     # ------------------------------------------------------------------ the meter's side
     def _ask(self, watch: list[tuple[list[str], int]]) -> dict:
@@ -441,10 +449,23 @@ _METERS: dict[str, StorageMeter] = {}
 _METERS_LOCK = threading.Lock()
 
 
+@atexit.register
+def close_meters() -> None:
+    """At exit, remove this process's meters before it ends, not some time after (the
+    engine's auto-remove), so a finished run leaves no container behind."""
+    with _METERS_LOCK:
+        meters = list(_METERS.values())
+        _METERS.clear()
+    for meter in meters:
+        meter.close(wait_s=5)
+
+
 def meter_for(host: Host) -> StorageMeter:
     """This process's meter of `host`'s engine."""
     with _METERS_LOCK:
         meter = _METERS.get(host.name)
-        if meter is None or meter.host is not host:
+        if meter is None or meter.host is not host or meter.engine_key != host.engine_key:
+            if meter is not None:  # a closed connection: the address may lead elsewhere now
+                meter.close(wait_s=0)
             meter = _METERS[host.name] = StorageMeter(host)
         return meter
