@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -39,7 +40,12 @@ from pathlib import Path
 from rich.table import Table
 
 from tbrl_lib.console import console
-from tbrl_lib.train.plan.phase_memory import peak_gib, reset_peak, return_freed_memory
+from tbrl_lib.train.plan.phase_memory import (
+    MMAP_THRESHOLD_ENV,
+    peak_gib,
+    reset_peak,
+    return_freed_memory,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # `benchmarks.bench_memory`, for a plain `python benchmarks/...`
@@ -120,8 +126,8 @@ def grpo_work() -> Callable[[], dict]:
 def one_workload(workload: str, threshold: int, sft_steps: int) -> dict:
     """`workload` in this process with glibc's mmap threshold at `threshold` bytes (0: as
     glibc comes); what the work alone took."""
-    if threshold:
-        return_freed_memory(threshold)
+    os.environ[MMAP_THRESHOLD_ENV] = str(threshold)  # also what train_sft's own call sets
+    return_freed_memory()
     if workload == "sft":
         work = sft_work(sft_steps)
     elif workload == "generation":

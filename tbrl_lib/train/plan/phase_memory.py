@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import resource
 import sys
 import time
@@ -46,6 +47,11 @@ M_MMAP_THRESHOLD = -3
 """glibc's `mallopt` parameter number."""
 
 
+MMAP_THRESHOLD_ENV = "TBRL_MMAP_THRESHOLD"
+"""Bytes, in place of the threshold `return_freed_memory` is given; 0 keeps glibc's own
+(`benchmarks/bench_allocator.py` measures each against the other this way)."""
+
+
 def return_freed_memory(threshold: int = 128 * 1024) -> bool:
     """Have glibc's malloc serve every block of `threshold` bytes or more with its own mmap, so
     a freed tensor goes back to the kernel at once; True where set (glibc only).
@@ -53,7 +59,10 @@ def return_freed_memory(threshold: int = 128 * 1024) -> bool:
     By default glibc raises that threshold to the largest block freed so far (up to 32 MiB);
     after a few steps activations come from its heap, and what they free stays resident.
     Setting it also stops the raising. The cost: a page fault per 4 KiB of each new tensor
-    (what each costs: docs/benchmarks.md, "Memory")."""
+    (what each costs: docs/benchmarks.md, "Memory"). `TBRL_MMAP_THRESHOLD` overrides it."""
+    threshold = int(os.environ.get(MMAP_THRESHOLD_ENV, threshold))
+    if not threshold:
+        return False
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
