@@ -83,7 +83,7 @@ code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
 parameters = next(
     "".join(c["source"]) for c in cells if "parameters" in c["metadata"].get("tags", [])
 )
-imports = next(source for source in code if "require_preflight(" in source)
+imports = next(source for source in code if "require_runnable(" in source)
 namespace = {}
 exec(parameters, namespace)
 namespace["preset"] = "1xh200"  # model.loader: unsloth

@@ -81,7 +81,8 @@ def test_notebook_refuses_32xh100_fast_and_builds_nothing(tmp_path):
     proc, cpu_s = run_timed([papermill, notebook, out, *parameters], env)
     assert proc.returncode != 0
     assert cpu_s < REFUSAL_CPU_S, cpu_s
-    assert "SystemExit: preset 32xh100 cannot run here" in proc.stdout + proc.stderr
+    assert "SystemExit: preset 32xh100 runs 24 training process(es)" in proc.stdout + proc.stderr
+    assert "submit it as a Slurm job" in proc.stdout + proc.stderr
     assert not run.exists()
 
 

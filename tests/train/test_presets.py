@@ -274,7 +274,10 @@ def _reference():
         ({"rollout.reward.judge": "none", "rollout.reward.weights.judge": 0.35}, "weights.judge=0"),
         ({"rollout.reward.weights.length": 0.1}, "'length', not a reward part"),
         ({"rollout.reward.w_tests": 1, "rollout.reward.weights.judge": 0}, "not both"),
-        ({"grpo.advantage": "rloo", "grpo.scale_rewards": "group"}, "not scaled"),
+        (
+            {"grpo.advantage": "rloo", "grpo.scale_rewards": "group"},
+            "does not scale its advantages",
+        ),
         ({"grpo.scale_rewards": "std"}, "grpo.scale_rewards: Input should be"),
     ],
 )

@@ -15,8 +15,10 @@ from tbrl_lib.trl_vllm import installed_note
 @pytest.mark.docker
 @pytest.mark.slow
 def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image, capfd):
+    from tbrl_lib.step_progress import SECONDS_PER_STEP
     from tbrl_lib.train.config.presets import load_preset
     from tbrl_lib.train.grpo.run import train
+    from tbrl_lib.train.report.callbacks import OWN_PREFIXES
     from tbrl_lib.train.report.reporting import load_metrics, rollouts_frame
 
     out = tmp_path / "run"
@@ -32,8 +34,8 @@ def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image, 
     config = json.loads((out / "config.json").read_text())
     assert config["tbrl"]["grpo"]["num_generations"] == 2 and config["trl"]["num_generations"] == 2
     metrics = load_metrics(out)
-    prefixes = ("train/", "rollout/", "reward/", "judge/", "sandbox/", "curriculum/", "sampling/")
-    assert all(c == "step" or c.startswith(prefixes) for c in metrics.columns)
+    assert all(c == "step" or c.startswith(("train/", *OWN_PREFIXES)) for c in metrics.columns)
+    assert metrics[SECONDS_PER_STEP].gt(0).all()  # the live panel's ETA comes from it
     assert {
         "train/loss",
         "rollout/turns",
