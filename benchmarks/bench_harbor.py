@@ -33,13 +33,13 @@ from rich.table import Table
 from tbrl_lib import REPO_ROOT
 from tbrl_lib.agent.actions import render_action
 from tbrl_lib.console import console
+from tbrl_lib.docker.tool_containers import image_size_bytes
 from tbrl_lib.evaluate.harness import run_eval
 from tbrl_lib.evaluate.results import RunConfig, RunResults
 from tbrl_lib.fake_llm_server.llm_server import LLMServer, RecordedRequest
 from tbrl_lib.harbor.image import ensure_harbor_image, image_name
 from tbrl_lib.harbor.job import phase_seconds
 from tbrl_lib.harbor.run import run_harbor
-from tbrl_lib.sandbox.backends.docker.tool_containers import image_size_bytes
 from tbrl_lib.tasks import load_tasks
 
 

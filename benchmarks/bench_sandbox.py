@@ -47,12 +47,13 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
+from tbrl_lib.docker import base_images, engine
+from tbrl_lib.docker.reaper import LABEL_OWNER, LABEL_RUN, owner_label
 from tbrl_lib.sandbox import open_sandbox as open_any
-from tbrl_lib.sandbox.backends.docker import base_images, engine, storage
+from tbrl_lib.sandbox.backends.docker import storage
 from tbrl_lib.sandbox.backends.docker.container import DockerSandbox
 from tbrl_lib.sandbox.backends.docker.hosts import get_host
 from tbrl_lib.sandbox.backends.docker.pool import SandboxPool, open_sandbox
-from tbrl_lib.sandbox.backends.docker.reaper import LABEL_OWNER, LABEL_RUN, owner_label
 from tbrl_lib.sandbox.config import SandboxConfig
 from tbrl_lib.tasks.model import Environment, Limits, Task, Tests
 

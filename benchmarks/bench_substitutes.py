@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tbrl_lib import upstream  # noqa: E402 - after the sys.path line, for a plain `python benchmarks/...`
+from tbrl_lib.docker.base_images import FAMILIES, family_of  # noqa: E402
 from tbrl_lib.sandbox import SandboxError  # noqa: E402
-from tbrl_lib.sandbox.backends.docker.base_images import FAMILIES, family_of  # noqa: E402
 from tbrl_lib.sandbox.backends.docker.images import ensure_image  # noqa: E402
 from tbrl_lib.tasks import load_tasks  # noqa: E402
 from tbrl_lib.tasks.dockerfile import base_images, rewrite_bases  # noqa: E402

@@ -30,11 +30,11 @@ from pathlib import Path
 from rich.table import Table
 
 from tbrl_lib.console import console
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.rewards.verifier import BASE_ENV, verify
 from tbrl_lib.sandbox import open_sandbox, pristine_programs
 from tbrl_lib.sandbox.archive import tar_of
 from tbrl_lib.sandbox.backends.docker import pristine_volume
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.sandbox.runtime import interpreter_argv
 from tbrl_lib.tasks.model import Environment, Task, Tests
 

@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tbrl_lib.sandbox import SandboxConfig, backend_for
-from tbrl_lib.sandbox.backends.docker import base_images, engine
+from tbrl_lib.docker import base_images, engine
+from tbrl_lib.sandbox import BACKENDS, BackendNotInstalled, SandboxConfig, backend_for
 from tbrl_lib.slurm import SlurmError, allocation
 from tbrl_lib.trl_vllm import installed_note
 
@@ -103,12 +103,11 @@ def check_extras() -> list[Check]:
     return rows
 
 
-def check_docker() -> list[Check]:
-    info = engine.ping()
-    if info is None:
-        fix = "disables sandboxes, validation, evaluation and training; " + engine._how_to_fix()
-        return [Check("docker engine", False, "no engine answers", fix, required=True)]
-    rows = [Check("docker engine", True, f"{info.version} at {info.endpoint}")]
+def check_base_images() -> list[Check]:
+    """tbrl's base images on the engine (none to list when no engine answers)."""
+    if engine.ping() is None:
+        return []
+    rows = []
     try:
         client = engine.client(timeout=10)
         for row in base_images.status(client):
@@ -134,33 +133,22 @@ def check_docker() -> list[Check]:
     return rows
 
 
-def check_ray_cluster() -> list[Check]:
-    """The Ray cluster `RAY_ADDRESS` names: its sandbox nodes, their `sandbox` units and how
-    many are free (nothing to check when RAY_ADDRESS is unset)."""
-    address = os.environ.get("RAY_ADDRESS")
-    if not address:
-        return [Check("ray cluster", True, "RAY_ADDRESS not set (sandbox.backend=docker)")]
-    backend = backend_for(SandboxConfig(backend="ray"))
-    try:
-        capacity = backend.capacity()
-    except Exception as err:  # noqa: BLE001 - a doctor reports, it does not crash
-        fix = "disables sandbox.backend=ray; check `ray status` on the head, or unset RAY_ADDRESS"
-        return [Check("ray cluster", False, f"{address}: {err}", fix)]
-    if not capacity.places:
-        fix = "disables sandbox.backend=ray; start workers with --resources '{\"sandbox\": 8}'"
-        return [Check("ray cluster", False, f"{address}: no node declares `sandbox`", fix)]
-    rows = [
-        Check(
-            "ray cluster",
-            True,
-            f"{address}: {len(capacity.places)} sandbox nodes, " + "; ".join(capacity.notes),
-        )
-    ]
-    for place in capacity.places:
-        free = "?" if place.free is None else str(place.free)
-        rows.append(
-            Check(f"ray node {place.name}", True, f"sandbox {free} free of {place.capacity}")
-        )
+def check_backends() -> list[Check]:
+    """Each registered sandbox backend's own rows (`SandboxBackend.doctor`); one whose SDK
+    is missing is a row naming the extra that installs it."""
+    rows = []
+    for name in BACKENDS:
+        try:
+            findings = backend_for(SandboxConfig(backend=name)).doctor()
+        except BackendNotInstalled as err:
+            rows.append(
+                Check(f"{name} backend", False, str(err), f"disables sandbox.backend={name}")
+            )
+            continue
+        except Exception as err:  # noqa: BLE001 - a doctor reports, it does not crash
+            rows.append(Check(f"{name} backend", False, f"{type(err).__name__}: {err}"))
+            continue
+        rows += [Check(**vars(finding)) for finding in findings]
     return rows
 
 
@@ -287,8 +275,8 @@ def run_checks() -> list[Check]:
     return [
         check_python(),
         *check_extras(),
-        *check_docker(),
-        *check_ray_cluster(),
+        *check_backends(),
+        *check_base_images(),
         check_slurm(),
         *check_gpu(),
         *check_gpu_libs(),

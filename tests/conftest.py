@@ -33,7 +33,7 @@ def tmp_workspace(tmp_path, monkeypatch) -> Path:
 
 
 def _engine_reason() -> str | None:
-    from tbrl_lib.sandbox.backends.docker import engine
+    from tbrl_lib.docker import engine
 
     return (
         None
@@ -95,7 +95,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture(scope="session")
 def docker_client():
-    from tbrl_lib.sandbox.backends.docker import engine
+    from tbrl_lib.docker import engine
 
     client = engine.client()
     yield client
@@ -105,7 +105,7 @@ def docker_client():
 @pytest.fixture(scope="session")
 def base_image(docker_client) -> str:
     """The offline base image; built by `make setup` (`tbrl setup`) before the suite."""
-    from tbrl_lib.sandbox.backends.docker import base_images
+    from tbrl_lib.docker import base_images
 
     try:
         docker_client.images.get(base_images.BASE_IMAGE)

@@ -24,7 +24,7 @@ def test_api_keys_are_masked(monkeypatch):
 
 def test_missing_engine_is_a_required_failure(monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    rows = doctor.check_docker()
+    rows = doctor.check_backends()
     assert rows[0].component == "docker engine" and not rows[0].ok and rows[0].required
     assert "DOCKER_HOST" in rows[0].fix
 

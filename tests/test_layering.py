@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
         "aio",
         "batch_shapes",
         "console",
+        "engines",
         "pricing",
         "upstream",
         "overrides",
@@ -37,6 +38,7 @@ LAYERS: list[set[str]] = [
     {"llm_api"},  # the SDK clients and one Usage: policies, judges and synthesis call them
     {"tasks"},
     {"synth"},  # a task source: procedural families, the LLM pipeline
+    {"docker"},  # the Docker toolkit: engine, base images, build log, reaper, tool containers
     {"sandbox", "policies"},
     {"agent"},
     {"models"},  # names -> models and policies: the tiny model's corpus renders agent prompts
@@ -236,14 +238,15 @@ def test_the_cycle_check_sees_a_late_import_closing_a_loop(tmp_path):
     assert hidden_cycles(pkg) == ["p/sub/a.py:3: p.sub.a -> p.sub -> p.sub.a"]
 
 
-# A sandbox backend's SDK stays inside that backend: the rest of tbrl reaches Docker or Ray
-# only through `tbrl_lib.sandbox`'s seam (`backend_for`, `Sandbox`), so a new backend or a
+# A sandbox backend's SDK stays inside that backend (Docker's also in the Docker toolkit,
+# `tbrl_lib/docker`): the rest of tbrl reaches Docker or Ray only through
+# `tbrl_lib.sandbox`'s seam (`backend_for`, `Sandbox`) or the toolkit, so a new backend or a
 # change of SDK touches one package.
 CONFINED = {
-    "docker": PKG / "sandbox" / "backends" / "docker",
-    "ray": PKG / "sandbox" / "backends" / "ray",
+    "docker": (PKG / "sandbox" / "backends" / "docker", PKG / "docker"),
+    "ray": (PKG / "sandbox" / "backends" / "ray",),
 }
-"""Third-party package -> the only folder of tbrl_lib whose modules may import it."""
+"""Third-party package -> the only folders of tbrl_lib whose modules may import it."""
 
 
 def absolute_imports(path: Path) -> list[tuple[str, int]]:
@@ -263,11 +266,11 @@ def sdk_imports(path: Path, sdk: str) -> list[int]:
     return sorted(lines)
 
 
-def confinement_offenders(pkg: Path, sdk: str, home: Path) -> list[str]:
+def confinement_offenders(pkg: Path, sdk: str, homes: tuple[Path, ...]) -> list[str]:
     return [
         f"{path.relative_to(pkg.parent)}:{line} imports {sdk}"
         for path in sorted(pkg.rglob("*.py"))
-        if home not in path.parents
+        if not any(home in path.parents for home in homes)
         for line in sdk_imports(path, sdk)
     ]
 
@@ -278,6 +281,20 @@ def test_a_backend_sdk_is_imported_only_inside_its_backend(sdk):
     assert not offenders, "go through tbrl_lib.sandbox (backend_for) instead:\n" + "\n".join(
         offenders
     )
+
+
+def test_a_backend_package_is_imported_only_by_the_sandbox_seam():
+    """Outside `sandbox/backends/`, only the registry's face (`tbrl_lib/sandbox/__init__.py`)
+    names a backend's package: everything else asks `backend_for` or the Docker toolkit."""
+    backends = PKG / "sandbox" / "backends"
+    offenders = [
+        f"{path.relative_to(PKG.parent)}:{line} imports {name}"
+        for path in sorted(PKG.rglob("*.py"))
+        if backends not in path.parents and path != PKG / "sandbox" / "__init__.py"
+        for name, line in absolute_imports(path)
+        if name.startswith("tbrl_lib.sandbox.backends")
+    ]
+    assert not offenders, "\n".join(offenders)
 
 
 def test_the_confinement_check_fails_on_an_import_outside_the_backend(tmp_path):
@@ -291,7 +308,7 @@ def test_the_confinement_check_fails_on_an_import_outside_the_backend(tmp_path):
         "def f():\n"
         "    from docker.errors import DockerException\n"  # inside a function: still found
     )
-    assert confinement_offenders(pkg, "docker", home) == [
+    assert confinement_offenders(pkg, "docker", (home,)) == [
         "tbrl_lib/train/outage.py:3 imports docker"
     ]
 

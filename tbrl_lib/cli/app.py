@@ -28,10 +28,10 @@ from tbrl_lib.cli import (
     upstream,
     workspace,
 )
+from tbrl_lib.docker.engine import DockerException
 from tbrl_lib.notebook_tools.execute import NotebookFailed
 from tbrl_lib.rewards.judges import JudgeError
 from tbrl_lib.sandbox import EngineUnavailable
-from tbrl_lib.sandbox.backends.docker.engine import DockerException
 from tbrl_lib.sandbox.base import SandboxError
 
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (

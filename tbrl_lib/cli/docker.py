@@ -1,12 +1,12 @@
 """`tbrl docker ensure|reap`: a Docker engine answering, and tbrl's leftovers removed (thin
-over `tbrl_lib.sandbox.backends.docker.engine` and `tbrl_lib.sandbox.backends.docker.reaper`)."""
+over `tbrl_lib.docker.engine` and `tbrl_lib.docker.reaper`)."""
 
 from __future__ import annotations
 
 import typer
 
-from tbrl_lib.sandbox import SandboxConfig, backend_for
-from tbrl_lib.sandbox.backends.docker import engine, pristine_volume, reaper
+from tbrl_lib.docker import engine, reaper
+from tbrl_lib.sandbox import BACKENDS, SandboxConfig, backend_for
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -34,13 +34,13 @@ def docker_reap(
     ),
     caches: bool = typer.Option(
         False,
-        help="Also remove the verifier's pristine copies of images (`tbrl-pristine-*` volumes, "
-        "~95 MB each) that no container uses; they are rebuilt on demand.",
+        help="Also remove the sandbox backend's caches no sandbox uses (the verifier's "
+        "pristine copies of images, `tbrl-pristine-*` volumes, ~95 MB each); rebuilt on demand.",
     ),
     backend: str = typer.Option(
-        "docker",
-        help="docker: the engines above; ray: every live node of the Ray cluster RAY_ADDRESS "
-        "names (sandbox.backend=ray), each reaping its own engine.",
+        "",
+        help="A sandbox backend (docker, ray, ...) reaping every place it runs sandboxes (ray: "
+        "each live node of the cluster RAY_ADDRESS names); default: the Docker engines above.",
     ),
     run_id: str = typer.Option(
         "", "--run-id", help="Only this run's containers (their `tbrl.run` label)."
@@ -50,10 +50,13 @@ def docker_reap(
 
     Only objects carrying tbrl's `tbrl.owner` label are considered; live owners' objects
     are kept (with --caches, also unused `tbrl-pristine-*` volumes). Never a host-wide prune."""
-    if backend not in ("docker", "ray"):
-        raise typer.BadParameter(f"{backend!r}: use docker or ray", param_hint="--backend")
-    if backend == "ray":
-        for line in backend_for(SandboxConfig(backend="ray")).reap(run_id or None):
+    if backend and backend not in BACKENDS:
+        raise typer.BadParameter(
+            f"{backend!r}: use one of {', '.join(BACKENDS)}", param_hint="--backend"
+        )
+    if backend:
+        sandboxes = backend_for(SandboxConfig(backend=backend))
+        for line in sandboxes.reap(run_id or None) + (sandboxes.prune_caches() if caches else []):
             typer.echo(line)
         return
     if not host:
@@ -69,7 +72,7 @@ def docker_reap(
         )
         for err in report.errors:
             typer.echo(f"  error: {err}", err=True)
-        if caches:
-            removed, in_use = pristine_volume.prune(client)
-            typer.echo(f"{where}: removed {len(removed)} pristine volumes; kept {in_use} in use")
         client.close()
+    if caches:  # the default backend's (this machine's engine)
+        for line in backend_for(SandboxConfig()).prune_caches():
+            typer.echo(line)

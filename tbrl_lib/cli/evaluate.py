@@ -25,6 +25,7 @@ import typer
 from pydantic import ValidationError
 
 from tbrl_lib.console import console
+from tbrl_lib.docker.engine import require_engine  # Harbor drives Docker itself
 from tbrl_lib.evaluate.harness import require_credentials, run_eval
 from tbrl_lib.evaluate.report import compare_runs, comparison_table, summary_table
 from tbrl_lib.evaluate.results import RunConfig, RunResults
@@ -33,7 +34,6 @@ from tbrl_lib.models import make_policy, resolve_model
 from tbrl_lib.overrides import merge, parse_overrides, settings_error
 from tbrl_lib.run_folder import run_dir
 from tbrl_lib.sandbox import backend_for
-from tbrl_lib.sandbox.backends.docker.engine import require_engine  # Harbor drives Docker itself
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.console import LENIENT_HELP, print_load_report
 

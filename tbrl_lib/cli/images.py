@@ -1,11 +1,11 @@
 """`tbrl images bootstrap|status`: the offline base images (thin over
-`tbrl_lib.sandbox.backends.docker.base_images`)."""
+`tbrl_lib.docker.base_images`)."""
 
 from __future__ import annotations
 
 import typer
 
-from tbrl_lib.sandbox.backends.docker import base_images, engine
+from tbrl_lib.docker import base_images, engine
 
 app = typer.Typer(no_args_is_help=True)
 

@@ -131,8 +131,6 @@ def run_cmd(
     if dry_run:
         typer.echo(dry_run_text(config, overrides))
         return
-    if config.rollout.sandbox.backend == "docker":  # a cluster is the preflight's to ask
-        backend_for(config.rollout.sandbox).check("tbrl train run")
     try:
         if not no_preflight:
             require_preflight(config)  # before any image build or download

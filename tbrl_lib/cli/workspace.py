@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import typer
 
+from tbrl_lib.docker import base_images, engine
 from tbrl_lib.doctor import print_report
 from tbrl_lib.notebook_tools.execute import execute_notebook, read_summary
 from tbrl_lib.overrides import yaml_value
-from tbrl_lib.sandbox.backends.docker import base_images, engine
 
 
 def doctor() -> None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
-from tbrl_lib.sandbox.backends.docker.tool_containers import ensure_recipe_image
+from tbrl_lib.docker.base_images import BASE_IMAGE
+from tbrl_lib.docker.tool_containers import ensure_recipe_image
 
 HARBOR_VERSION = "0.25.0"
 AGENT_PACKAGES = (

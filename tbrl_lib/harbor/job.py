@@ -30,10 +30,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tbrl_lib.docker.build_log import NETWORK
 from tbrl_lib.evaluate.harness import failure_mode
 from tbrl_lib.evaluate.results import UNSCORED, FailureMode, RunConfig, RunResults, TrialResult
 from tbrl_lib.harbor import TRAJECTORY_FILE
-from tbrl_lib.sandbox.backends.docker.build_log import NETWORK
 from tbrl_lib.tasks.model import Task
 
 EXCEPTION_MODES = {

@@ -29,16 +29,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import tbrl_lib
-from tbrl_lib.evaluate.results import RunConfig, RunResults
-from tbrl_lib.harbor.image import HARBOR_VERSION, ensure_harbor_image
-from tbrl_lib.harbor.job import read_job
-from tbrl_lib.sandbox.backends.docker.tool_containers import (
+from tbrl_lib.docker.tool_containers import (
     ToolRun,
     ToolTimeout,
     provide_substitutes,
     reap_compose_projects,
     run_tool,
 )
+from tbrl_lib.evaluate.results import RunConfig, RunResults
+from tbrl_lib.harbor.image import HARBOR_VERSION, ensure_harbor_image
+from tbrl_lib.harbor.job import read_job
 from tbrl_lib.tasks.dockerfile import base_images as dockerfile_bases
 from tbrl_lib.tasks.loader import write_tasks
 from tbrl_lib.tasks.model import Task

@@ -4,8 +4,8 @@ backend chosen by name.
 Public API (everything above the sandbox uses only these and `base.Sandbox`):
 `open_sandbox(task, config)`, `backend_for(config)` (prepare images, wait, reap, check,
 capacity: `backend.SandboxBackend`), `reap_run(config)` (a run's leftovers, when it ends),
-`SandboxConfig`, `DockerHost`, and the errors in `base`
-and `backend`. The backends live in `backends/` (`docker/`, `ray/`).
+`SandboxConfig`, `DockerHost`, the errors in `base` and `tbrl_lib.engines`. The backends
+live in `backends/` (`docker/`, `ray/`), registered by name in `registry.py`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from tbrl_lib.sandbox.backend import Capacity, EngineOutage, EngineUnavailable, SandboxBackend
-from tbrl_lib.sandbox.backends import BACKENDS, backend_for, close_backends, reap_run
+from tbrl_lib.engines import EngineOutage, EngineUnavailable
+from tbrl_lib.sandbox.backend import Capacity, Demand, Finding, SandboxBackend
+from tbrl_lib.sandbox.backends import backend_for, close_backends, reap_run
 from tbrl_lib.sandbox.base import (
     CommandResult,
     FileTooLarge,
@@ -24,6 +25,7 @@ from tbrl_lib.sandbox.base import (
     SandboxStats,
 )
 from tbrl_lib.sandbox.config import DockerHost, SandboxConfig
+from tbrl_lib.sandbox.registry import BACKENDS, BackendNotInstalled
 from tbrl_lib.tasks.model import Task
 
 
@@ -38,12 +40,15 @@ async def open_sandbox(task: Task, config: SandboxConfig | None = None) -> Async
 
 __all__ = [
     "BACKENDS",
+    "BackendNotInstalled",
     "Capacity",
     "CommandResult",
+    "Demand",
     "DockerHost",
     "EngineOutage",
     "EngineUnavailable",
     "FileTooLarge",
+    "Finding",
     "Sandbox",
     "SandboxBackend",
     "SandboxConfig",

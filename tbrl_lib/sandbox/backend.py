@@ -1,8 +1,8 @@
 """The sandbox backend seam: where a run's sandboxes come from, chosen by name.
 
-A backend does six things, and everything above `tbrl_lib.sandbox` asks it for them through
-`backend_for(config)` (the registry is `backends/__init__.py`; `SandboxConfig.backend` names
-one, its own settings sit under that name):
+A backend does these things, and everything above `tbrl_lib.sandbox` asks it for them through
+`backend_for(config)` (the registry is `registry.py`; `SandboxConfig.backend` names one, its
+own settings sit under that name):
 
 - `open(task, config)`: one rollout's `Sandbox`, an async context manager that removes it at
   the end (even on cancellation);
@@ -12,8 +12,11 @@ one, its own settings sit under that name):
   backend answers, else wait for it (bounded, saying so) and return True, or raise
   `EngineOutage` (resumable);
 - `reap(run_id)`: remove the leftovers of dead processes (and of `run_id`'s lost nodes);
+  `prune_caches()`: remove the caches nothing uses (rebuilt on demand);
 - `check(purpose)` and `capacity()`: refuse before anything starts when nothing answers, and
-  say how many sandboxes may run at once (preflight refuses a run that needs more);
+  say how many sandboxes may run at once;
+- `preflight(demand)`: what refuses a run before it starts (training's preflight asks it),
+  and `doctor()`: its rows in `tbrl doctor`;
 - the verifier's read-only runtime: every `Sandbox` it opens has tbrl's runtime at
   `runtime_dir` (`sandbox/runtime.py`) and the isolated operations `exec_isolated` and
   `put_archive`, done where the container is.
@@ -30,15 +33,6 @@ from typing import Protocol
 from tbrl_lib.sandbox.base import Sandbox
 from tbrl_lib.sandbox.config import SandboxConfig
 from tbrl_lib.tasks.model import Task
-
-
-class EngineUnavailable(RuntimeError):
-    """The backend does not answer (no engine, no cluster); the message says how to fix it."""
-
-
-class EngineOutage(EngineUnavailable):
-    """The backend stopped answering mid-run and did not come back within the wait. A
-    `EngineUnavailable`, so `tbrl` ends it in one line (what happened, how to resume)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +62,45 @@ class Capacity:
         return sum(p.capacity for p in self.places)
 
 
+@dataclass(frozen=True)
+class Demand:
+    """What a run asks of its backend at once: `per_process` sandboxes in flight in each of
+    its `processes` (`per_node` of them on each node)."""
+
+    per_process: int
+    processes: int = 1
+    per_node: int = 1
+
+    @property
+    def in_flight(self) -> int:
+        return self.per_process * self.processes
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One row a backend adds to `tbrl doctor`."""
+
+    component: str
+    ok: bool
+    found: str
+    fix: str = ""
+    """When not ok: what it disables, then how to fix it."""
+    required: bool = False
+    """A failed required row makes `tbrl doctor` exit non-zero."""
+
+
+def shared_capacity_problems(capacity: Capacity, demand: Demand) -> list[str]:
+    """A job's sandboxes in flight past a capacity that is one pool for the whole job."""
+    if not capacity.shared or demand.in_flight <= capacity.total:
+        return []
+    places = ", ".join(f"{p.name}: {p.capacity}" for p in capacity.places)
+    return [
+        f"{demand.in_flight} sandboxes in flight ({demand.per_process} x {demand.processes} "
+        f"process(es)) but the {capacity.backend} backend offers {capacity.total} at once "
+        f"({places}): lower launch.sandbox_concurrency or add sandbox capacity"
+    ]
+
+
 class SandboxBackend(Protocol):
     """A place sandboxes come from (see module docstring); one module per backend."""
 
@@ -91,6 +124,19 @@ class SandboxBackend(Protocol):
 
     def reap(self, run_id: str | None = None) -> list[str]:
         """Remove leftovers of dead tbrl processes; one line per place it cleaned."""
+        ...
+
+    def prune_caches(self) -> list[str]:
+        """Remove the caches no sandbox uses (rebuilt on demand); one line per place."""
+        ...
+
+    def preflight(self, demand: Demand) -> list[str]:
+        """What refuses a run asking `demand` before anything starts (it does not answer, it
+        holds fewer sandboxes); empty to go. Bounded: seconds at most."""
+        ...
+
+    def doctor(self) -> list[Finding]:
+        """Its rows in `tbrl doctor`: what answers, where, how much is free. Never raises."""
         ...
 
     def check(self, purpose: str) -> str:

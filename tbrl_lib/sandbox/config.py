@@ -11,9 +11,19 @@ wrong and how to fix it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
+
+from tbrl_lib.sandbox.registry import BACKENDS, registered, settings_model
 
 
 class DockerHost(BaseModel):
@@ -97,9 +107,10 @@ class SandboxConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    backend: Literal["docker", "ray"] = "docker"
-    """Where sandboxes run: `docker` (this machine's engine) or `ray` (placed across a Ray
-    cluster's nodes by their `sandbox` resource, each on its node's engine)."""
+    backend: str = "docker"
+    """Where sandboxes run: `docker` (this machine's engine), `ray` (placed across a Ray
+    cluster's nodes by their `sandbox` resource, each on its node's engine), or another
+    backend of `sandbox/registry.py`."""
     docker: DockerSettings = Field(default_factory=DockerSettings)
     """Settings of the `docker` backend."""
     ray: RaySettings = Field(default_factory=RaySettings)
@@ -136,6 +147,35 @@ class SandboxConfig(BaseModel):
     run_id: str = "adhoc"
     """Label `tbrl.run` put on every container (group a run's containers; the ray backend
     adds `tbrl.node`)."""
+    _registered: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
+    """Settings of a backend registered beyond docker and ray (by its name)."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _registered_sections(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """A registered backend without a field here keeps its settings under its name too,
+        validated by its own model (`registry.Registered.settings`)."""
+        sections = {}
+        if isinstance(data, dict):
+            data = dict(data)
+            for name in [k for k in data if k in BACKENDS and k not in cls.model_fields]:
+                sections[name] = settings_model(name).model_validate(data.pop(name))
+        config = handler(data)
+        config._registered.update(sections)
+        return config
+
+    @field_validator("backend")
+    @classmethod
+    def _registered_backend(cls, value: str) -> str:
+        registered(value)
+        return value
+
+    def backend_settings(self, name: str | None = None) -> BaseModel:
+        """The settings of backend `name` (default: the run's) as its model validates them."""
+        name = name or self.backend
+        if name in type(self).model_fields:
+            return getattr(self, name)
+        return self._registered.get(name) or settings_model(name)()
 
     @field_validator("workdir")
     @classmethod

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Environment, Task, Tests
 
 

@@ -90,7 +90,6 @@ def no_engine(monkeypatch, tmp_path):
     [
         ["eval", "run", "--tasks", "data/tasks", "--policy", "oracle"],
         ["tasks", "validate", "data/tasks"],
-        ["train", "run", "--preset", "cpu-smoke"],
     ],
 )
 def test_commands_that_need_docker_refuse_before_running(no_engine, tbrl, tmp_path, args):
@@ -100,6 +99,17 @@ def test_commands_that_need_docker_refuse_before_running(no_engine, tbrl, tmp_pa
     line = one_line_error(result)
     assert "needs a Docker engine" in line and "DOCKER_HOST" in line
     assert not out.exists()  # refused before anything ran
+
+
+def test_training_without_an_engine_is_refused_by_its_preflight(no_engine, tbrl, tmp_path):
+    """The run's sandbox backend answers training's preflight (`SandboxBackend.preflight`):
+    the refusal lists the engine with the preset's other problems, exit 2 as every refusal."""
+    out = tmp_path / "out"
+    result = tbrl("train", "run", "--preset", "cpu-smoke", "--out", out)
+    assert result.code == 2 and "Traceback" not in result.err
+    assert result.err.startswith("preset cpu-smoke cannot run here:")
+    assert "needs a Docker engine" in result.err and "DOCKER_HOST" in result.err
+    assert not out.exists()
 
 
 def test_docker_reap_without_an_engine_says_how_to_start_one(no_engine, tbrl):
@@ -141,8 +151,8 @@ def test_an_engine_outage_past_the_wait_ends_in_one_line_saying_how_to_resume(
     the wait: `tbrl eval run` stops with exit 1 and one line (no traceback)."""
     from tbrl_lib.aio import run_sync
     from tbrl_lib.cli import evaluate as eval_command
+    from tbrl_lib.docker import engine
     from tbrl_lib.evaluate import harness
-    from tbrl_lib.sandbox.backends.docker import engine
     from tbrl_lib.sandbox.backends.docker.backend import DockerBackend
 
     monkeypatch.setattr(DockerBackend, "check", lambda self, purpose: "")

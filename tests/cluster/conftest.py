@@ -28,7 +28,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE, RUNTIME_SOURCE
+from tbrl_lib.docker.base_images import BASE_IMAGE, RUNTIME_SOURCE
 from tests.train.test_engine_outage import PrivateEngine
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -147,8 +147,8 @@ def test_settings_by_dotted_path_reach_the_rollout_and_bad_ones_are_named():
 def test_an_engine_that_stays_down_stops_the_run_with_a_way_to_resume(monkeypatch, tmp_path):
     import asyncio
 
+    from tbrl_lib.docker import engine
     from tbrl_lib.evaluate import harness
-    from tbrl_lib.sandbox.backends.docker import engine
 
     pings = []
     monkeypatch.setattr(engine, "ping", lambda *a: pings.append(1))  # never answers

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.evaluate.validate import (
     ValidationConfig,
     ValidationResult,
@@ -21,7 +22,6 @@ from tbrl_lib.evaluate.validate import (
     validate_tasks_async,
     validation_table,
 )
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Task
 

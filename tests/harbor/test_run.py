@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tbrl_lib.docker.base_images import LABEL_SUBSTITUTE
 from tbrl_lib.evaluate.results import RunConfig
 from tbrl_lib.harbor.run import AGENT_IMPORT_PATH, harbor_argv, provide_bases
-from tbrl_lib.sandbox.backends.docker.base_images import LABEL_SUBSTITUTE
 from tbrl_lib.tasks.model import Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
 

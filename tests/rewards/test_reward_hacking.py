@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.rewards.verifier import verify
 from tbrl_lib.sandbox.archive import tar_of
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.weights import outcomes_from_junit_xml, weighted_score
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.rewards.verifier import verify
 from tbrl_lib.sandbox import open_sandbox
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Task
 
 pytestmark = [pytest.mark.docker]

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.rewards.verifier import verify
 from tbrl_lib.sandbox import open_sandbox
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Task
 from tests.rewards.test_reward_hacking import daemon
 from tests.rewards.test_reward_hacking_image import SITE, WithoutPristine, heredoc

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from tbrl_lib.agent.trajectory import Trajectory
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.rewards import verifier
 from tbrl_lib.rewards.verifier import _score, expected_tree_hash, verify
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Task
 
 TESTS = "def test_a():\n    assert True\n\ndef test_b():\n    assert True\n\ndef test_c():\n    assert True\n"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE, RUNTIME_SOURCE
+from tbrl_lib.docker.base_images import BASE_IMAGE, RUNTIME_SOURCE
 from tbrl_lib.tasks.model import Environment, Limits, Task, Tests
 
 D2_SOCK = "/tmp/tbrl-d2.sock"
@@ -163,7 +163,7 @@ def second_daemon(docker_client):
 
 
 def _answers(url: str) -> bool:
-    from tbrl_lib.sandbox.backends.docker import engine
+    from tbrl_lib.docker import engine
 
     return os.path.exists(url.removeprefix("unix://")) and engine.ping(url) is not None
 

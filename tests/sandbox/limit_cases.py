@@ -28,11 +28,11 @@ from docker.errors import ContainerError
 
 from tbrl_lib.agent.actions import render_action
 from tbrl_lib.agent.scripted import ScriptedPolicy
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.evaluate.harness import failure_mode
 from tbrl_lib.evaluate.results import FailureMode
 from tbrl_lib.rollout import RolloutConfig, run_rollout
 from tbrl_lib.sandbox import SandboxConfig, open_sandbox
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Environment, Limits, Task, Tests
 
 GIB = 1 << 30

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from tbrl_lib.sandbox.backends.docker import base_images
+from tbrl_lib.docker import base_images
 
 pytestmark = pytest.mark.docker
 

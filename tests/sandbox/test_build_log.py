@@ -4,7 +4,7 @@ Docker 20.10 (stderr in ANSI colour, lines split across chunks)."""
 
 from __future__ import annotations
 
-from tbrl_lib.sandbox.backends.docker.build_log import BuildLog
+from tbrl_lib.docker.build_log import BuildLog
 
 RED, RESET = "\x1b[91m", "\x1b[0m"
 

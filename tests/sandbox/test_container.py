@@ -197,7 +197,8 @@ def test_a_slow_reap_of_leftovers_does_not_count_against_the_start(
 ):
     """A wedged leftover container can take minutes to remove; the first sandbox of a
     process stops waiting for that reap and starts anyway, within its own start limit."""
-    from tbrl_lib.sandbox.backends.docker import container, reaper
+    from tbrl_lib.docker import reaper
+    from tbrl_lib.sandbox.backends.docker import container
 
     def slow_reap(client, host_name):
         time.sleep(15)  # longer than the start limit below: waiting for it would fail

@@ -14,8 +14,8 @@ import uuid
 import docker
 import pytest
 
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.sandbox import SandboxError
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.sandbox.backends.docker.images import (
     ImageBuildError,
     build_context,

@@ -13,7 +13,7 @@ import time
 import docker
 import pytest
 
-from tbrl_lib.sandbox.backends.docker import reaper
+from tbrl_lib.docker import reaper
 from tests.sandbox.conftest import tbrl_containers
 
 DRIVER = """

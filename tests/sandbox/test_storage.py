@@ -15,9 +15,10 @@ import time
 import pytest
 from docker.errors import NotFound
 
+from tbrl_lib.docker import reaper
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.sandbox import SandboxConfig, SandboxError, SandboxLimitExceeded, open_sandbox
-from tbrl_lib.sandbox.backends.docker import reaper, storage
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
+from tbrl_lib.sandbox.backends.docker import storage
 from tests.conftest import REPO
 from tests.sandbox.conftest import make_task, run
 

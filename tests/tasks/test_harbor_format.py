@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib.sandbox.backends.docker.base_images import RUNTIME_SOURCE
+from tbrl_lib.docker.base_images import RUNTIME_SOURCE
 from tbrl_lib.tasks import TaskFormatError, load_tasks
 from tbrl_lib.tasks.harbor_format import read_harbor_dir, write_harbor_dir
 from tbrl_lib.tasks.standard_files import harbor_test_sh

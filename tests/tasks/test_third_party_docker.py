@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib.sandbox.backends.docker import base_images
+from tbrl_lib.docker import base_images
 from tbrl_lib.sandbox.backends.docker.images import ImageBuildError, build_context, ensure_image
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.dockerfile import base_images as from_images

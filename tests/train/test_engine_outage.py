@@ -30,10 +30,10 @@ import psutil
 import pytest
 
 from tbrl_lib.aio import run_sync
+from tbrl_lib.docker import engine
+from tbrl_lib.docker.base_images import RUNTIME_SOURCE
 from tbrl_lib.overrides import parse_overrides
-from tbrl_lib.sandbox.backends.docker import engine
 from tbrl_lib.sandbox.backends.docker.backend import DockerBackend
-from tbrl_lib.sandbox.backends.docker.base_images import RUNTIME_SOURCE
 from tbrl_lib.sandbox.backends.docker.images import ensure_image, image_tag
 from tbrl_lib.sandbox.config import DockerSettings
 from tbrl_lib.train.config.presets import load_preset

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from transformers import TrainerState, TrainingArguments
 
+from tbrl_lib.docker import engine
 from tbrl_lib.models import make_policy
 from tbrl_lib.sandbox import DockerHost
-from tbrl_lib.sandbox.backends.docker import engine
 from tbrl_lib.sandbox.backends.docker.hosts import get_host
 from tbrl_lib.train.config.presets import load_preset
 from tbrl_lib.train.heldout.evaluator import HeldoutDuringTraining, HeldoutEvaluator

@@ -13,11 +13,11 @@ from collections import defaultdict
 import pytest
 
 from tbrl_lib.agent.trajectory import Termination, Trajectory
+from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.rewards import RewardConfig, combine
 from tbrl_lib.rewards.parts import Missing
 from tbrl_lib.rewards.verifier import TestReport
 from tbrl_lib.rollout import RolloutConfig, RolloutResult
-from tbrl_lib.sandbox.backends.docker.base_images import BASE_IMAGE
 from tbrl_lib.tasks.model import Difficulty, Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
 from tbrl_lib.train.rollouts.curriculum import Curriculum

@@ -1,19 +1,15 @@
-"""The sandbox backends by name: `SandboxConfig.backend` picks one from `BACKENDS`.
+"""The process's sandbox backends: `SandboxConfig.backend` names one of `registry.BACKENDS`,
+built here once per settings, on first use (a backend's SDK loads only when it is used).
 
-Adding a backend: one module (or sub-package) whose class meets `sandbox.backend.SandboxBackend`
-and takes its settings (a model under its name in `SandboxConfig`), then one line here and its
-name in `SandboxConfig.backend`'s `Literal`.
+Adding a backend: its package and one line in `sandbox/registry.py`.
 """
 
 from __future__ import annotations
 
 from tbrl_lib.sandbox.backend import SandboxBackend
-from tbrl_lib.sandbox.backends.docker.backend import DockerBackend
-from tbrl_lib.sandbox.backends.ray.backend import RayBackend
 from tbrl_lib.sandbox.config import SandboxConfig
+from tbrl_lib.sandbox.registry import backend_class
 
-BACKENDS = {"docker": DockerBackend, "ray": RayBackend}
-"""name -> backend class, built with its settings (`config.<name>`)."""
 _MADE: dict[tuple[str, str], SandboxBackend] = {}
 
 
@@ -21,10 +17,10 @@ def backend_for(config: SandboxConfig | None = None) -> SandboxBackend:
     """The process's backend for `config.backend` with `config`'s settings for it (one
     object per name and settings: the Ray connection, its actors, are made once)."""
     config = config or SandboxConfig()
-    settings = getattr(config, config.backend)
+    settings = config.backend_settings()
     key = (config.backend, settings.model_dump_json())
     if key not in _MADE:
-        _MADE[key] = BACKENDS[config.backend](settings)
+        _MADE[key] = backend_class(config.backend)(settings)
     return _MADE[key]
 
 

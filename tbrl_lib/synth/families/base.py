@@ -22,7 +22,7 @@ from tbrl_lib.tasks.model import Difficulty, Environment, Limits, Provenance, Ta
 
 BASE_IMAGE = "ghcr.io/laude-institute/t-bench/python-3-13:20250620"
 """Every generated task starts from the Terminal-Bench Python image (an offline substitute
-exists locally; see `tbrl_lib.sandbox.backends.docker.base_images`)."""
+exists locally; see `tbrl_lib.docker.base_images`)."""
 
 LEVEL = {Difficulty.easy: 0, Difficulty.medium: 1, Difficulty.hard: 2, Difficulty.extremely_hard: 3}
 """Difficulty as an integer, so families can scale counts with it."""

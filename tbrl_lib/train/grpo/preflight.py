@@ -9,12 +9,10 @@ Beyond the machine (world size, GPUs, vLLM/DeepSpeed, model, hub) it refuses set
 would hang or desync a run: vLLM colocated with tensor parallel > 1 (tbrl's rollouts call the
 engine per rank, without the gather across the parallel group TRL's own generate does) and
 HF generation under ZeRO-3 (ranks generating different numbers of tokens wait for each other's
-parameter gathers: a deadlock). It asks the Docker engine (a few seconds at most) and compares
-its memory with the sandboxes this node keeps in flight, checks that a vLLM server answers its
-/health when the preset uses one, and that the `report_to` trackers import. With
-`rollout.sandbox.backend` other than docker it asks that backend instead (`backend_problems`):
-does it answer, and do the cluster's `sandbox` units, one pool for the whole job, hold the
-rollouts the job runs at once (processes x `launch.sandbox_concurrency`).
+parameter gathers: a deadlock). It asks the run's sandbox backend (`SandboxBackend.preflight`,
+a few seconds at most: does it answer, does it hold the sandboxes the run keeps in flight),
+checks that a vLLM server answers its /health when the preset uses one, and that the
+`report_to` trackers import.
 
 GPU presence is read from `torch.cuda` (imported only when the preset needs GPUs);
 `TBRL_FAKE_GPUS=N[:MEM_GB]` overrides what torch reports, for tests on machines without GPUs.
@@ -25,12 +23,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
-import threading
 from urllib.parse import urlparse
 
 from tbrl_lib.models import ModelNotFound, is_local, model_kind, resolve_model
-from tbrl_lib.sandbox import EngineUnavailable, backend_for
-from tbrl_lib.sandbox.backends.docker import engine
+from tbrl_lib.sandbox import BackendNotInstalled, Demand, EngineUnavailable, backend_for
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.model.model_loader import import_early
 from tbrl_lib.train.plan.gpu_memory import plan_memory
@@ -38,11 +34,7 @@ from tbrl_lib.train.plan.launch import launch_commands, run_starts_server
 from tbrl_lib.train.vllm.vllm_server import answers
 
 HUB_TIMEOUT_S = 3.0
-DOCKER_TIMEOUT_S = 5.0
 SERVER_TIMEOUT_S = 2.0
-SANDBOX_WORKING_SET_MB = 256
-"""Memory one running sandbox is planned to use (a shell, the agent's commands, a test run);
-the task's `memory_mb` limit (2 GB by default) is a cap, not a reservation."""
 TRACKER_MODULES = {"tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",)}
 
 
@@ -104,82 +96,20 @@ def _server_url(config: TrainConfig) -> str | None:
     return None if not url or "$" in expanded else expanded.rstrip("/")
 
 
-def _docker_memory(hosts: list[str | None]) -> dict[str | None, int | None]:
-    """Each Docker engine's total memory in bytes (None: it did not answer), asked on daemon
-    threads so a hung engine costs DOCKER_TIMEOUT_S at most."""
-    answers: dict[str | None, int | None] = dict.fromkeys(hosts)
-
-    def ask(host: str | None) -> None:
-        try:
-            docker = engine.client(host, timeout=int(DOCKER_TIMEOUT_S))
-            answers[host] = int(docker.info().get("MemTotal", 0))
-            docker.close()
-        except Exception:  # noqa: BLE001 - any failure means: does not answer
-            answers[host] = None
-
-    threads = [threading.Thread(target=ask, args=(h,), daemon=True) for h in hosts]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(DOCKER_TIMEOUT_S + 1)
-    return answers
-
-
-def backend_problems(config: TrainConfig) -> list[str]:
-    """A backend other than docker: it does not answer, or the job's sandboxes in flight
-    (processes x launch.sandbox_concurrency) exceed the capacity it offers every process. A
-    Ray cluster named nowhere is not started to be asked: one process makes its own when it
-    runs (`LOCAL_UNITS`), several need the job's."""
-    sandbox, launch = config.rollout.sandbox, config.launch
-    if sandbox.backend == "ray" and not (sandbox.ray.address or os.environ.get("RAY_ADDRESS")):
-        if launch.num_processes == 1:
-            return []  # the run starts a Ray instance of its own (`ray.init()`), with units
-        return [
-            f"{launch.num_processes} processes place sandboxes on a Ray cluster, and "
-            "RAY_ADDRESS is not set: the job starts one (sbatch job.sbatch, or notebook 04 "
-            "inside an allocation), or start one and set RAY_ADDRESS"
-        ]
-    backend = backend_for(sandbox)
-    try:
-        backend.check("the sandboxes")
-        capacity = backend.capacity()
-    except EngineUnavailable as exc:
-        return [str(exc)]
-    in_flight = launch.sandbox_concurrency * launch.num_processes
-    if capacity.shared and in_flight > capacity.total:
-        return [
-            f"{in_flight} sandboxes in flight ({launch.sandbox_concurrency} x "
-            f"{launch.num_processes} process(es)) but the {capacity.backend} backend offers "
-            f"{capacity.total} at once ({', '.join(f'{p.name}: {p.capacity}' for p in capacity.places)}): "
-            "lower launch.sandbox_concurrency or add sandbox capacity"
-        ]
-    return []
-
-
 def sandbox_problems(config: TrainConfig) -> list[str]:
-    """The Docker engine does not answer, or this node's sandboxes in flight exceed its
-    memory (the ray backend: `backend_problems`)."""
-    if config.rollout.sandbox.backend != "docker":
-        return backend_problems(config)
-    memory = _docker_memory([None])[None]
-    if memory is None:  # its message says how to start it
-        try:
-            engine.require_engine("the sandboxes")
-        except engine.EngineUnavailable as exc:
-            return [str(exc)]
+    """What the run's sandbox backend refuses before anything starts
+    (`SandboxBackend.preflight`): it does not answer, or it holds fewer sandboxes than the run
+    keeps in flight."""
     launch = config.launch
-    processes = max(1, launch.gpus_per_node)  # this node's: the engine is the node's own
-    in_flight = launch.sandbox_concurrency * processes
-    need_gb = in_flight * SANDBOX_WORKING_SET_MB / 1024
-    have_gb = (memory or 0) / 2**30
-    if need_gb > have_gb:
-        return [
-            f"{in_flight} sandboxes in flight ({launch.sandbox_concurrency} x {processes} "
-            f"process(es)) need ~{need_gb:.0f} GB at {SANDBOX_WORKING_SET_MB} MB each; the "
-            f"Docker engine has {have_gb:.0f} GB: lower launch.sandbox_concurrency, or place "
-            "sandboxes on several machines with rollout.sandbox.backend=ray"
-        ]
-    return []
+    demand = Demand(
+        per_process=launch.sandbox_concurrency,
+        processes=launch.num_processes,
+        per_node=max(1, launch.gpus_per_node),
+    )
+    try:
+        return backend_for(config.rollout.sandbox).preflight(demand)
+    except (BackendNotInstalled, EngineUnavailable) as exc:
+        return [str(exc)]
 
 
 def setting_problems(config: TrainConfig) -> list[str]:

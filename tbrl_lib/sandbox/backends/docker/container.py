@@ -41,7 +41,8 @@ import time
 from docker.errors import APIError, DockerException, InvalidVersion, NotFound
 from docker.types import LogConfig, Mount
 
-from tbrl_lib.sandbox.backends.docker import reaper, storage
+from tbrl_lib.docker import reaper
+from tbrl_lib.sandbox.backends.docker import storage
 from tbrl_lib.sandbox.backends.docker.files import FileTransfer
 from tbrl_lib.sandbox.backends.docker.hosts import Host, acquire_slot, release_slot
 from tbrl_lib.sandbox.backends.docker.images import ensure_image

@@ -38,13 +38,13 @@ from pathlib import Path
 
 from docker.errors import APIError, ImageNotFound
 
-from tbrl_lib.sandbox.backends.docker.base_images import (
+from tbrl_lib.docker.base_images import (
     FAMILIES,
     REVISION,
     SubstituteError,
     resolve,
 )
-from tbrl_lib.sandbox.backends.docker.build_log import BuildLog
+from tbrl_lib.docker.build_log import BuildLog
 from tbrl_lib.sandbox.backends.docker.hosts import Host, get_host
 from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.sandbox.config import DockerHost

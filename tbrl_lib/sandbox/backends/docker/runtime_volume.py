@@ -38,7 +38,7 @@ import threading
 import docker
 from docker.errors import NotFound
 
-from tbrl_lib.sandbox.backends.docker.base_images import RUNTIME_SOURCE
+from tbrl_lib.docker.base_images import RUNTIME_SOURCE
 from tbrl_lib.sandbox.backends.docker.hosts import Host
 from tbrl_lib.sandbox.base import SandboxError
 from tbrl_lib.sandbox.runtime import RUNTIME_MOUNT, interpreter_argv, loader_argv

@@ -63,8 +63,8 @@ from dataclasses import dataclass
 from docker.errors import DockerException
 from docker.types import Mount
 
-from tbrl_lib.sandbox.backends.docker import reaper
-from tbrl_lib.sandbox.backends.docker.base_images import RUNTIME_SOURCE
+from tbrl_lib.docker import reaper
+from tbrl_lib.docker.base_images import RUNTIME_SOURCE
 from tbrl_lib.sandbox.backends.docker.hosts import _EXECUTOR, Host
 from tbrl_lib.sandbox.base import SandboxError
 

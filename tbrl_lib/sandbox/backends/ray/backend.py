@@ -22,6 +22,7 @@ engine socket exposed across machines): docs/benchmarks.md has what it costs per
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -29,9 +30,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from tbrl_lib.sandbox.backend import Capacity, EngineOutage, EngineUnavailable
+from tbrl_lib.engines import EngineOutage, EngineUnavailable
+from tbrl_lib.sandbox.backend import Capacity, Demand, Finding, shared_capacity_problems
 from tbrl_lib.sandbox.backends.ray import cluster
-from tbrl_lib.sandbox.backends.ray.host import reap_node
+from tbrl_lib.sandbox.backends.ray.host import prune_node_caches, reap_node
 from tbrl_lib.sandbox.backends.ray.remote import RaySandbox
 from tbrl_lib.sandbox.base import Sandbox, SandboxError
 from tbrl_lib.sandbox.config import RaySettings, SandboxConfig
@@ -181,6 +183,57 @@ class RayBackend:
         containers when given), removed by a task pinned to each node."""
         done = cluster.on_each_node(self.settings, reap_node, run_id)
         return [f"node {node['NodeID'][:8]}: removed {count}" for node, count in done]
+
+    def prune_caches(self) -> list[str]:
+        done = cluster.on_each_node(self.settings, prune_node_caches)
+        return [f"node {node['NodeID'][:8]}: removed {n} pristine volumes" for node, n in done]
+
+    def preflight(self, demand: Demand) -> list[str]:
+        """The cluster does not answer, or the job's sandboxes in flight exceed its units (one
+        pool for the whole job). A cluster named nowhere is not started to be asked: one
+        process makes its own when it runs (`ray.init()`), several need the job's."""
+        if not (self.settings.address or os.environ.get("RAY_ADDRESS")):
+            if demand.processes == 1:
+                return []
+            return [
+                f"{demand.processes} processes place sandboxes on a Ray cluster, and "
+                "RAY_ADDRESS is not set: the job starts one (sbatch job.sbatch, or notebook 04 "
+                "inside an allocation), or start one and set RAY_ADDRESS"
+            ]
+        try:
+            self.check("the sandboxes")
+            capacity = self.capacity()
+        except EngineUnavailable as exc:
+            return [str(exc)]
+        return shared_capacity_problems(capacity, demand)
+
+    def doctor(self) -> list[Finding]:
+        """The cluster `RAY_ADDRESS` (or `ray.address`) names: its sandbox nodes, their units
+        and how many are free (nothing to ask when neither is set)."""
+        address = self.settings.address or os.environ.get("RAY_ADDRESS")
+        if not address:
+            return [Finding("ray cluster", True, "RAY_ADDRESS not set (sandbox.backend=docker)")]
+        unit = self.settings.resource
+        try:
+            capacity = self.capacity()
+        except Exception as err:  # noqa: BLE001 - a doctor reports, it does not crash
+            fix = (
+                "disables sandbox.backend=ray; check `ray status` on the head, or unset RAY_ADDRESS"
+            )
+            return [Finding("ray cluster", False, f"{address}: {err}", fix)]
+        if not capacity.places:
+            fix = (
+                f"disables sandbox.backend=ray; start workers with --resources '{{\"{unit}\": 8}}'"
+            )
+            return [Finding("ray cluster", False, f"{address}: no node declares `{unit}`", fix)]
+        found = f"{address}: {len(capacity.places)} sandbox nodes, " + "; ".join(capacity.notes)
+        rows = [Finding("ray cluster", True, found)]
+        for place in capacity.places:
+            free = "?" if place.free is None else str(place.free)
+            rows.append(
+                Finding(f"ray node {place.name}", True, f"{unit} {free} free of {place.capacity}")
+            )
+        return rows
 
     def check(self, purpose: str) -> str:
         try:

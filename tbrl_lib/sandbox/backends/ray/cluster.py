@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tbrl_lib.sandbox.backend import Capacity, EngineUnavailable, Place
+from tbrl_lib.engines import EngineUnavailable
+from tbrl_lib.sandbox.backend import Capacity, Place
 from tbrl_lib.sandbox.config import RaySettings
 
 LOCAL_UNITS = 8

@@ -19,7 +19,8 @@ containers when given its id).
 
 from __future__ import annotations
 
-from tbrl_lib.sandbox.backends.docker import engine, reaper
+from tbrl_lib.docker import engine, reaper
+from tbrl_lib.sandbox.backends.docker import pristine_volume
 from tbrl_lib.sandbox.backends.docker.container import DockerSandbox
 from tbrl_lib.sandbox.backends.ray.cluster import current_node_id
 from tbrl_lib.sandbox.base import CommandResult, ExecResult, SandboxClosed, SandboxStats
@@ -86,6 +87,16 @@ class SandboxActor:
             return None
         await sandbox.close()
         return sandbox.stats
+
+
+def prune_node_caches() -> int:
+    """Remove this node's pristine volumes no container mounts; how many. Run by
+    `cluster.on_each_node`."""
+    client = engine.client()
+    try:
+        return len(pristine_volume.prune(client)[0])
+    finally:
+        client.close()
 
 
 def reap_node(run_id: str | None = None) -> int:

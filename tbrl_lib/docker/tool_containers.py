@@ -20,8 +20,8 @@ from pathlib import Path
 from docker.errors import DockerException, ImageNotFound
 from requests.exceptions import RequestException
 
-from tbrl_lib.sandbox.backends.docker import base_images
-from tbrl_lib.sandbox.backends.docker.engine import client as engine_client
+from tbrl_lib.docker import base_images
+from tbrl_lib.docker.engine import client as engine_client
 
 SOCKET = "/var/run/docker.sock"
 COMPOSE_PROJECT_LABEL = "com.docker.compose.project"

@@ -25,7 +25,7 @@ from docker.errors import DockerException
 from tenacity import AsyncRetrying, Retrying, retry_if_result, stop_after_delay, wait_fixed
 from tqdm.auto import tqdm
 
-from tbrl_lib.sandbox.backend import EngineOutage, EngineUnavailable
+from tbrl_lib.engines import EngineOutage, EngineUnavailable
 
 DOCKERD_LOG = Path("/tmp/tbrl-dockerd.log")
 
@@ -60,7 +60,7 @@ def require_engine(purpose: str = "this command") -> EngineInfo:
     start it. Commands that run sandboxes call this before doing anything else."""
     info = ping()
     if info is None:
-        raise EngineUnavailable(f"{purpose} needs a Docker engine: {_how_to_fix()}")
+        raise EngineUnavailable(f"{purpose} needs a Docker engine: {how_to_fix()}")
     return info
 
 
@@ -70,10 +70,10 @@ def ensure_engine(start: bool = True, wait_s: float = 60.0) -> EngineInfo:
     if info:
         return info
     if not start:
-        raise EngineUnavailable(_how_to_fix())
+        raise EngineUnavailable(how_to_fix())
     dockerd = shutil.which("dockerd")
     if dockerd is None or os.geteuid() != 0 or os.environ.get("DOCKER_HOST"):
-        raise EngineUnavailable(_how_to_fix())
+        raise EngineUnavailable(how_to_fix())
     with DOCKERD_LOG.open("ab") as log:
         subprocess.Popen([dockerd], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     info = _until_answered(Retrying, wait_s, every_s=0.5)(ping)
@@ -118,7 +118,7 @@ def _until_answered(retrying: type[Retrying] | type[AsyncRetrying], wait_s: floa
     )
 
 
-def _how_to_fix() -> str:
+def how_to_fix() -> str:
     if os.environ.get("DOCKER_HOST"):
         return (
             f"no Docker engine answers at DOCKER_HOST={os.environ['DOCKER_HOST']}; "
