@@ -32,7 +32,7 @@ from rich.table import Table
 from tbrl_lib.console import console
 from tbrl_lib.docker.base_images import BASE_IMAGE
 from tbrl_lib.rewards.verifier import BASE_ENV, verify
-from tbrl_lib.sandbox import open_sandbox, pristine_programs
+from tbrl_lib.sandbox import IsolatedCommand, open_sandbox, pristine_programs
 from tbrl_lib.sandbox.archive import tar_of
 from tbrl_lib.sandbox.backends.docker import pristine_volume
 from tbrl_lib.sandbox.runtime import interpreter_argv
@@ -97,9 +97,11 @@ async def restore_seconds(sandbox) -> tuple[int, float, float]:
     """(entries, restore s, check s) of the image's programs, timed inside the container."""
     program = Path(pristine_programs.__file__).read_text() + RESTORE_TIMING
     result = await sandbox.exec_isolated(
-        [*interpreter_argv(sandbox.runtime_dir), "-I", "-S", "-B", "-c", program],
-        env=BASE_ENV,
-        timeout=60,
+        IsolatedCommand(
+            [*interpreter_argv(sandbox.runtime_dir), "-I", "-S", "-B", "-c", program],
+            env=BASE_ENV,
+            timeout=60,
+        )
     )
     entries, restore_s, check_s, *rest = result.stdout.decode().split(" ", 3)
     if rest and rest[0].strip() != "[] [] []":

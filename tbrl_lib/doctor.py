@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tbrl_lib.docker import base_images, engine
-from tbrl_lib.sandbox import BACKENDS, BackendNotInstalled, SandboxConfig, backend_for
+from tbrl_lib.sandbox import BACKENDS, BackendNotInstalled, Finding, SandboxConfig, backend_for
 from tbrl_lib.slurm import SlurmError, allocation
 from tbrl_lib.trl_vllm import installed_note
 
@@ -52,14 +52,10 @@ JUDGE_KEYS = {
 
 
 @dataclass(frozen=True)
-class Check:
-    component: str
-    ok: bool
-    found: str
-    fix: str = ""
-    """When not ok: what it disables, then how to fix it."""
-    required: bool = False
-    """A failed required check makes `tbrl doctor` exit non-zero."""
+class Check(Finding):
+    """A row of the table: the component, ok or not, what was found, and when not ok what
+    that disables and how to fix it (`required`: a failure makes `tbrl doctor` exit 1)."""
+
     note: bool = False
     """Not a failure: something worth knowing (shown as `note`)."""
 

@@ -109,7 +109,7 @@ from importlib import resources
 from typing import Any
 
 from tbrl_lib.sandbox.archive import tar_of
-from tbrl_lib.sandbox.base import Sandbox, SandboxError
+from tbrl_lib.sandbox.base import IsolatedCommand, Sandbox, SandboxError
 from tbrl_lib.sandbox.runtime import interpreter_argv
 from tbrl_lib.tasks.model import Task
 from tbrl_lib.tasks.weights import (
@@ -237,9 +237,11 @@ async def verify(task: Task, sandbox: Sandbox, timeout: float | None = None) -> 
         )
         grace = min(15.0, max(3.0, limit / 4))  # the runner's own alarm fires first when it can
         result = await sandbox.exec_isolated(
-            [*interpreter_argv(sandbox.runtime_dir), "-I", "-S", "-B", "-c", BOOT],
-            env={**BASE_ENV, "TBRL_VERIFY": json.dumps(config)},
-            timeout=limit + grace,
+            IsolatedCommand(
+                [*interpreter_argv(sandbox.runtime_dir), "-I", "-S", "-B", "-c", BOOT],
+                env={**BASE_ENV, "TBRL_VERIFY": json.dumps(config)},
+                timeout=limit + grace,
+            )
         )
     except SandboxError as err:
         report = TestReport(

@@ -19,6 +19,7 @@ from tbrl_lib.sandbox.backends import backend_for, close_backends, reap_run
 from tbrl_lib.sandbox.base import (
     CommandResult,
     FileTooLarge,
+    IsolatedCommand,
     Sandbox,
     SandboxError,
     SandboxLimitExceeded,
@@ -49,6 +50,7 @@ __all__ = [
     "EngineUnavailable",
     "FileTooLarge",
     "Finding",
+    "IsolatedCommand",
     "Sandbox",
     "SandboxBackend",
     "SandboxConfig",

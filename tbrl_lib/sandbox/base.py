@@ -144,6 +144,18 @@ class CommandResult:
 
 
 @dataclass(frozen=True)
+class IsolatedCommand:
+    """A process `exec_isolated` starts: `argv` with exactly `env`, as `user` in `workdir`,
+    killed after `timeout` seconds."""
+
+    argv: list[str]
+    env: dict[str, str]
+    timeout: float
+    user: str = "0:0"
+    workdir: str = "/"
+
+
+@dataclass(frozen=True)
 class ExecResult:
     """A process started with `exec_isolated`."""
 
@@ -186,17 +198,9 @@ class Sandbox(Protocol):
     workdir: str
     """The directory the agent's shell starts in (tests run there too)."""
 
-    async def exec_isolated(
-        self,
-        argv: list[str],
-        *,
-        env: dict[str, str],
-        timeout: float,
-        user: str = "0:0",
-        workdir: str = "/",
-    ) -> ExecResult:
-        """Start `argv` as a new process of the container (not through the agent's shell),
-        with exactly `env`; wait at most `timeout` s, then kill it (`timed_out`)."""
+    async def exec_isolated(self, command: IsolatedCommand) -> ExecResult:
+        """Start `command` as a new process of the container (not through the agent's shell),
+        with exactly its `env`; wait at most its `timeout` s, then kill it (`timed_out`)."""
         ...
 
     async def put_archive(self, path: str, tar: bytes) -> None:

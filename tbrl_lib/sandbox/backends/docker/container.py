@@ -57,6 +57,7 @@ from tbrl_lib.sandbox.backends.docker.shell import PersistentShell
 from tbrl_lib.sandbox.base import (
     CommandResult,
     ExecResult,
+    IsolatedCommand,
     SandboxClosed,
     SandboxError,
     SandboxLimitExceeded,
@@ -547,15 +548,7 @@ class DockerSandbox(FileTransfer):
         )
 
     # ------------------------------------------------------------------ isolated operations
-    async def exec_isolated(
-        self,
-        argv: list[str],
-        *,
-        env: dict[str, str],
-        timeout: float,
-        user: str = "0:0",
-        workdir: str = "/",
-    ) -> ExecResult:
+    async def exec_isolated(self, command: IsolatedCommand) -> ExecResult:
         self._check_alive()
         since = time.time()
         try:
@@ -563,11 +556,7 @@ class DockerSandbox(FileTransfer):
                 exec_with_deadline,
                 self.host.client.api,
                 self.container_id,
-                argv,
-                env,
-                timeout,
-                user,
-                workdir,
+                command,
                 what="an isolated exec",
             )
         except (DockerException, SandboxError, OSError) as err:

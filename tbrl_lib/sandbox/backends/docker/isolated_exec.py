@@ -23,7 +23,7 @@ from typing import Any
 import docker
 
 from tbrl_lib.sandbox.backends.docker.runtime_volume import BASH
-from tbrl_lib.sandbox.base import ExecResult
+from tbrl_lib.sandbox.base import ExecResult, IsolatedCommand
 
 MAX_STDOUT = 32 * 1024 * 1024
 """Stdout kept (the tail); a runner that floods is cut, not allowed to fill memory."""
@@ -45,19 +45,30 @@ def engine_url(api: Any) -> str:
 def exec_with_deadline(
     shared_api: Any,
     container_id: str,
-    argv: list[str],
-    env: dict[str, str],
-    timeout: float,
-    user: str = "0:0",
-    workdir: str = "/",
+    command: IsolatedCommand,
 ) -> ExecResult:
-    """Run `argv` in the container; blocking (call it on the docker thread pool)."""
+    """Run `command` in the container; blocking (call it on the docker thread pool)."""
+    timeout = command.timeout
     api = docker.APIClient(
         base_url=engine_url(shared_api), version=shared_api.api_version, timeout=int(timeout) + 30
     )
-    wrapped = [*BASH, "--noprofile", "--norc", "-c", 'echo "$$" >&2; exec "$@"', "tbrl-exec", *argv]
+    wrapped = [
+        *BASH,
+        "--noprofile",
+        "--norc",
+        "-c",
+        'echo "$$" >&2; exec "$@"',
+        "tbrl-exec",
+        *command.argv,
+    ]
     exec_id = api.exec_create(
-        container_id, wrapped, environment=env, workdir=workdir, user=user, stdout=True, stderr=True
+        container_id,
+        wrapped,
+        environment=command.env,
+        workdir=command.workdir,
+        user=command.user,
+        stdout=True,
+        stderr=True,
     )["Id"]
     out, err = bytearray(), bytearray()
     state: dict[str, Any] = {}

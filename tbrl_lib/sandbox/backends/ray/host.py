@@ -23,7 +23,13 @@ from tbrl_lib.docker import engine, reaper
 from tbrl_lib.sandbox.backends.docker import pristine_volume
 from tbrl_lib.sandbox.backends.docker.container import DockerSandbox
 from tbrl_lib.sandbox.backends.ray.cluster import current_node_id
-from tbrl_lib.sandbox.base import CommandResult, ExecResult, SandboxClosed, SandboxStats
+from tbrl_lib.sandbox.base import (
+    CommandResult,
+    ExecResult,
+    IsolatedCommand,
+    SandboxClosed,
+    SandboxStats,
+)
 from tbrl_lib.sandbox.config import SandboxConfig
 from tbrl_lib.tasks.model import Task
 
@@ -69,12 +75,8 @@ class SandboxActor:
     async def read_file(self, path: str, max_bytes: int | None) -> bytes:
         return await self._get().read_file(path, max_bytes)
 
-    async def exec_isolated(
-        self, argv: list[str], env: dict[str, str], timeout: float, user: str, wd: str
-    ) -> ExecResult:
-        return await self._get().exec_isolated(
-            argv, env=env, timeout=timeout, user=user, workdir=wd
-        )
+    async def exec_isolated(self, command: IsolatedCommand) -> ExecResult:
+        return await self._get().exec_isolated(command)
 
     async def put_archive(self, path: str, tar: bytes) -> None:
         await self._get().put_archive(path, tar)

@@ -20,7 +20,13 @@ from typing import Any
 
 from tbrl_lib.sandbox.backends.ray.cluster import ray_module, spawn
 from tbrl_lib.sandbox.backends.ray.host import SandboxActor
-from tbrl_lib.sandbox.base import CommandResult, ExecResult, SandboxError, SandboxStats
+from tbrl_lib.sandbox.base import (
+    CommandResult,
+    ExecResult,
+    IsolatedCommand,
+    SandboxError,
+    SandboxStats,
+)
 from tbrl_lib.sandbox.config import SandboxConfig
 from tbrl_lib.tasks.model import Task
 
@@ -130,16 +136,8 @@ class RaySandbox:
         self.stats.bytes_read += len(data)
         return data
 
-    async def exec_isolated(
-        self,
-        argv: list[str],
-        *,
-        env: dict[str, str],
-        timeout: float,
-        user: str = "0:0",
-        workdir: str = "/",
-    ) -> ExecResult:
-        return await self._call("exec_isolated", argv, env, timeout, user, workdir, limit=timeout)
+    async def exec_isolated(self, command: IsolatedCommand) -> ExecResult:
+        return await self._call("exec_isolated", command, limit=command.timeout)
 
     async def put_archive(self, path: str, tar: bytes) -> None:
         await self._call("put_archive", path, tar, limit=self._io_limit)
