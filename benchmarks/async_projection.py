@@ -52,8 +52,8 @@ from pathlib import Path
 
 from tbrl_lib.tasks.model import Limits
 from tbrl_lib.train.config.config import TrainConfig
-from tbrl_lib.train.plan.gpu_memory import model_shape
 from tbrl_lib.train.plan.launch import node_count
+from tbrl_lib.train.plan.memory_plan import model_shape
 
 Sampler = Callable[[random.Random], float]
 """Seconds of one episode, drawn with the simulation's own random generator."""
@@ -238,7 +238,7 @@ def project(work: Workload, sample: Sampler, seeds: list[int]) -> dict[str, Proj
 
 def run_durations(folder: Path) -> list[float]:
     """The `seconds` of every rollout a finished run saved (`trajectories/*.jsonl`, one
-    `step_rollouts.Rollout` a line), zero-second rows left out."""
+    `step.runner.StepRollout` a line), zero-second rows left out."""
     files = sorted((Path(folder) / "trajectories").glob("*.jsonl"))
     seconds = [
         float(json.loads(line)["seconds"])

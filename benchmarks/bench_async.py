@@ -30,8 +30,8 @@ from rich.table import Table
 from tbrl_lib.console import console
 from tbrl_lib.overrides import merge, parse_overrides
 from tbrl_lib.train.config.presets import load_preset
-from tbrl_lib.train.grpo.run import train
-from tbrl_lib.train.report.reporting import load_metrics
+from tbrl_lib.train.grpo.training import train
+from tbrl_lib.train.report.run_files import load_metrics
 
 MODES = {"sync": False, "async": True}
 

@@ -39,7 +39,7 @@ from tbrl_lib.evaluate.results import RunConfig, RunResults
 from tbrl_lib.fake_llm_server.llm_server import LLMServer, RecordedRequest
 from tbrl_lib.harbor.image import ensure_harbor_image, image_name
 from tbrl_lib.harbor.job import phase_seconds
-from tbrl_lib.harbor.run import run_harbor
+from tbrl_lib.harbor.runner import run_harbor
 from tbrl_lib.tasks import load_tasks
 
 

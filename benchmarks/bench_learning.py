@@ -48,7 +48,7 @@ from benchmarks.bench_async import CpuBusy  # noqa: E402
 from tbrl_lib.console import console  # noqa: E402
 from tbrl_lib.overrides import parse_overrides  # noqa: E402
 from tbrl_lib.train.config.presets import load_preset  # noqa: E402
-from tbrl_lib.train.grpo.run import train  # noqa: E402
+from tbrl_lib.train.grpo.training import train  # noqa: E402
 from tbrl_lib.train.report.run_report import memory_table  # noqa: E402
 
 RISE_GOAL, ZERO_STD_GOAL = 0.15, 0.5

@@ -38,7 +38,7 @@ from tbrl_lib.evaluate.results import RunConfig, RunResults
 from tbrl_lib.models import fetch, models_dir
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.train.config.presets import load_preset
-from tbrl_lib.train.grpo.run import train
+from tbrl_lib.train.grpo.training import train
 
 MODEL = "smollm2-135m"
 BUNDLED_EPISODE = EpisodeLimits(

@@ -1,4 +1,4 @@
-"""Rollout generation: one request at a time (baseline) vs batched across concurrent episodes.
+"""StepRollout generation: one request at a time (baseline) vs batched across concurrent episodes.
 
 During a GRPO step, 16+ episodes wait for their next assistant turn at the same moment.
 `BatchingGenerator` (tbrl_lib.train.model.trainer_policy) gathers those requests into one `generate`

@@ -57,7 +57,7 @@ PRESETS = ["cpu-demo", "8xh100", "32xh100"]
 def run_numbers(folder: Path) -> dict:
     """A finished run's mode, measured steps/h of step time, and (async) training seconds a
     step: median of TRL's step_time minus `async/wait_s`."""
-    from tbrl_lib.train.report.reporting import load_metrics  # loads transformers: only with --runs
+    from tbrl_lib.train.report.run_files import load_metrics  # loads transformers: only with --runs
 
     config = json.loads((folder / "config.json").read_text())["tbrl"]
     metrics = load_metrics(folder)

@@ -98,7 +98,7 @@ class StepTrace:
 def trace(out_dir: Path) -> StepTrace:
     """Run notebook 04's training cell for one cpu-smoke step under the profiler."""
     from tbrl_lib.train.config.presets import ONE_STEP, load_preset
-    from tbrl_lib.train.grpo.run import train
+    from tbrl_lib.train.grpo.training import train
 
     config = load_preset("cpu-smoke", ONE_STEP)
     seen = StepTrace()

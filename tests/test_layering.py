@@ -103,7 +103,7 @@ def test_the_check_sees_function_level_and_package_imports(tmp_path):
     module.write_text(
         "from tbrl_lib import upstream\n"
         "def f():\n"
-        "    from tbrl_lib.train.grpo.run import train\n"
+        "    from tbrl_lib.train.grpo.training import train\n"
         "    import tbrl_lib.cli\n"
     )
     assert imported_units(module) == {("upstream", 1), ("train", 3), ("cli", 4)}
@@ -320,7 +320,7 @@ TRAIN_ROOMS = [
     "plan",
     "model",
     "vllm",
-    "rollouts",
+    "step",
     "report",
     "pipeline",
     "heldout",

@@ -50,7 +50,7 @@ def test_training_imports_notebook_tools_only_in_the_report():
 @pytest.mark.slow
 def test_a_training_run_loads_no_notebook_helpers():
     code = (
-        "import sys, tbrl_lib.train.grpo.run, tbrl_lib.train.grpo.summary\n"
+        "import sys, tbrl_lib.train.grpo.training, tbrl_lib.train.grpo.summary\n"
         "print(sorted(m for m in sys.modules if m.startswith('tbrl_lib.notebook_tools')))"
     )
     run = subprocess.run(

@@ -29,7 +29,7 @@ from tbrl_lib.docker.engine import require_engine  # Harbor drives Docker itself
 from tbrl_lib.evaluate.harness import require_credentials, run_eval
 from tbrl_lib.evaluate.report import compare_runs, comparison_table, summary_table
 from tbrl_lib.evaluate.results import RunConfig, RunResults
-from tbrl_lib.harbor.run import HarborRunError, check_policy, check_source, run_harbor
+from tbrl_lib.harbor.runner import HarborRunError, check_policy, check_source, run_harbor
 from tbrl_lib.models import make_policy, resolve_model
 from tbrl_lib.overrides import merge, parse_overrides, settings_error
 from tbrl_lib.run_folder import run_dir

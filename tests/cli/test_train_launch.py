@@ -32,7 +32,7 @@ def test_launch_positional_writes_files(tmp_path):
 
 def test_16xh100_is_two_nodes_everywhere():
     from tbrl_lib.train.config.presets import load_preset
-    from tbrl_lib.train.plan.gpu_memory import plan_memory
+    from tbrl_lib.train.plan.memory_plan import plan_memory
 
     c = load_preset("16xh100")
     assert c.launch.num_nodes + c.launch.vllm_server_nodes == 2 and c.launch.num_processes == 8

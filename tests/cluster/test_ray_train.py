@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tbrl_lib.train.config.presets import load_preset
-from tbrl_lib.train.grpo.run import run_label
+from tbrl_lib.train.grpo.training import run_label
 from tests.cluster.conftest import ROOT, UNITS, _free_port, run_containers
 from tests.cluster.test_ray_eval import Sampler
 

@@ -22,7 +22,7 @@ from tbrl_lib.evaluate.report import compare_runs
 from tbrl_lib.evaluate.results import RunConfig, RunResults
 from tbrl_lib.fake_llm_server.llm_server import LLMServer, RecordedRequest
 from tbrl_lib.harbor.image import ensure_harbor_image
-from tbrl_lib.harbor.run import HarborRunError, run_harbor
+from tbrl_lib.harbor.runner import HarborRunError, run_harbor
 from tbrl_lib.tasks import load_tasks
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.harbor]

@@ -1,4 +1,4 @@
-"""The parts of `tbrl_lib.harbor.run` that need Docker but not Harbor: the public base
+"""The parts of `tbrl_lib.harbor.runner` that need Docker but not Harbor: the public base
 images a task names are provided locally before Harbor builds it, and the `harbor run`
 command line carries the run's policy, limits and agent options."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from tbrl_lib.docker.base_images import LABEL_SUBSTITUTE
 from tbrl_lib.evaluate.results import RunConfig
-from tbrl_lib.harbor.run import AGENT_IMPORT_PATH, harbor_argv, provide_bases
+from tbrl_lib.harbor.runner import AGENT_IMPORT_PATH, harbor_argv, provide_bases
 from tbrl_lib.tasks.model import Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
 

@@ -19,7 +19,7 @@ from tbrl_lib.evaluate.results import RunResults
 from tbrl_lib.models import fetch, model_config, resolve_model
 from tbrl_lib.models.packaged import MARKER
 from tbrl_lib.policies.chat import TokenChat
-from tbrl_lib.train.plan.gpu_memory import KNOWN_SHAPES, shape_from_hf_config
+from tbrl_lib.train.plan.memory_plan import KNOWN_SHAPES, shape_from_hf_config
 from tests.conftest import REPO
 from tests.policies.test_chat_formats import ACTIONS, assert_exact, encode, run_turns
 

@@ -20,7 +20,7 @@ from tbrl_lib.models import (
     tiny_size,
 )
 from tbrl_lib.models.packaged import MARKER, cached
-from tbrl_lib.train.plan.gpu_memory import KNOWN_SHAPES, model_shape
+from tbrl_lib.train.plan.memory_plan import KNOWN_SHAPES, model_shape
 
 
 @pytest.fixture

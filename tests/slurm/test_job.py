@@ -23,7 +23,7 @@ import docker
 import pytest
 
 from tbrl_lib.train.config.presets import load_preset
-from tbrl_lib.train.grpo.run import run_label
+from tbrl_lib.train.grpo.training import run_label
 from tests.slurm.test_submit import ROOT, launch
 
 pytestmark = [pytest.mark.slurm, pytest.mark.ray, pytest.mark.docker, pytest.mark.slow]

@@ -88,8 +88,8 @@ def test_a_registered_part_and_estimator_reach_the_run_and_grpo_is_trls(
 
     from tbrl_lib.rewards.parts import PARTS, Part
     from tbrl_lib.train.config.presets import load_preset
-    from tbrl_lib.train.grpo.run import train
-    from tbrl_lib.train.report.reporting import load_metrics
+    from tbrl_lib.train.grpo.training import train
+    from tbrl_lib.train.report.run_files import load_metrics
 
     monkeypatch.setitem(PARTS, "turns", Part(lambda ev: 1.0 / (1 + len(ev.trajectory.turns))))
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []

@@ -24,8 +24,8 @@ from benchmarks.async_projection import (
     simulate_sync,
 )
 from tbrl_lib.train.config.presets import load_preset
-from tbrl_lib.train.plan.gpu_memory import model_shape
-from tbrl_lib.train.rollouts.step_rollouts import Rollout, save_rollouts
+from tbrl_lib.train.plan.memory_plan import model_shape
+from tbrl_lib.train.step.runner import StepRollout, save_rollouts
 from tests.conftest import REPO
 
 spec = importlib.util.spec_from_file_location(
@@ -110,8 +110,8 @@ def test_lognormal_is_capped_and_has_its_median():
     assert draws[2000] == pytest.approx(100.0, rel=0.1)
 
 
-def rollout(seconds: float) -> Rollout:
-    return Rollout("t1", [1, 2], [3, 4], [1, 1], None, reward=1.0, seconds=seconds)
+def rollout(seconds: float) -> StepRollout:
+    return StepRollout("t1", [1, 2], [3, 4], [1, 1], None, reward=1.0, seconds=seconds)
 
 
 @pytest.fixture

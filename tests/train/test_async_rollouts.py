@@ -31,10 +31,10 @@ from tbrl_lib.train.pipeline.async_rollouts import (
     group_version,
     is_stale,
 )
-from tbrl_lib.train.rollouts.curriculum import Curriculum
-from tbrl_lib.train.rollouts.step_rollouts import Rollout
+from tbrl_lib.train.step.curriculum import Curriculum
+from tbrl_lib.train.step.runner import StepRollout
 from tests.train.conftest import make_model
-from tests.train.test_step_rollouts import make_runner, make_task, row, scripted_result
+from tests.train.test_step_runner import make_runner, make_task, row, scripted_result
 
 # --- the worker --------------------------------------------------------------------------
 
@@ -189,7 +189,7 @@ def test_the_local_weight_transfer_waits_for_the_generation_call_in_progress():
 
 
 def queued(group: int, *versions: int) -> list[QueuedRollout]:
-    rollout = Rollout.from_result(scripted_result(make_task("a"), 1.0))
+    rollout = StepRollout.from_result(scripted_result(make_task("a"), 1.0))
     return [QueuedRollout(rollout, group, v) for v in versions]
 
 

@@ -12,8 +12,8 @@ import pytest
 @pytest.mark.slow
 def test_async_cpu_smoke_run(tmp_path, docker_client, base_image):
     from tbrl_lib.train.config.presets import load_preset
-    from tbrl_lib.train.grpo.run import train
-    from tbrl_lib.train.report.reporting import load_metrics
+    from tbrl_lib.train.grpo.training import train
+    from tbrl_lib.train.report.run_files import load_metrics
 
     out = tmp_path / "run"
     summary = train(

@@ -25,7 +25,7 @@ from tbrl_lib.train.report.callbacks import (
     step_record,
     use_progress_lines,
 )
-from tbrl_lib.train.rollouts.curriculum import Curriculum
+from tbrl_lib.train.step.curriculum import Curriculum
 
 STEP_LOGS = {
     "loss": 0.01,

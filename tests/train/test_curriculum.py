@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tbrl_lib.train.rollouts.curriculum import Curriculum, CurriculumSampler
+from tbrl_lib.train.step.curriculum import Curriculum, CurriculumSampler
 
 
 def passed(rewards):

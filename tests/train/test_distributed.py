@@ -122,7 +122,7 @@ def _check_states(rank: int, port: int, differ: bool, results) -> None:
     )
     from accelerate import PartialState
 
-    from tbrl_lib.train.rollouts.hooks import require_same_on_every_process
+    from tbrl_lib.train.step.hooks import require_same_on_every_process
 
     PartialState(cpu=True)
     parts = {"curriculum": {"step": 3 + (rank if differ else 0)}, "runner": {"calls": 3}}

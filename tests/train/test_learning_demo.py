@@ -16,8 +16,8 @@ def test_warm_start_then_grpo_with_heldout_evaluations(tmp_path, docker_client, 
     from safetensors.torch import load_file
 
     from tbrl_lib.train.config.presets import load_preset
-    from tbrl_lib.train.grpo.run import train
-    from tbrl_lib.train.report.reporting import load_metrics
+    from tbrl_lib.train.grpo.training import train
+    from tbrl_lib.train.report.run_files import load_metrics
 
     out = tmp_path / "run"
     summary = train(

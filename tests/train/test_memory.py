@@ -6,7 +6,7 @@ import pytest
 
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.config.presets import load_preset, preset_names
-from tbrl_lib.train.plan.gpu_memory import (
+from tbrl_lib.train.plan.memory_plan import (
     GENERATION_HEADROOM,
     GIB,
     KNOWN_SHAPES,
@@ -195,7 +195,7 @@ def test_local_model_folder_shape_is_read_from_config_json(tmp_path):
 def test_plan_knows_the_local_tiny_model():
     # cpu-smoke's model is `tiny`, built on demand: the planner reads the builder's shape
     from tbrl_lib.train.config.presets import load_preset
-    from tbrl_lib.train.plan.gpu_memory import model_shape, plan_text
+    from tbrl_lib.train.plan.memory_plan import model_shape, plan_text
 
     assert model_shape("tiny").parameters() > 0
     assert "total" in plan_text(load_preset("cpu-smoke"))
@@ -205,7 +205,7 @@ def test_sgd_keeps_no_optimizer_state():
     # cpu-demo trains with plain SGD (fp32): no moments, so its optimizer row is empty;
     # AdamW on the same preset keeps two fp32 moments, twice the fp32 gradients
     from tbrl_lib.train.config.presets import load_preset
-    from tbrl_lib.train.plan.gpu_memory import plan_memory
+    from tbrl_lib.train.plan.memory_plan import plan_memory
 
     def rows(config) -> dict[str, float]:
         return {name: gib for name, gib, _ in plan_memory(config).rows}

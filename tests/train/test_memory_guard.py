@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tbrl_lib.train.config.presets import load_preset
-from tbrl_lib.train.plan.gpu_memory import plan_memory
+from tbrl_lib.train.plan.memory_plan import plan_memory
 
 BENCH = Path(__file__).parents[2] / "benchmarks" / "bench_memory.py"
 BATCH, TOKENS = 1, 1024

@@ -90,7 +90,7 @@ namespace["preset"] = "1xh200"  # model.loader: unsloth
 try:
     exec(imports, namespace)  # the notebook's import cell, as written
 except SystemExit:  # preflight refused this CPU machine: what the cell imports next
-    import tbrl_lib.train.report.reporting, tbrl_lib.train.grpo.run  # noqa: E401
+    import tbrl_lib.train.report.run_files, tbrl_lib.train.grpo.training  # noqa: E401
 print(json.dumps(order))
 """
 

@@ -13,7 +13,7 @@ import pytest
 
 from tbrl_lib.batch_shapes import note_generation, note_training
 from tbrl_lib.train.config.presets import load_preset
-from tbrl_lib.train.plan.gpu_memory import memory_report
+from tbrl_lib.train.plan.memory_plan import memory_report
 from tbrl_lib.train.plan.phase_memory import RunClock, over_plan, phase_table, timed
 from tbrl_lib.train.report.run_report import memory_table
 

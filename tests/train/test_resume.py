@@ -25,7 +25,7 @@ from tbrl_lib.train.plan.resume import (
     read_state,
     write_state,
 )
-from tbrl_lib.train.rollouts.curriculum import Curriculum
+from tbrl_lib.train.step.curriculum import Curriculum
 
 SETTINGS = [
     "grpo.max_steps=3",

@@ -17,9 +17,9 @@ from tbrl_lib.trl_vllm import installed_note
 def test_one_grpo_step_with_real_sandboxes(tmp_path, docker_client, base_image, capfd):
     from tbrl_lib.step_progress import SECONDS_PER_STEP
     from tbrl_lib.train.config.presets import load_preset
-    from tbrl_lib.train.grpo.run import train
+    from tbrl_lib.train.grpo.training import train
     from tbrl_lib.train.report.callbacks import OWN_PREFIXES
-    from tbrl_lib.train.report.reporting import load_metrics, rollouts_frame
+    from tbrl_lib.train.report.run_files import load_metrics, rollouts_frame
 
     out = tmp_path / "run"
     summary = train(load_preset("cpu-smoke", ONE_STEP), out)
@@ -82,7 +82,7 @@ def test_reward_trend_compares_the_first_and_last_steps_and_the_flat_share():
 
 
 def test_train_takes_the_callers_config_not_a_preset_name(tmp_path):
-    from tbrl_lib.train.grpo.run import train
+    from tbrl_lib.train.grpo.training import train
 
     with pytest.raises(TypeError, match="load_preset"):  # the old train(preset, overrides, out)
         train("cpu-smoke", {"grpo.max_steps": 1}, tmp_path)  # type: ignore[arg-type]

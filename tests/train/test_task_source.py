@@ -70,8 +70,8 @@ def test_prebuild_skips_tasks_whose_image_does_not_build(base_image, capsys):
 @pytest.mark.docker
 @pytest.mark.slow
 def test_one_grpo_step_on_a_public_style_task_set(tmp_path, base_image):
-    from tbrl_lib.train.grpo.run import train
-    from tbrl_lib.train.report.reporting import rollouts_frame
+    from tbrl_lib.train.grpo.training import train
+    from tbrl_lib.train.report.run_files import rollouts_frame
 
     out = tmp_path / "run"
     overrides = parse_overrides(

@@ -65,7 +65,7 @@ def test_a_short_run_logs_everything_to_tensorboard_and_one_console_line_per_ste
     has one line per step and the held-out results as they landed."""
     import pandas as pd
 
-    from tbrl_lib.train.grpo.run import train
+    from tbrl_lib.train.grpo.training import train
 
     out = tmp_path / "run"
     settings = {

@@ -108,8 +108,8 @@ def test_a_pushed_update_changes_the_servers_logprobs(tmp_path):
 
     from tbrl_lib.models.resolve import resolve_model
     from tbrl_lib.train.config.presets import load_preset
-    from tbrl_lib.train.vllm.vllm_cpu import ReloadingVLLMClient
-    from tbrl_lib.train.vllm.vllm_server import serving
+    from tbrl_lib.train.vllm.cpu import ReloadingVLLMClient
+    from tbrl_lib.train.vllm.server import serving
 
     port = free_port()
     config = load_preset(

@@ -199,7 +199,7 @@ def test_the_async_pipeline_samples_from_the_server_and_pushes_weights_once_a_st
     from tbrl_lib.train.model.trainer_policy import TrainerPolicy
     from tbrl_lib.train.pipeline.async_pipeline import AheadRolloutFunc
     from tests.train.test_async_rollouts import sampling_episode
-    from tests.train.test_step_rollouts import make_runner, make_task, row
+    from tests.train.test_step_runner import make_runner, make_task, row
 
     tasks = [make_task("a"), make_task("b")]
     runner, rollout_func = make_runner(tasks, sampling_episode(), concurrency=4)

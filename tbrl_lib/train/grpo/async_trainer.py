@@ -26,7 +26,7 @@ from tbrl_lib.train.grpo.session import TrainingSession
 from tbrl_lib.train.grpo.trainer import SessionTrainer
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
 from tbrl_lib.train.pipeline.async_pipeline import AheadRolloutFunc, importance_weights, ratio_stats
-from tbrl_lib.train.rollouts.step_rollouts import OUTAGE_RERUNS
+from tbrl_lib.train.step.runner import OUTAGE_RERUNS
 
 
 def worker_stale_after_s(session: TrainingSession) -> float:

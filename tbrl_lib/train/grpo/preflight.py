@@ -29,9 +29,9 @@ from tbrl_lib.models import ModelNotFound, is_local, model_kind, resolve_model
 from tbrl_lib.sandbox import BackendNotInstalled, Demand, EngineUnavailable, backend_for
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.model.model_loader import import_early
-from tbrl_lib.train.plan.gpu_memory import plan_memory
 from tbrl_lib.train.plan.launch import launch_commands, run_starts_server
-from tbrl_lib.train.vllm.vllm_server import answers
+from tbrl_lib.train.plan.memory_plan import plan_memory
+from tbrl_lib.train.vllm.server import answers
 
 HUB_TIMEOUT_S = 3.0
 SERVER_TIMEOUT_S = 2.0

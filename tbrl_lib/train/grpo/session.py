@@ -8,7 +8,7 @@
     curriculum       which tasks the next steps train on, and the filtering counts
     policy           the trainer's `TrainerPolicy`: the one token-exact renderer over the
                      trainer's weights (bound when the trainer exists: `SessionTrainer`)
-    runner           the step's rollouts by `policy` (`RolloutRunner`), with its hooks: the
+    runner           the step's rollouts by `policy` (`StepRunner`), with its hooks: the
                      infra-rate stop, dynamic sampling, the gather across processes
                      (`hooks.py`) and riding out an engine outage (`engine_outage.py`);
                      `rollout_func` is its TRL face
@@ -40,21 +40,21 @@ from tbrl_lib.train.grpo.task_set import dataset_rows, prebuild_images, select_t
 from tbrl_lib.train.heldout.evaluator import HeldoutDuringTraining, HeldoutEvaluator
 from tbrl_lib.train.model.model_loader import load_policy
 from tbrl_lib.train.model.trainer_policy import TrainerPolicy
-from tbrl_lib.train.plan.gpu_memory import generation_token_budget
+from tbrl_lib.train.plan.memory_plan import generation_token_budget
 from tbrl_lib.train.report.callbacks import CurriculumStop, MetricsWriter, StepClock
-from tbrl_lib.train.rollouts.curriculum import Curriculum
-from tbrl_lib.train.rollouts.engine_outage import EngineWait
-from tbrl_lib.train.rollouts.hooks import (
+from tbrl_lib.train.step.curriculum import Curriculum
+from tbrl_lib.train.step.engine_outage import EngineWait
+from tbrl_lib.train.step.hooks import (
     DynamicSampling,
     InfraErrorGuard,
     gather_across,
     process_state,
     rank_suffix,
 )
-from tbrl_lib.train.rollouts.step_rollouts import (
+from tbrl_lib.train.step.runner import (
     RolloutFunc,
-    RolloutRunner,
     RunnerSettings,
+    StepRunner,
     TaskIndex,
 )
 
@@ -97,7 +97,7 @@ class TrainingSession:
             config.model.enable_thinking,
             generation_token_budget(config),
         )
-        self.runner = RolloutRunner(
+        self.runner = StepRunner(
             RunnerSettings(
                 self.policy,
                 rollout,

@@ -27,11 +27,11 @@ from typing import Any
 from tbrl_lib.run_folder import record_summary
 from tbrl_lib.train.grpo.session import TrainingSession
 from tbrl_lib.train.heldout.evaluator import before_after_table, bundled_table, family_table
-from tbrl_lib.train.plan.gpu_memory import memory_report
+from tbrl_lib.train.plan.memory_plan import memory_report
 from tbrl_lib.train.report.family_plot import plot_families
-from tbrl_lib.train.report.reporting import plot_rewards
-from tbrl_lib.train.rollouts.hooks import process_state
-from tbrl_lib.train.rollouts.step_rollouts import mean
+from tbrl_lib.train.report.run_files import plot_rewards
+from tbrl_lib.train.step.hooks import process_state
+from tbrl_lib.train.step.runner import mean
 
 WARM_START_KEYS = (
     "checkpoint",

@@ -9,8 +9,8 @@ callbacks) and adds these of its own:
   settings, the curriculum, the sampler's drawn chunks, the runner's counters; `restore`
   reads them back for `--resume` (TRL restores model, optimizer, scheduler and RNG);
 - once built, it binds the session's policy to its own weights or vLLM engine; with vLLM
-  on one process, every weight push is checked (`vllm_sync_probe.SyncProbe`); on a CPU
-  trainer, TRL's engine and weight push are the CPU ones (`vllm_cpu.on_cpu`);
+  on one process, every weight push is checked (`vllm.sync_probe.SyncProbe`); on a CPU
+  trainer, TRL's engine and weight push are the CPU ones (`vllm.cpu.on_cpu`);
 - `save_final(path)` writes the final model as an ordinary model folder (a one-process
   LoRA run merges its adapter first);
 - each step's log carries the curriculum's numbers and what callbacks measured in the step
@@ -45,10 +45,10 @@ from tbrl_lib.train.grpo.session import TrainingSession
 from tbrl_lib.train.model.trl_compat import install_memory_fixes
 from tbrl_lib.train.plan.resume import read_state
 from tbrl_lib.train.report.callbacks import CheckpointState, StepLines, use_progress_lines
-from tbrl_lib.train.rollouts.curriculum import CurriculumSampler
-from tbrl_lib.train.rollouts.step_rollouts import reward_funcs
-from tbrl_lib.train.vllm.vllm_cpu import on_cpu, reload_colocated
-from tbrl_lib.train.vllm.vllm_sync_probe import SyncProbe
+from tbrl_lib.train.step.curriculum import CurriculumSampler
+from tbrl_lib.train.step.runner import reward_funcs
+from tbrl_lib.train.vllm.cpu import on_cpu, reload_colocated
+from tbrl_lib.train.vllm.sync_probe import SyncProbe
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 

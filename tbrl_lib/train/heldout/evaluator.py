@@ -38,8 +38,8 @@ from tbrl_lib.tasks import load_tasks
 from tbrl_lib.tasks.model import Difficulty, Task
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.heldout.split import evaluate_policy, family_of, heldout_tasks
-from tbrl_lib.train.plan.gpu_memory import generation_token_budget
-from tbrl_lib.train.rollouts.engine_outage import WHO, EngineWait
+from tbrl_lib.train.plan.memory_plan import generation_token_budget
+from tbrl_lib.train.step.engine_outage import WHO, EngineWait
 
 BUNDLED = "bundled"
 """The name the bundled tasks go by beside the families (folder suffix, table rows)."""

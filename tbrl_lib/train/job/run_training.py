@@ -36,13 +36,13 @@ from tbrl_lib.run_folder import run_dir
 from tbrl_lib.slurm import allocation
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.config.presets import overrides_of
-from tbrl_lib.train.grpo.run import train
+from tbrl_lib.train.grpo.training import train
 from tbrl_lib.train.job.placement import placement
 from tbrl_lib.train.plan.job_steps import JobSteps, Step, job_steps
 from tbrl_lib.train.plan.launch import SERVER_WAIT_S, node_count, write_accelerate_config
 from tbrl_lib.train.plan.ray_nodes import NodePorts, free_block, worker_ports
 from tbrl_lib.train.plan.scripts import RAY_WAIT_S
-from tbrl_lib.train.vllm.vllm_server import answers
+from tbrl_lib.train.vllm.server import answers
 
 RAY_TRIES = 3
 """Starts of one Ray node before the job gives up: on a loaded machine a raylet may give up

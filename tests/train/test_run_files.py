@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tbrl_lib.train.report.reporting import CURVES, heldout_points, plot_rewards
+from tbrl_lib.train.report.run_files import CURVES, heldout_points, plot_rewards
 
 
 def test_plot_is_written_with_and_without_points(tmp_path):
