@@ -4,7 +4,7 @@ peak memory of three workloads at each threshold.
     python benchmarks/bench_allocator.py                       # ~10 min on 2 cores
     python benchmarks/bench_allocator.py --workloads sft --thresholds 0 131072
 
-`train()` fixes the threshold at 128 KiB (`phase_memory.return_freed_memory`, issue 46's
+`train()` fixes the threshold at 128 KiB (`process_memory.return_freed_memory`, issue 46's
 memory fix): every block that large is a mapping of its own, given back to the kernel when
 freed, so freed activations do not stay resident. Each new mapping is faulted in a page at a
 time (4 KiB; torch's huge pages cover tensors of 2 MiB and more, `import tbrl_lib.train`), so many
@@ -40,7 +40,7 @@ from pathlib import Path
 from rich.table import Table
 
 from tbrl_lib.console import console
-from tbrl_lib.train.plan.phase_memory import (
+from tbrl_lib.process_memory import (
     MMAP_THRESHOLD_ENV,
     peak_gib,
     reset_peak,

@@ -42,8 +42,8 @@ from rich.table import Table
 
 from tbrl_lib.console import console
 from tbrl_lib.models import resolve_model
-from tbrl_lib.train.model.trl_compat import TorchChunkedLogProb, reference_logprobs
-from tbrl_lib.train.plan.phase_memory import peak_gib, reset_peak, return_freed_memory
+from tbrl_lib.policies.logprob_head import TorchChunkedLogProb, reference_logprobs
+from tbrl_lib.process_memory import peak_gib, reset_peak, return_freed_memory
 
 OUT = Path("outputs/bench_memory")
 SCORED_FROM = 64

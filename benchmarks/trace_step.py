@@ -4,7 +4,7 @@
 
 The rule, so the count is the same for anyone who runs it:
 
-1. notebook 04's training cell, `train(config, out_dir=run, resume=resume)`, runs on
+1. notebook 04's training cell, `run_training(config, out_dir=run, resume=resume)`, runs on
    `cpu-smoke` shrunk to one step of one group of two rollouts (`presets.ONE_STEP`), under
    `sys.setprofile` (and `threading.setprofile`, for the threads the step starts);
 2. the step is TRL's `trainer.train()`: with `grpo.max_steps=1` its whole call is one GRPO
@@ -97,15 +97,15 @@ class StepTrace:
 
 def trace(out_dir: Path) -> StepTrace:
     """Run notebook 04's training cell for one cpu-smoke step under the profiler."""
-    from tbrl_lib.train.config.presets import ONE_STEP, load_preset
-    from tbrl_lib.train.grpo.training import train
+    from tbrl_lib.train import load_preset, run_training
+    from tbrl_lib.train.config.presets import ONE_STEP
 
     config = load_preset("cpu-smoke", ONE_STEP)
     seen = StepTrace()
     threading.setprofile(seen.profile)
     sys.setprofile(seen.profile)
     try:
-        train(config, out_dir)
+        run_training(config, out_dir=out_dir)
     finally:
         sys.setprofile(None)
         threading.setprofile(None)

@@ -23,10 +23,10 @@ LAYERS: list[set[str]] = [
     {"run_folder", "step_progress"},
     {
         "aio",
-        "batch_shapes",
         "console",
         "engines",
         "pricing",
+        "process_memory",
         "upstream",
         "overrides",
         "notebook_tools",

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from tbrl_lib.batch_shapes import note_generation
 from tbrl_lib.policies.chat import Sample
+from tbrl_lib.process_memory import note_generation
 
 
 class GenerationBackend(Protocol):

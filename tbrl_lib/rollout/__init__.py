@@ -10,8 +10,7 @@ the trajectory's page (`trajectory_html`, `write_trajectory_page`) and live view
 from tbrl_lib.models import make_policy
 from tbrl_lib.rewards.judges import make_judge
 from tbrl_lib.rollout.config import GRACE_SECONDS, RolloutConfig
-from tbrl_lib.rollout.result import RolloutResult
-from tbrl_lib.rollout.rollout import AGENT_TIMEOUT, run_rollout
+from tbrl_lib.rollout.rollout import AGENT_TIMEOUT, RolloutResult, run_rollout
 from tbrl_lib.sandbox import open_sandbox
 from tbrl_lib.tasks import load_tasks
 from tbrl_lib.viewers.live import live_viewer

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tbrl_lib import batch_shapes
+from tbrl_lib import process_memory
 from tbrl_lib.policies.base import Conversation
 from tbrl_lib.policies.batching import BatchingGenerator
 from tbrl_lib.policies.chat import Sample, stop_token_ids
@@ -64,14 +64,14 @@ def test_concurrent_requests_share_one_backend_call(tiny_model, tiny_tokenizer):
 def test_the_largest_batch_is_noted_for_the_memory_report(tiny_model, tiny_tokenizer):
     # what the planner re-plans an evaluation at: 4 episodes padded to the longest prompt (5)
     # plus the longest reply
-    batch_shapes.reset()
+    process_memory.reset()
     backend = HFBackend(tiny_model, tiny_tokenizer, temperature=1.2)
     results = sample_all(BatchingGenerator(backend, window_s=0.05), PROMPTS, 6)
     reply = max(len(r.ids) for r in results)
     noted = {"generation_episodes": 4, "generation_context": 5 + reply, "generation_new": reply}
-    assert batch_shapes.reached() == noted
+    assert process_memory.reached() == noted
     sample_all(BatchingGenerator(backend), PROMPTS[:1], 2)  # a smaller batch changes nothing
-    assert batch_shapes.reached() == noted
+    assert process_memory.reached() == noted
 
 
 def test_a_token_budget_splits_the_batch_and_serves_every_request(tiny_model, tiny_tokenizer):

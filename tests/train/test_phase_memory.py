@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tbrl_lib.batch_shapes import note_generation, note_training
+from tbrl_lib.process_memory import RunClock, note_generation, note_training, timed
 from tbrl_lib.train.config.presets import load_preset
 from tbrl_lib.train.plan.memory_plan import memory_report
-from tbrl_lib.train.plan.phase_memory import RunClock, over_plan, phase_table, timed
+from tbrl_lib.train.plan.phase_memory import over_plan, phase_table
 from tbrl_lib.train.report.run_report import memory_table
 
 # Measured in a fresh process: the suite's own process has run models and engines by now, and
@@ -22,7 +22,7 @@ from tbrl_lib.train.report.run_report import memory_table
 MEASURE = """
 import json, sys
 import numpy as np
-from tbrl_lib.train.plan.phase_memory import RunClock, timed
+from tbrl_lib.process_memory import RunClock, timed
 
 def touch(mib):  # make `mib` MiB resident, then free them
     block = np.ones(mib * 2**20, dtype=np.uint8)

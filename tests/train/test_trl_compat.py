@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tbrl_lib.train.model import trl_compat
-from tbrl_lib.train.model.trl_compat import TorchChunkedLogProb, reference_logprobs
+from tbrl_lib.policies import logprob_head
+from tbrl_lib.policies.logprob_head import TorchChunkedLogProb, reference_logprobs
 
 
 def tiny_head(tokens: int = 37, hidden: int = 12, vocab: int = 50, seed: int = 0):
@@ -28,7 +28,7 @@ def grads(loss: torch.Tensor, *tensors: torch.Tensor) -> list[torch.Tensor]:
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_chunked_head_equals_the_whole_batch_computation(monkeypatch, temperature):
-    monkeypatch.setattr(trl_compat, "CHUNK_ELEMENTS", 50 * 16)  # 16-token chunks: 3 of them
+    monkeypatch.setattr(logprob_head, "CHUNK_ELEMENTS", 50 * 16)  # 16-token chunks: 3 of them
     h, w, b, targets, g_logp, g_ent = tiny_head()
     want_logp, want_ent = reference_logprobs(h, w, b, targets, temperature)
     got_logp, got_ent, *rest = TorchChunkedLogProb.apply(
@@ -45,7 +45,7 @@ def test_chunked_head_equals_the_whole_batch_computation(monkeypatch, temperatur
 
 def test_log_probs_alone_and_a_frozen_head(monkeypatch):
     # TRL asks for log-probs only when the loss has no entropy term; LoRA freezes the head.
-    monkeypatch.setattr(trl_compat, "CHUNK_ELEMENTS", 50 * 16)
+    monkeypatch.setattr(logprob_head, "CHUNK_ELEMENTS", 50 * 16)
     h, w, b, targets, g_logp, _ = tiny_head(seed=1)
     w, b = w.detach(), b.detach()
     logp, entropy, *_ = TorchChunkedLogProb.apply(h, w, b, targets, 1.0, 4096, None, 1.0, ())
@@ -57,7 +57,7 @@ def test_log_probs_alone_and_a_frozen_head(monkeypatch):
 
 
 def test_softcap_and_scale_follow_trls_order(monkeypatch):
-    monkeypatch.setattr(trl_compat, "CHUNK_ELEMENTS", 50 * 16)
+    monkeypatch.setattr(logprob_head, "CHUNK_ELEMENTS", 50 * 16)
     h, w, b, targets, g_logp, g_ent = tiny_head(seed=2)
     cap, scale, temperature = 5.0, 0.5, 0.9
     z = cap * torch.tanh(torch.nn.functional.linear(h, w, b) * scale / cap) / temperature

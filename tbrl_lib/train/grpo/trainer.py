@@ -38,7 +38,7 @@ from typing import Any
 import torch
 from trl import GRPOConfig, GRPOTrainer
 
-from tbrl_lib.batch_shapes import note_training
+from tbrl_lib.process_memory import watch_training
 from tbrl_lib.train.config.config import TrainConfig
 from tbrl_lib.train.config.estimators import advantages
 from tbrl_lib.train.grpo.session import TrainingSession
@@ -102,6 +102,7 @@ class SessionTrainer(GRPOTrainer):
                 peft_config=session.peft_config,
                 callbacks=[*session.callbacks(), CheckpointState(session.config, self.tbrl_state)],
             )
+        watch_training(self.model)  # each micro-batch's tokens, for the memory report
         if launch.cpu and launch.generation_backend == "vllm-colocate":
             reload_colocated(self.vllm_generation)
         self.sync_probe: SyncProbe | None = None
@@ -146,12 +147,6 @@ class SessionTrainer(GRPOTrainer):
             logged.pop()
         logged.extend(every.tolist())
         return output
-
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """TRL's loss; the micro-batch's padded tokens noted for the memory report."""
-        rows, prompt = inputs["prompt_ids"].shape
-        note_training(rows * (prompt + inputs["completion_ids"].shape[1]))
-        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
     def _get_train_sampler(self, dataset=None):
         if not self.session.config.curriculum.enabled:

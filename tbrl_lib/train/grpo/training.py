@@ -38,6 +38,7 @@ from typing import Any
 
 from tbrl_lib.models import resolve_model, tiny_size
 from tbrl_lib.policies.vllm_engine import check_cpu_attention
+from tbrl_lib.process_memory import RunClock, return_freed_memory, timed
 from tbrl_lib.run_folder import run_dir
 from tbrl_lib.sandbox import reap_run
 from tbrl_lib.step_progress import heldout_line
@@ -49,9 +50,7 @@ from tbrl_lib.train.grpo.task_set import close_sandboxes
 from tbrl_lib.train.grpo.trainer import SessionTrainer
 from tbrl_lib.train.heldout.evaluator import HeldoutEvaluator
 from tbrl_lib.train.plan.memory_plan import plan_text
-from tbrl_lib.train.plan.phase_memory import RunClock, return_freed_memory, timed
 from tbrl_lib.train.plan.resume import checkpoint_step, find_checkpoint, run_folder_of
-from tbrl_lib.train.report.callbacks import StepMemory
 from tbrl_lib.train.report.run_files import write_config
 from tbrl_lib.train.step.hooks import process_state
 from tbrl_lib.train.vllm.server import serving
@@ -101,8 +100,7 @@ def train(config: TrainConfig, out_dir: str | Path = "", resume: str | Path = ""
         session = TrainingSession(config, out, model_path, rollout, heldout, resume_step)
         with serving(config, model_path, out / "vllm_server.log"):  # vllm-server on one machine
             trainer = build_trainer(session, checkpoint, main)
-            trainer.add_callback(StepMemory(phases))
-            with timed(phases, "grpo"):
+            with timed(phases, "grpo"), phases.marking_steps():
                 trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if config.grpo.save_steps or tiny_size(config.model.name) or heldout:
             trainer.save_final(out / "final")

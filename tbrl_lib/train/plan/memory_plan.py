@@ -29,8 +29,8 @@ training dtype):
   `vllm-server` the generation runs on the server's own GPUs: nothing is added.
 - On CPU (`launch.gpus_per_node: 0`) the plan is of the process's resident memory, with
   the same activations (torch's CPU attention keeps no T^2 scores; the allocator returns
-  freed memory: `phase_memory.return_freed_memory`). TRL's fused head is replaced by
-  `trl_compat.TorchChunkedLogProb`, which holds one chunk of logits at a time
+  freed memory: `process_memory.return_freed_memory`). TRL's fused head is replaced by
+  `policies.logprob_head.TorchChunkedLogProb`, which holds one chunk of logits at a time
   (`HEAD_CHUNK_ELEMENTS` x 4 B, `HEAD_CHUNK_COPIES` times) beside the scored hidden states
   and their gradient; the process itself (Python, torch, transformers, TRL, the Docker
   client, the tokenizer) adds `CPU_RUNTIME_GIB`.
@@ -46,7 +46,7 @@ the SFT trains). `phase_memory`
 measures each phase's peak in a run (the kernel's high-water mark), summary.json `memory`
 puts it beside this plan, and a phase more than 15% over its plan prints one line. The plan
 is of full-length batches; each phase also notes the largest batches it ran
-(`tbrl_lib.batch_shapes`), and `memory_report` plans it again at them (`reached`): the
+(`tbrl_lib.process_memory`), and `memory_report` plans it again at them (`reached`): the
 formulas' own check, where replies that stop early would make any bound look loose.
 
 Generation is bounded by memory: one batched HF generation holds at most
@@ -74,8 +74,9 @@ from typing import Any
 import psutil
 
 from tbrl_lib.models import PACKAGED, model_config
+from tbrl_lib.process_memory import RunClock
 from tbrl_lib.train.config.config import TrainConfig
-from tbrl_lib.train.plan.phase_memory import RunClock, over_plan, phase_table
+from tbrl_lib.train.plan.phase_memory import over_plan, phase_table
 
 GIB = 2**30
 
@@ -238,7 +239,7 @@ def plan_memory(
     """Per-GPU memory estimate of `config` (see the module docstring for the rules): the rows
     of a GRPO step, and the peak of each phase of `train()`. `sft_tokens`: the warm start's
     largest batch in tokens once its demonstrations are recorded (default: full length).
-    `reached`: the largest batches a phase ran (`tbrl_lib.batch_shapes`), planned instead of
+    `reached`: the largest batches a phase ran (`tbrl_lib.process_memory`), planned instead of
     full-length ones."""
     model, launch = config.model, config.launch
     shape = shape or model_shape(model.name)
@@ -359,7 +360,7 @@ def layer_bytes_per_token(shape: ModelShape, b: int) -> int:
 
 
 def cpu_head_bytes(shape: ModelShape, tokens: int) -> int:
-    """`trl_compat.TorchChunkedLogProb`: a chunk's fp32 logits `HEAD_CHUNK_COPIES` times, the
+    """`policies.logprob_head.TorchChunkedLogProb`: a chunk's fp32 logits `HEAD_CHUNK_COPIES` times, the
     scored hidden states and their gradient, and one head-sized fp32 buffer (the head's
     gradient when it trains, and present with a frozen head too: docs/benchmarks.md, "Where
     the planner's constants come from")."""

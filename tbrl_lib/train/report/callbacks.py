@@ -74,7 +74,6 @@ from transformers.utils.notebook import NotebookProgressCallback
 
 from tbrl_lib.step_progress import SECONDS_PER_STEP, StepProgress
 from tbrl_lib.train.config.config import TrainConfig
-from tbrl_lib.train.plan.phase_memory import RunClock
 from tbrl_lib.train.plan.resume import write_state
 from tbrl_lib.train.step.curriculum import Curriculum
 from tbrl_lib.train.step.hooks import require_same_on_every_process
@@ -238,14 +237,3 @@ def _number(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-class StepMemory(TrainerCallback):
-    """Records each optimizer step's peak resident memory in `clock.steps`
-    (`plan/phase_memory.py`)."""
-
-    def __init__(self, clock: RunClock) -> None:
-        self.clock = clock
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.clock.mark_step()
