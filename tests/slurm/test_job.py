@@ -6,7 +6,8 @@ training process, gloo, sandboxes through Ray) under the test's Slurm (`conftest
   both nodes; the run trains 2 steps in 2 processes (world size 2 in `summary.json`), its
   sandboxes run on both Ray nodes, the executed notebook and its HTML report are in the run
   folder;
-- as `papermill ... -p preset cpu-cluster` inside `salloc -N2`: the same run and notebook.
+- as `papermill 04_train.ipynb ... -p preset cpu-cluster` from `notebooks/` inside `salloc -N2`:
+  the same run and notebook.
 
 After each, nothing of it runs: no container of the run, no process of the job's Ray nodes.
 """
@@ -74,14 +75,17 @@ def test_sbatch_of_the_generated_job_leaves_the_report_of_a_two_node_run(slurm, 
 
 
 def test_papermill_inside_salloc_runs_the_same_job(slurm, tmp_path):
+    """The card's line as a researcher types it: from `notebooks/`, where JupyterLab starts."""
     run = tmp_path / "run"
     papermill = [
-        sys.executable, "-m", "papermill", "notebooks/04_train.ipynb", str(run / "04_train.ipynb"),
+        sys.executable, "-m", "papermill", "04_train.ipynb", str(run / "04_train.ipynb"),
         "-p", "preset", "cpu-cluster", "-p", "out_dir", str(run),
     ]  # fmt: skip
     run.mkdir()
     began = time.monotonic()
-    done = slurm.run("salloc", "-N2", "--exclusive", *papermill, timeout=JOB_S, cwd=ROOT)
+    done = slurm.run(
+        "salloc", "-N2", "--exclusive", *papermill, timeout=JOB_S, cwd=ROOT / "notebooks"
+    )
     took = time.monotonic() - began
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     granted = next(w for w in done.stderr.split("\n") if "Granted job allocation" in w)
