@@ -40,8 +40,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 GIB = 2**30
 STATUS, CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs")
 
@@ -152,6 +150,8 @@ def peak_gib() -> float:
 
 def children_peak_gib() -> float:
     """The sum of the high-water marks of this process's children (a vLLM server...)."""
+    import psutil  # here only: Harbor's environment imports this module (policies) without it
+
     total = 0
     for child in psutil.Process().children(recursive=True):
         try:
@@ -212,6 +212,8 @@ class RunClock(dict):
         """The peak since the last step (or the phase's start), recorded; resets the mark."""
         peak = peak_gib()
         self.steps.append(round(peak, 3))
+        import psutil  # see children_peak_gib
+
         self.resident.append(round(psutil.Process().memory_info().rss / GIB, 3))
         self.step_shapes.append(take_step())
         self._running = max(self._running, peak)
